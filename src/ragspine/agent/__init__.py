@@ -1,0 +1,1 @@
+"""Agent-side contracts that the retrieval channel serves."""

@@ -1,0 +1,77 @@
+"""`ragspine demo`: ingest the bundled sample corpus and answer three example questions.
+
+The corpus (src/ragspine/data/sample_corpus/, written for this project about invented
+companies) holds one RESTRICTED memo; the third question's best lexical match is that memo,
+and the demo shows it is withheld at the exit and never printed.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ragspine.render import format_snippets
+from ragspine.retrieval.chunking.chunking import DocumentMeta
+from ragspine.retrieval.lexical.glossary import GlossaryQueryRewriter, Glossary
+from ragspine.retrieval.link.narrative_link import build_narrative_retriever, filter_kwargs
+from ragspine.retrieval.sensitivity import is_restricted
+
+TOP_K = 5
+
+
+def run_demo(db: str | None = None, *, echo: Callable[[str], Any] = print) -> list[dict[str, Any]]:
+    """Run the demo; return every snippet it showed. Raises RuntimeError if RESTRICTED leaked."""
+    corpus = resources.files("ragspine.data").joinpath("sample_corpus")
+    manifest = json.loads(corpus.joinpath("manifest.json").read_text("utf-8"))
+    glossary = Glossary.from_dict(
+        json.loads(corpus.joinpath("glossary.json").read_text("utf-8")), source="demo glossary"
+    )
+    with tempfile.TemporaryDirectory(prefix="ragspine-demo-") as tmp:
+        path = db or str(Path(tmp) / "demo.db")
+        retriever, store = build_narrative_retriever(
+            path, query_rewriter=GlossaryQueryRewriter(glossary)
+        )
+        try:
+            echo(f"== Ingesting the sample corpus into {path}")
+            for doc in manifest["documents"]:
+                fields = {k: v for k, v in doc.items() if k != "file"}
+                count = retriever.index.ingest(
+                    corpus.joinpath(doc["file"]).read_text("utf-8"), DocumentMeta(**fields)
+                )
+                echo(f"   {doc['doc_id']:<32} {doc['entity']:<9} {doc['sensitivity']:<10} {count} chunks")
+            shown: list[dict[str, Any]] = []
+            for number, question in enumerate(manifest["questions"], start=1):
+                shown.extend(_ask(retriever, number, question, echo))
+        finally:
+            store.close()
+    restricted_ids = {d["doc_id"] for d in manifest["documents"] if is_restricted(d["sensitivity"])}
+    leaked = [s for s in shown if s["doc_id"] in restricted_ids or is_restricted(s["sensitivity"])]
+    if leaked:
+        raise RuntimeError(f"RESTRICTED text reached the output: {[s['chunk_id'] for s in leaked]}")
+    echo(
+        f"\n== Check: {len(shown)} snippets shown; none from the RESTRICTED "
+        f"{', '.join(sorted(restricted_ids))} (the memo never appears)."
+    )
+    return shown
+
+
+def _ask(retriever: Any, number: int, question: dict[str, Any], echo: Callable[[str], Any]) -> list[dict[str, Any]]:
+    query, filters = question["query"], question.get("filters") or {}
+    echo(f"\n== Q{number}: {query}   filters={json.dumps(filters, ensure_ascii=False)}")
+    echo(f"   ({question['label']})")
+    snippets = retriever.retrieve(query, filters=filters, top_k=TOP_K)
+    echo(format_snippets(snippets))
+    raw = retriever.index.retrieve(query, top_k=TOP_K, rerank=False, **filter_kwargs(filters))
+    withheld = [r.chunk for r in raw if is_restricted(r.chunk.sensitivity)]
+    if withheld:
+        first = "the best raw match" if is_restricted(raw[0].chunk.sensitivity) else "raw matches"
+        docs = ", ".join(sorted({c.doc_id for c in withheld}))
+        echo(
+            f"   RESTRICTED exit: {len(withheld)} of the top {len(raw)} raw hits ({first}) come "
+            f"from RESTRICTED {docs}; withheld, their text is not printed."
+        )
+    return snippets

@@ -1,0 +1,23 @@
+"""Plain-text rendering of snippet dicts for people (the CLI and the demo)."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+
+def format_snippets(snippets: list[dict[str, Any]], *, width: int = 100) -> str:
+    """Ranked, cited snippets as readable text."""
+    if not snippets:
+        return "no results"
+    blocks = []
+    for rank, snippet in enumerate(snippets, start=1):
+        scores = snippet["scores"]
+        head = (
+            f"{rank}. {snippet['title'] or snippet['doc_id']}  [{snippet['source_locator']}]"
+            f"  fused={scores['fused']:.4f} bm25={scores['bm25']:.2f}"
+        )
+        body = " ".join(snippet["text"].split())
+        body = body if len(body) <= 320 else body[:320] + " …"
+        blocks.append(head + "\n" + textwrap.indent(textwrap.fill(body, width - 4), "    "))
+    return "\n".join(blocks)

@@ -1,0 +1,1 @@
+"""The narrative retrieval channel: chunking → lexical (+vector) → fuse → rerank → link."""

@@ -1,0 +1,1 @@
+"""Chunking: paragraph-grained chunker and the versioned chunk store."""

@@ -1,0 +1,1 @@
+"""Lexical channel: tokenizer, Okapi BM25, RRF fusion, glossary rewriting, retrievers."""

@@ -1,0 +1,91 @@
+"""Okapi BM25: the reference scoring function and an in-memory inverted index.
+
+Invariant: for the same set of documents, `InvertedBM25.scores` equals `bm25_scores` for every
+document that shares a term with the query (others score 0 and are not returned). Statistics
+(N, df, avgdl) are always over the whole indexed set; `allowed` only restricts which documents
+are scored, never the statistics (as Lucene does with a filter).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Container, Sequence
+
+DEFAULT_BM25_K1 = 1.5
+DEFAULT_BM25_B = 0.75
+
+
+def bm25_idf(n_docs: int, df: int) -> float:
+    """idf = ln(1 + (N - df + 0.5) / (df + 0.5)); always positive."""
+    return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+
+
+def bm25_scores(
+    query_tokens: Sequence[str],
+    docs_tokens: Sequence[Sequence[str]],
+    k1: float = DEFAULT_BM25_K1,
+    b: float = DEFAULT_BM25_B,
+) -> list[float]:
+    """Okapi BM25 of each document for the query (a repeated query token counts each time)."""
+    n_docs = len(docs_tokens)
+    if n_docs == 0:
+        return []
+    counts = [Counter(doc) for doc in docs_tokens]
+    avgdl = sum(len(doc) for doc in docs_tokens) / n_docs
+    df: Counter[str] = Counter()
+    for doc_counts in counts:
+        df.update(doc_counts.keys())
+    scores = [0.0] * n_docs
+    if avgdl == 0:
+        return scores
+    for term in query_tokens:
+        if not df[term]:
+            continue
+        idf = bm25_idf(n_docs, df[term])
+        for i, doc_counts in enumerate(counts):
+            tf = doc_counts.get(term, 0)
+            if tf:
+                norm = k1 * (1.0 - b + b * len(docs_tokens[i]) / avgdl)
+                scores[i] += idf * tf * (k1 + 1.0) / (tf + norm)
+    return scores
+
+
+class InvertedBM25:
+    """Term → postings over a fixed list of token lists; query cost follows the postings."""
+
+    def __init__(
+        self,
+        docs_tokens: Sequence[Sequence[str]],
+        *,
+        k1: float = DEFAULT_BM25_K1,
+        b: float = DEFAULT_BM25_B,
+    ) -> None:
+        self.k1, self.b = k1, b
+        self.n_docs = len(docs_tokens)
+        self._lengths = [len(doc) for doc in docs_tokens]
+        self.avgdl = sum(self._lengths) / self.n_docs if self.n_docs else 0.0
+        self._postings: dict[str, list[tuple[int, int]]] = {}
+        for doc, tokens in enumerate(docs_tokens):
+            for term, tf in Counter(tokens).items():
+                self._postings.setdefault(term, []).append((doc, tf))
+
+    def scores(
+        self, query_tokens: Sequence[str], allowed: Container[int] | None = None
+    ) -> dict[int, float]:
+        """BM25 of every (allowed) document containing at least one query token."""
+        out: dict[int, float] = {}
+        if not self.avgdl:
+            return out
+        k1, b, avgdl, lengths = self.k1, self.b, self.avgdl, self._lengths
+        for term in query_tokens:
+            postings = self._postings.get(term)
+            if not postings:
+                continue
+            idf = bm25_idf(self.n_docs, len(postings))
+            for doc, tf in postings:
+                if allowed is not None and doc not in allowed:
+                    continue
+                norm = k1 * (1.0 - b + b * lengths[doc] / avgdl)
+                out[doc] = out.get(doc, 0.0) + idf * tf * (k1 + 1.0) / (tf + norm)
+        return out

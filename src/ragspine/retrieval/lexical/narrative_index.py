@@ -1,0 +1,124 @@
+"""NarrativeIndex: ingest documents into a ChunkStore and retrieve from its active chunks.
+
+Invariants: `ingest` chunks the text and replaces the document's chunks in one store
+transaction; retrieval always reflects the store's current active set (the in-memory ranker is
+rebuilt whenever the store's data_version moves, including writes by other processes); rerank
+only reorders, with RESTRICTED handled by `listwise_rerank`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from ragspine.retrieval.chunking.chunk_store import ChunkStore
+from ragspine.retrieval.chunking.chunking import (
+    DEFAULT_CHUNK_CHARS,
+    DEFAULT_OVERLAP_CHARS,
+    DocumentMeta,
+    chunk_document,
+)
+from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1
+from ragspine.retrieval.lexical.fusion import DEFAULT_RRF_K
+from ragspine.retrieval.lexical.hybrid import DEFAULT_TOP_K, HybridRetriever, RetrievalResult
+from ragspine.retrieval.lexical.protocols import EmbeddingBackend, QueryRewriter
+from ragspine.retrieval.lexical.tokenize import tokenize
+from ragspine.retrieval.rerank.listwise_rerank import DEFAULT_TOP_N, ListwiseJudge, listwise_rerank
+
+
+class NarrativeIndex:
+    """A retrievable, versioned collection of documents over one ChunkStore.
+
+    >>> store = ChunkStore(":memory:"); store.init_schema()
+    >>> index = NarrativeIndex(store)
+    >>> index.ingest("营收下滑的原因是出口减少。", DocumentMeta("r1", entity="ACME_CN"))
+    1
+    >>> [r.chunk.doc_id for r in index.retrieve("营收", entity="ACME_CN")]
+    ['r1']
+    """
+
+    def __init__(
+        self,
+        store: ChunkStore,
+        *,
+        embedding_backend: EmbeddingBackend | None = None,
+        query_rewriter: QueryRewriter | None = None,
+        judge: ListwiseJudge | None = None,
+        max_chars: int = DEFAULT_CHUNK_CHARS,
+        overlap_chars: int = DEFAULT_OVERLAP_CHARS,
+        k1: float = DEFAULT_BM25_K1,
+        b: float = DEFAULT_BM25_B,
+        rrf_k: int = DEFAULT_RRF_K,
+        top_n: int = DEFAULT_TOP_N,
+        analyzer: Callable[[str], list[str]] = tokenize,
+    ) -> None:
+        self.store = store
+        self.embedding_backend = embedding_backend
+        self.query_rewriter = query_rewriter
+        self.judge = judge
+        self.max_chars, self.overlap_chars = max_chars, overlap_chars
+        self.k1, self.b, self.rrf_k, self.top_n = k1, b, rrf_k, top_n
+        self.analyzer = analyzer
+        self._lock = threading.Lock()
+        self._retriever: HybridRetriever | None = None
+        self._version = -1
+        self._vector_cache: dict[str, list[float]] = {}
+
+    def ingest(self, text: str, meta: DocumentMeta, valid_as_of: str = "") -> int:
+        """Chunk `text` and make it the active version of `meta.doc_id`; return chunks written."""
+        if not isinstance(text, str):
+            raise ValueError(f"text must be a string, got {type(text).__name__}")
+        if not isinstance(meta.doc_id, str) or not meta.doc_id.strip():
+            raise ValueError("DocumentMeta.doc_id must be a non-empty string")
+        chunks = chunk_document(
+            text, meta, max_chars=self.max_chars, overlap_chars=self.overlap_chars
+        )
+        return self.store.replace_doc_chunks(meta.doc_id, chunks, valid_as_of=valid_as_of)
+
+    def withdraw(self, doc_id: str) -> None:
+        """Remove a document from the active set (its rows stay, inactive, for lineage)."""
+        self.store.replace_doc_chunks(doc_id, [])
+
+    def retrieve(
+        self,
+        query: str,
+        *,
+        topic: str | None = None,
+        entity: str | None = None,
+        geography: str | None = None,
+        period: str | None = None,
+        language: str | None = None,
+        top_k: int = DEFAULT_TOP_K,
+        rerank: bool = True,
+    ) -> list[RetrievalResult]:
+        """Ranked active chunks for `query` (metadata filters AND-ed), reranked when a judge is set."""
+        results = self.retriever().search(
+            query,
+            topic=topic,
+            entity=entity,
+            geography=geography,
+            period=period,
+            language=language,
+            top_k=top_k,
+        )
+        if rerank and self.judge is not None:
+            results = listwise_rerank(query, results, self.judge, top_n=self.top_n)
+        return results
+
+    def retriever(self) -> HybridRetriever:
+        """The ranker over the store's current active chunks (rebuilt when the store changed)."""
+        with self._lock:
+            version = self.store.data_version()
+            if self._retriever is None or version != self._version:
+                self._retriever = HybridRetriever(
+                    self.store.iter_chunks(),
+                    embedding_backend=self.embedding_backend,
+                    query_rewriter=self.query_rewriter,
+                    k1=self.k1,
+                    b=self.b,
+                    rrf_k=self.rrf_k,
+                    vector_cache=self._vector_cache,
+                    analyzer=self.analyzer,
+                )
+                self._version = version
+            return self._retriever

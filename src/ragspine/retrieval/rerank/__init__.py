@@ -1,0 +1,1 @@
+"""Rerankers over the fused head of the candidate list."""

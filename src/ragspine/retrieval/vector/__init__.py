@@ -1,0 +1,1 @@
+"""Vector channel: embedding backends and vector stores (opt-in)."""
