@@ -52,7 +52,9 @@ class Glossary:
                     raise ValueError(
                         f"{source}: {kind}.{canonical} must be a list of non-empty strings"
                     )
-                terms = tuple(dict.fromkeys([canonical, *synonyms]))
+                # one spelling per term, ignoring case (the first one given wins)
+                by_case = {t.lower(): t for t in reversed([canonical, *synonyms])}
+                terms = tuple(dict.fromkeys(by_case[t.lower()] for t in [canonical, *synonyms]))
                 groups.append(SynonymGroup(canonical, kind, terms))
         return cls(tuple(groups))
 

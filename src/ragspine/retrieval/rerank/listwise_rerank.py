@@ -2,7 +2,8 @@
 
 Invariants:
 - A candidate whose sensitivity is RESTRICTED (case-insensitive) is never shown to the judge and
-  keeps its original position; if every head candidate is RESTRICTED the judge is not called.
+  keeps its original position; if every head candidate is RESTRICTED (or only one is open, so
+  there is nothing to order) the judge is not called.
 - Any exception from the judge, or output that is not a permutation, leaves the open candidates
   in their incoming (RRF) order. `listwise_rerank` never raises.
 """
@@ -40,7 +41,7 @@ def listwise_rerank(
     ranked = list(results)
     head = ranked[: max(top_n, 0)]
     open_slots = [i for i, r in enumerate(head) if not is_restricted(r.chunk.sensitivity)]
-    if not open_slots:
+    if len(open_slots) < 2:
         return ranked
     candidates = [head[i].chunk.text for i in open_slots]
     try:

@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from ragspine.cli import main
+from ragspine.demo import run_demo
+
+
+def test_demo_answers_three_questions_and_hides_the_memo(tmp_path: Path) -> None:
+    lines: list[str] = []
+    shown = run_demo(str(tmp_path / "demo.db"), echo=lines.append)
+    output = "\n".join(lines)
+    assert output.count("== Q") == 3
+    assert shown and all(s["doc_id"] != "internal_memo_restructuring" for s in shown)
+    assert "Nightjar" not in "\n".join(s["text"] for s in shown)
+    assert "RESTRICTED exit" in output and "the best raw match" in output
+    by_query: dict[str, list[str]] = {}
+    for s in shown:
+        by_query.setdefault(s["lineage"]["filters"].get("entity", "none"), []).append(s["doc_id"])
+    assert by_query["ACME_CN"][0] == "acme_cn_2024_annual_report"
+    assert "borealis_2024_annual_report" in by_query["none"]
+
+
+def test_demo_command() -> None:
+    result = CliRunner().invoke(main, ["demo"])
+    assert result.exit_code == 0, result.output
+    assert "the memo never appears" in result.stdout
