@@ -1,0 +1,153 @@
+"""Several knowledge bases behind one NarrativeRetriever: route, search concurrently, fuse by RRF.
+
+Invariants: each snippet carries the `library_id` it came from; a router error, an empty
+selection or an unknown library id falls back to searching every library, and the snippet's
+lineage says so; fusion is `rrf_fuse` over (library_id, chunk_id) keys with ties broken by that
+key; RESTRICTED snippets are dropped at this exit too, whatever the member retrievers return.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from ragspine.agent.agent import LLMProvider, NarrativeRetriever
+from ragspine.retrieval.lexical.fusion import DEFAULT_RRF_K, rrf_fuse
+from ragspine.retrieval.lexical.hybrid import DEFAULT_TOP_K
+from ragspine.retrieval.lexical.tokenize import tokenize
+from ragspine.retrieval.sensitivity import is_restricted
+
+_LOG = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LibraryIndex:
+    """One knowledge base: an id, a description a router can read, and its retriever."""
+
+    library_id: str
+    description: str
+    retriever: NarrativeRetriever
+
+
+@runtime_checkable
+class LibraryRouter(Protocol):
+    """Chooses which libraries to search for a query (ids, best first)."""
+
+    def route(self, query: str) -> list[str]: ...
+
+
+class KeywordRouter:
+    """Deterministic: libraries whose id or description shares tokens with the query, by
+    overlap (ties by id). No overlap anywhere → [] (the retriever then searches all)."""
+
+    def __init__(self, libraries: Sequence[LibraryIndex]) -> None:
+        self._vocab = {
+            lib.library_id: set(tokenize(f"{lib.library_id} {lib.description}")) for lib in libraries
+        }
+
+    def route(self, query: str) -> list[str]:
+        tokens = set(tokenize(query))
+        overlap = {lid: len(tokens & vocab) for lid, vocab in self._vocab.items()}
+        return sorted((lid for lid, n in overlap.items() if n), key=lambda lid: (-overlap[lid], lid))
+
+
+class LLMRouter:
+    """Asks an LLM for a JSON list of library ids; anything it cannot parse raises (→ fallback)."""
+
+    def __init__(self, provider: LLMProvider, libraries: Sequence[LibraryIndex]) -> None:
+        self.provider = provider
+        self.libraries = list(libraries)
+
+    def route(self, query: str) -> list[str]:
+        catalogue = "\n".join(f"- {lib.library_id}: {lib.description}" for lib in self.libraries)
+        reply = self.provider.chat(
+            [
+                {"role": "system", "content": "You route search queries to knowledge bases."},
+                {
+                    "role": "user",
+                    "content": f"Knowledge bases:\n{catalogue}\n\nQuery: {query}\n\n"
+                    'Answer with a JSON list of the ids worth searching, e.g. ["a", "b"].',
+                },
+            ]
+        )
+        start, end = reply.find("["), reply.rfind("]")
+        chosen = json.loads(reply[start : end + 1]) if start != -1 and end > start else None
+        if not isinstance(chosen, list) or not all(isinstance(x, str) for x in chosen):
+            raise ValueError(f"router reply is not a JSON list of ids: {reply[:200]!r}")
+        return chosen
+
+
+class MultiIndexRetriever:
+    """A NarrativeRetriever over several libraries.
+
+    >>> class One:
+    ...     def retrieve(self, query, *, filters=None, top_k=50):
+    ...         return [{"chunk_id": "c", "sensitivity": "PUBLIC", "text": "t"}]
+    >>> multi = MultiIndexRetriever([LibraryIndex("a", "reports", One())])
+    >>> [(s["library_id"], s["chunk_id"]) for s in multi.retrieve("q")]
+    [('a', 'c')]
+    """
+
+    def __init__(
+        self,
+        libraries: Sequence[LibraryIndex],
+        router: LibraryRouter | None = None,
+        *,
+        rrf_k: int = DEFAULT_RRF_K,
+        max_workers: int = 4,
+    ) -> None:
+        ids = [lib.library_id for lib in libraries]
+        if not libraries or len(set(ids)) != len(ids):
+            raise ValueError("MultiIndexRetriever needs at least one library and unique library ids")
+        self.libraries = {lib.library_id: lib for lib in libraries}
+        self.router = router if router is not None else KeywordRouter(libraries)
+        self.rrf_k = rrf_k
+        self.max_workers = max_workers
+
+    def retrieve(
+        self, query: str, *, filters: dict[str, Any] | None = None, top_k: int = DEFAULT_TOP_K
+    ) -> list[dict[str, Any]]:
+        """Fused, RESTRICTED-free snippets from the routed libraries, each with `library_id`."""
+        selected, routing = self._route(query)
+        with ThreadPoolExecutor(max_workers=min(self.max_workers, len(selected))) as pool:
+            futures = {
+                lid: pool.submit(self.libraries[lid].retriever.retrieve, query, filters=filters, top_k=top_k)
+                for lid in selected
+            }
+            per_library = {lid: future.result() for lid, future in futures.items()}
+        keyed = {
+            (lid, str(s["chunk_id"])): s
+            for lid, snippets in per_library.items()
+            for s in snippets
+            if not is_restricted(s.get("sensitivity", ""))
+        }
+        fused = rrf_fuse(
+            [[(lid, str(s["chunk_id"])) for s in per_library[lid]] for lid in selected], k=self.rrf_k
+        )
+        order = sorted((key for key in fused if key in keyed), key=lambda key: (-fused[key], key))
+        out = []
+        for key in order[:top_k]:
+            snippet = dict(keyed[key])
+            snippet["library_id"] = key[0]
+            snippet["scores"] = {**snippet.get("scores", {}), "library_fused": fused[key]}
+            snippet["lineage"] = {**snippet.get("lineage", {}), "routing": routing}
+            out.append(snippet)
+        return out
+
+    def _route(self, query: str) -> tuple[list[str], dict[str, Any]]:
+        every = sorted(self.libraries)
+        try:
+            chosen = list(dict.fromkeys(self.router.route(query)))
+        except Exception as exc:  # noqa: BLE001 - any router failure searches everything
+            _LOG.warning("library router failed (%s); searching all libraries", exc)
+            return every, {"selected": every, "fallback": f"router error: {exc}"}
+        unknown = [lid for lid in chosen if lid not in self.libraries]
+        if not chosen or unknown:
+            reason = f"unknown library id(s) {unknown}" if unknown else "router selected nothing"
+            _LOG.info("%s; searching all libraries", reason)
+            return every, {"selected": every, "fallback": reason}
+        return chosen, {"selected": chosen, "fallback": None}
