@@ -168,3 +168,20 @@ def test_refuses_a_file_that_is_not_a_store(tmp_path: Path) -> None:
         ChunkStore(other)
     with pytest.raises(NotAChunkStoreError, match="directory"):
         ChunkStore(tmp_path)
+
+
+def test_user_metadata_round_trips(store: ChunkStore) -> None:
+    meta = DocumentMeta("a", metadata={"pages": 12, "author": "王", "ratio": 0.5})
+    store.replace_doc_chunks("a", chunk_document("正文。", meta))
+    (chunk,) = store.iter_chunks()
+    assert chunk.metadata == {"pages": 12, "author": "王", "ratio": 0.5}
+
+
+@pytest.mark.parametrize(
+    ("metadata", "message"),
+    [({"entity": "x"}, "built-in field"), ({"bad key": 1}, "letters"), ({"k": [1]}, "string or a number"),
+     ({"k": True}, "string or a number")],
+)  # fmt: skip
+def test_bad_user_metadata_is_refused(metadata: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        DocumentMeta("a", metadata=metadata)

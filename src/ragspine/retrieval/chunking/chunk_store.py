@@ -9,6 +9,7 @@ every committed change, so caches built over the store can tell when they are st
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
@@ -39,9 +40,13 @@ class NotAChunkStoreError(ValueError):
 
 
 _COLUMN_TYPES: dict[str, str] = {
-    f.name: ("INTEGER NOT NULL DEFAULT 0" if f.type in ("int", "bool") else "TEXT NOT NULL DEFAULT ''")
+    f.name: (
+        "INTEGER NOT NULL DEFAULT 0" if f.type in ("int", "bool")
+        else "TEXT NOT NULL DEFAULT '{}'" if f.name == "metadata"  # user metadata as JSON
+        else "TEXT NOT NULL DEFAULT ''"
+    )
     for f in fields(StoredChunk)
-}
+}  # fmt: skip
 _COLUMNS: tuple[str, ...] = tuple(_COLUMN_TYPES)
 _ALLOWED_READ_ACTIONS = frozenset(
     {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
@@ -220,6 +225,7 @@ def _read_only_authorizer(action: int, *_: object) -> int:
 
 def _row(chunk: Chunk, **ingest: Any) -> tuple[Any, ...]:
     values = {f.name: getattr(chunk, f.name) for f in fields(Chunk)}
+    values["metadata"] = json.dumps(chunk.metadata, ensure_ascii=False, sort_keys=True)
     values.update(ingest, active=1)
     return tuple(values[name] for name in _COLUMNS)
 
@@ -227,6 +233,7 @@ def _row(chunk: Chunk, **ingest: Any) -> tuple[Any, ...]:
 def _stored(row: Iterable[Any]) -> StoredChunk:
     values = dict(zip(_COLUMNS, row, strict=True))
     values["active"] = bool(values["active"])
+    values["metadata"] = json.loads(values["metadata"] or "{}")
     return StoredChunk(**values)
 
 

@@ -19,7 +19,8 @@ from __future__ import annotations
 import bisect
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 DEFAULT_CHUNK_CHARS = 480
 DEFAULT_OVERLAP_CHARS = 80
@@ -31,8 +32,15 @@ _SENTENCE_END = re.compile(r"[。！？；]+[」』”’）)]*|[.!?;]+[\"')\]]*
 _BOUNDARY_CHARS = frozenset("。！？；.!?;，,、：:")
 
 Span = tuple[int, int]
+_META_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
 # The five metadata dimensions a query can filter on (exact match, AND-ed).
 FILTER_FIELDS = ("topic", "entity", "geography", "period", "language")
+# Names user metadata may not take (the chunk's own fields and what the store adds).
+RESERVED_FIELDS = frozenset(
+    {"chunk_id", "doc_id", "seq", "text", "source_locator", "title", "topic", "entity", "geography",
+     "period", "language", "sensitivity", "parent_id", "heading", "window_text", "parent_locator",
+     "metadata", "valid_as_of", "ingested_at", "version", "active", "library_id"}
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -47,6 +55,10 @@ class DocumentMeta:
     period: str = ""
     language: str = ""
     sensitivity: str = "INTERNAL"
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_user_metadata(self.metadata)
 
 
 @dataclass(frozen=True)
@@ -69,6 +81,7 @@ class Chunk:
     heading: str = ""
     window_text: str = ""
     parent_locator: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 def chunk_document(
@@ -102,9 +115,23 @@ def chunk_document(
             period=meta.period,
             language=meta.language,
             sensitivity=meta.sensitivity,
+            metadata=dict(meta.metadata),
         )
         for seq, (start, end) in enumerate(spans)
     ]
+
+
+def check_user_metadata(metadata: Any) -> None:
+    """User metadata: a dict of name → string or number; names must not shadow Chunk fields."""
+    if not isinstance(metadata, dict):
+        raise ValueError(f"metadata must be a dict, got {type(metadata).__name__}")
+    for key, value in metadata.items():
+        if not isinstance(key, str) or not _META_KEY.match(key):
+            raise ValueError(f"metadata key {key!r}: use letters, digits, '_', '.', '-'")
+        if key in RESERVED_FIELDS:
+            raise ValueError(f"metadata key {key!r} is a built-in field; pass it as a field instead")
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise ValueError(f"metadata {key!r} must be a string or a number, got {value!r}")
 
 
 def make_chunk_id(doc_id: str, seq: int, text: str) -> str:
