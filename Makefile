@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test clean
+.PHONY: demo test bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +17,13 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# Lexical index benchmarks (see docs/benchmarks.md). bm25s and rank_bm25 are benchmark-only
+# dependencies, installed here and never by the package. BENCH_SCALES picks corpora.
+BENCH_SCALES ?= scifact,10k,100k,1M
+bench: $(STAMP)
+	$(BIN)/python -m pip install --quiet 'bm25s>=0.2' 'rank_bm25>=0.2.2'
+	PYTHONPATH=. $(BIN)/python -m bench.run --scales $(BENCH_SCALES)
 
 clean:
 	rm -rf $(VENV) .ragspine build src/*.egg-info .pytest_cache .hypothesis

@@ -18,7 +18,7 @@ def corpus(tmp_path: Path) -> Path:
     (root / "cn").mkdir(parents=True)
     (root / "cn" / "report.md").write_text("# 艾克美年报\n\n营收下滑的原因是出口订单减少。\n", "utf-8")
     (root / "en.txt").write_text("\ufeffBorealis gross margin fell because of a recall.", "utf-8")
-    (root / "notes.pdf").write_bytes(b"%PDF-1.4 not ingested by this command")
+    (root / "notes.doc").write_bytes(b"legacy Word file: not a supported type")
     (root / ".hidden").mkdir()
     (root / ".hidden" / "skip.md").write_text("hidden", "utf-8")
     return root
@@ -51,13 +51,13 @@ def test_ingest_then_search(corpus: Path, tmp_path: Path) -> None:
 
 def test_ingest_reports_failures_and_still_ingests_the_rest(corpus: Path, tmp_path: Path) -> None:
     db = str(tmp_path / "s.db")
-    bad = corpus / "gbk.txt"
-    bad.write_bytes("营收".encode("gbk"))
+    bad = corpus / "bad.txt"
+    bad.write_bytes(b"\xef\xbb\xbf\xff\xfe not UTF-8 after a UTF-8 byte order mark")
     code, out, err = _run("ingest", str(corpus / "en.txt"), str(bad), str(corpus / "missing.md"),
-                          str(corpus / "notes.pdf"), "--db", db)  # fmt: skip
+                          str(corpus / "notes.doc"), "--db", db)  # fmt: skip
     assert code == 1
     assert "ingested 1 document(s)" in out and "failed: 3" in out
-    assert "missing.md: no such file" in err and "not UTF-8" in err and "unsupported file type" in err
+    assert "missing.md: no such file" in err and "byte order mark" in err and "unsupported file type" in err
 
 
 def test_search_errors_are_clear(tmp_path: Path, corpus: Path) -> None:

@@ -52,3 +52,14 @@ def test_rerank_flag_without_judge_is_plain_ranking(store: ChunkStore) -> None:
     index = NarrativeIndex(store)
     index.ingest("revenue fell\n\nrevenue rose", DocumentMeta("d"))
     assert index.retrieve("revenue", rerank=True) == index.retrieve("revenue", rerank=False)
+
+
+def test_row_cache_overflow_keeps_rows_in_use(store: ChunkStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ragspine.retrieval.lexical import narrative_index
+
+    monkeypatch.setattr(narrative_index, "_ROW_CACHE_MAX", 5)
+    index = NarrativeIndex(store)
+    for i in range(8):
+        index.ingest(f"shared words document {i}", DocumentMeta(f"d{i}"))
+    assert len(index.retrieve("shared words", top_k=4)) == 4
+    assert len(index.retrieve("document", top_k=8)) == 8  # more rows than the cache holds

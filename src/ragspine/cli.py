@@ -42,30 +42,55 @@ def _db_path(db: str | None) -> str:
 
 
 def _meta_option(name: str) -> Any:
-    return click.option(f"--{name}", default=None, help=f"{name} stored on every ingested document.")
+    return click.option(
+        f"--{name}", default=None, help=f"{name} for documents whose sidecar or front matter does not set it."
+    )
 
 
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--db", default=None, help="Chunk store path [env RAGSPINE_DB; default .ragspine/chunks.db].")
+@click.option("--include", multiple=True, metavar="GLOB",
+              help="Only files in folders matching a glob (repeatable), e.g. '*.pdf', 'reports/'.")  # fmt: skip
+@click.option("--exclude", multiple=True, metavar="GLOB",
+              help="Skip files in folders matching a glob (repeatable), e.g. 'drafts/', '*.htm'.")  # fmt: skip
+@click.option("--rules", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Sensitivity rule file (TOML or JSON): globs and keywords -> label. Default: none.")  # fmt: skip
+@click.option("--prune", is_flag=True, help="Withdraw documents whose files are gone from the given folders.")
+@click.option("--force", is_flag=True, help="Re-ingest every file, even unchanged ones.")
 @_meta_option("entity")
 @_meta_option("period")
 @_meta_option("topic")
 @_meta_option("geography")
-@click.option("--language", default=None, help="Document language; detected (zh/en) when not given.")
-@click.option("--sensitivity", default="INTERNAL", show_default=True, help="Sensitivity label, e.g. PUBLIC, INTERNAL, RESTRICTED.")
-def ingest(paths: tuple[Path, ...], db: str | None, **meta: str | None) -> None:
-    """Ingest .txt and .md files, or folders of them (doc_id = path relative to the folder)."""
+@click.option("--language", default=None, help="Document language; detected (zh/en/other) when not given.")
+@click.option("--sensitivity", default="INTERNAL", show_default=True,
+              help="Label for documents no sidecar, front matter or rule labels, e.g. PUBLIC, RESTRICTED.")  # fmt: skip
+def ingest(
+    paths: tuple[Path, ...],
+    db: str | None,
+    include: tuple[str, ...],
+    exclude: tuple[str, ...],
+    rules: Path | None,
+    prune: bool,
+    force: bool,
+    **meta: str | None,
+) -> None:
+    """Ingest .txt, .md, .html, .pdf and .docx files, or folders of them.
+
+    doc_id = path relative to the folder. Unchanged files are skipped; changed ones get a new
+    version. Per-document metadata comes from NAME.meta.json sidecars or Markdown front matter.
+    """
     from ragspine.ingest.pipeline import ingest_paths
 
     with _user_errors():
-        report = ingest_paths(list(paths), _db_path(db), **meta)
+        report = ingest_paths(
+            list(paths), _db_path(db), include=include, exclude=exclude, rules=rules,
+            prune=prune, force=force, **meta,
+        )  # fmt: skip
     for failure in report.failures:
         click.echo(f"failed: {failure.path}: {failure.reason}", err=True)
-    click.echo(
-        f"ingested {len(report.ingested)} document(s), {report.chunks} chunk(s) into {report.db}; "
-        f"failed: {len(report.failures)}"
-    )
+    click.echo(report.headline())
+    click.echo(report.summary_table())
     if report.failures:
         raise SystemExit(1)
 
@@ -117,3 +142,124 @@ def _parse_filters(items: tuple[str, ...]) -> dict[str, str]:
             raise ValueError(f"--filter {item!r}: expected KEY=VALUE, e.g. --filter entity=ACME_CN")
         parsed[key.strip()] = value.strip()
     return parsed
+
+
+# -- serve, ask, config show: the same settings and assembly as the service and ragspine.open --
+
+_config_option = click.option(
+    "--config", "config_file", default=None, type=click.Path(dir_okay=False, path_type=Path),
+    help="TOML settings file [env RAGSPINE_CONFIG]; the environment and flags override it.",
+)  # fmt: skip
+_db_option = click.option("--db", default=None, help="Chunk store path [env RAGSPINE_DB; default .ragspine/chunks.db].")
+_host_option = click.option("--host", default=None, help="Address to bind [env RAGSPINE_HOST; default 127.0.0.1].")
+_port_option = click.option("--port", default=None, type=int, help="Port to bind [env RAGSPINE_PORT; default 8000].")
+
+
+@main.command()
+@_host_option
+@_port_option
+@_db_option
+@_config_option
+@click.option("--log-level", default="info", show_default=True,
+              type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+              help="Server log level; info logs every request.")  # fmt: skip
+def serve(host: str | None, port: int | None, db: str | None, config_file: Path | None, log_level: str) -> None:
+    """Serve the HTTP API (docs/http-api.md) until interrupted.
+
+    A non-loopback --host needs RAGSPINE_API_KEYS; with keys, every route but /health needs one.
+    """
+    flags = {"RAGSPINE_HOST": host, "RAGSPINE_PORT": port, "RAGSPINE_DB": db}
+    with _user_errors():
+        settings = load_settings(config_file=config_file, flags=flags)
+        try:
+            from ragspine.service import check_bind
+            from ragspine.service import serve as run_server
+        except ImportError as exc:
+            raise ValueError(str(exc)) from exc
+        check_bind(settings)
+        keys = f"{len(settings.api_keys)} API key(s)" if settings.api_keys else "no API keys (loopback only)"
+        click.echo(
+            f"ragspine: serving {settings.db} at http://{settings.host}:{settings.port} "
+            f"(retrieval {settings.effective_retrieval_mode}, {keys})",
+            err=True,
+        )
+        run_server(settings, log_level=log_level)
+
+
+@main.command()
+@click.argument("question")
+@_db_option
+@click.option("--filter", "filters", multiple=True, metavar="KEY=VALUE",
+              help=f"Metadata filter, repeatable; keys: {', '.join(FILTER_FIELDS)}.")  # fmt: skip
+@click.option("--top-k", default=5, show_default=True, type=click.IntRange(min=1), help="Snippets to answer from.")
+@click.option("--json", "as_json", is_flag=True, help="Print the answer and its citations as JSON.")
+@_config_option
+def ask(
+    question: str, db: str | None, filters: tuple[str, ...], top_k: int, as_json: bool, config_file: Path | None
+) -> None:
+    """Answer QUESTION from the store with numbered citations.
+
+    With RAGSPINE_LLM_BASE_URL set, the LLM writes the answer; otherwise it is extractive (the
+    top snippets, cited). RESTRICTED text is never used.
+    """
+    from ragspine.workspace import Workspace
+
+    with _user_errors():
+        settings = load_settings(config_file=config_file, flags={"RAGSPINE_DB": db})
+        where = _parse_filters(filters)
+        if settings.db != ":memory:" and not Path(settings.db).is_file():
+            raise ValueError(f"no chunk store at {settings.db}; create one with `ragspine ingest PATH --db {settings.db}`")
+        with Workspace.from_settings(settings) as workspace:
+            answer = workspace.ask(question, where=where, top_k=top_k)
+    if as_json:
+        click.echo(json.dumps(answer.to_dict(), ensure_ascii=False, indent=2))
+        return
+    if answer.note:
+        click.echo(f"note: {answer.note}", err=True)
+    click.echo(answer.text)
+    if answer.citations:
+        click.echo("\nSources:")
+    for cite in answer.citations:
+        click.echo(f"[{cite['ref']}] {cite['title'] or cite['doc_id']}  [{cite['source_locator']}]")
+
+
+@main.group()
+def config() -> None:
+    """Inspect the configuration (every RAGSPINE_* setting: docs/configuration.md)."""
+
+
+@config.command("show")
+@_db_option
+@_host_option
+@_port_option
+@_config_option
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+def config_show(
+    db: str | None, host: str | None, port: int | None, config_file: Path | None, as_json: bool
+) -> None:
+    """Print each setting's effective value and where it came from (default, environment,
+    file, flag); secrets are masked. Flags preview what `serve`/`ask` would use."""
+    from ragspine.config import describe, resolve_settings
+
+    flags = {"RAGSPINE_DB": db, "RAGSPINE_HOST": host, "RAGSPINE_PORT": port}
+    with _user_errors():
+        resolved = resolve_settings(config_file=config_file, flags=flags)
+    rows = describe(resolved)
+    channels = resolved.settings.channels()
+    if as_json:
+        settings = {name: {"value": value, "source": source} for name, value, source in rows}
+        click.echo(json.dumps({"settings": settings, "effective": channels}, ensure_ascii=False, indent=2))
+        return
+    width = max(len(name) for name, _, _ in rows)
+    value_width = min(48, max(len(value) for _, value, _ in rows))
+    for name, value, source in rows:
+        click.echo(f"{name:<{width}}  {value:<{value_width}}  {source}")
+    click.echo("\neffective:")
+    for key, value in channels.items():
+        click.echo(f"  {key:<15} {value}")
+
+
+# `ragspine eval` lives in its own package; its module imports only click at start-up.
+from ragspine.eval.cli import eval_command  # noqa: E402
+
+main.add_command(eval_command)

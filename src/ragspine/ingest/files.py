@@ -1,30 +1,31 @@
-"""Find text files under the paths a user gives and read them as documents.
+"""Find the files to ingest under the paths a user gives, and the doc_id each will have.
 
-Invariants: `doc_id` is the file's path relative to the root it was found under (POSIX
-separators), so it is stable across runs and machines; a file that cannot be read becomes a
-`FileFailure` with a reason, never an exception that stops the batch.
+Invariants: `doc_id` is the file's path relative to the folder it was found under (POSIX
+separators), so it is stable across runs and machines; a file named directly gets its own name.
+Hidden entries (a name starting with "."), Office lock files ("~$…") and files of unsupported
+types are skipped in folders; `--include`/`--exclude` globs (see `globs`) filter folder walks
+only, never a file named directly. A path that cannot be used becomes a `FileFailure` with a
+reason, never an exception that stops the batch. Order is sorted, so runs are reproducible.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Iterator
+import os
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ragspine.retrieval.lexical.tokenize import CJK_RUN
-
-SUPPORTED_SUFFIXES = (".md", ".txt")
-_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
-_LATIN_WORD = re.compile(r"[A-Za-z]+")
+from ragspine.ingest.globs import any_match
+from ragspine.ingest.loaders import SUPPORTED_SUFFIXES
 
 
 @dataclass(frozen=True)
 class SourceFile:
-    """A file to ingest and the doc_id it will have."""
+    """A file to ingest, the doc_id it will have, and the folder that doc_id is relative to."""
 
     path: Path
     doc_id: str
+    root: Path
 
 
 @dataclass(frozen=True)
@@ -35,58 +36,49 @@ class FileFailure:
     reason: str
 
 
-def discover(paths: Iterable[Path]) -> tuple[list[SourceFile], list[FileFailure]]:
-    """Supported files under each path (folders walked recursively, hidden entries skipped)."""
+@dataclass(frozen=True)
+class Discovery:
+    """What `discover` found: files to ingest, paths that failed, and the folders walked."""
+
+    files: list[SourceFile]
+    failures: list[FileFailure]
+    roots: list[Path]
+
+
+def discover(
+    paths: Iterable[Path], *, include: Sequence[str] = (), exclude: Sequence[str] = ()
+) -> Discovery:
+    """Supported files under each path (folders walked recursively); see the module docstring."""
     found: list[SourceFile] = []
     failures: list[FileFailure] = []
+    roots: list[Path] = []
     for path in paths:
         if path.is_dir():
-            found.extend(_walk(path))
+            root = path.resolve()
+            roots.append(root)
+            found.extend(_walk(root, path, include, exclude))
         elif not path.exists():
             failures.append(FileFailure(path, "no such file or folder"))
         elif path.suffix.lower() not in SUPPORTED_SUFFIXES:
             supported = ", ".join(SUPPORTED_SUFFIXES)
             failures.append(FileFailure(path, f"unsupported file type (supported: {supported})"))
         else:
-            found.append(SourceFile(path, path.name))
-    return found, failures
+            found.append(SourceFile(path, path.name, path.resolve().parent))
+    return Discovery(found, failures, roots)
 
 
-def read_text(path: Path) -> str:
-    """The file's text (UTF-8, with or without BOM); ValueError with a reason otherwise."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ValueError(f"cannot read: {exc.strerror or exc}") from exc
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"not UTF-8 text (byte {exc.start}); convert it to UTF-8") from exc
-    if not text.strip():
-        raise ValueError("file has no text")
-    return text
-
-
-def guess_title(text: str, path: Path) -> str:
-    """The first Markdown heading, else the file name without its suffix."""
-    match = _HEADING.search(text)
-    return match.group(1) if match else path.stem
-
-
-def detect_language(text: str) -> str:
-    """'zh' when CJK characters are at least a fifth of (CJK characters + Latin words), 'en'
-    for Latin text, '' when there is neither."""
-    han = sum(len(run) for run in CJK_RUN.findall(text))
-    latin_words = len(_LATIN_WORD.findall(text))
-    if han == 0 and latin_words == 0:
-        return ""
-    return "zh" if han >= 0.2 * (han + latin_words) else "en"
-
-
-def _walk(root: Path) -> Iterator[SourceFile]:
-    for path in sorted(root.rglob("*")):
-        relative = path.relative_to(root)
-        if any(part.startswith(".") for part in relative.parts):
-            continue
-        if path.is_file() and path.suffix.lower() in SUPPORTED_SUFFIXES:
-            yield SourceFile(path, relative.as_posix())
+def _walk(
+    root: Path, given: Path, include: Sequence[str], exclude: Sequence[str]
+) -> Iterator[SourceFile]:
+    for folder, dirs, names in os.walk(given):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(names):
+            if name.startswith((".", "~$")) or Path(name).suffix.lower() not in SUPPORTED_SUFFIXES:
+                continue
+            path = Path(folder) / name
+            doc_id = path.relative_to(given).as_posix()
+            if include and not any_match(include, doc_id):
+                continue
+            if exclude and any_match(exclude, doc_id):
+                continue
+            yield SourceFile(path, doc_id, root)

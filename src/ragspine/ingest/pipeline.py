@@ -1,38 +1,38 @@
-"""Ingest files into a chunk store: one document per file, one transaction per document.
+"""Ingest files into a chunk store: one document per file, incremental by content.
 
-Invariant: a file that fails (unreadable, not UTF-8, empty) is reported with its reason and
-never stops the batch; a document is either fully written as a new version or not at all.
+Invariants:
+- a file that fails (unreadable, undecodable, corrupt, a missing extra) is reported with its
+  reason and never stops the batch; a document is either fully written as a new version (one
+  store transaction) or not at all, so a failed re-ingest leaves its previous version active;
+- a document whose `ingest_key` (content, sidecar, settings) is unchanged, and whose recorded
+  version is still the active one, is skipped without any write: re-running on the same folder
+  writes nothing;
+- `prune` withdraws only documents registered under a folder given in this run whose files no
+  longer exist there; a path that does not exist prunes nothing.
+The registry row is written after the chunks; if a run dies between the two, the next run sees
+no matching row and writes the document again (one extra version, never a half-written one).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
 from tqdm import tqdm
 
-from ragspine.ingest.files import (
-    SUPPORTED_SUFFIXES,
-    FileFailure,
-    detect_language,
-    discover,
-    guess_title,
-    read_text,
-)
-from ragspine.retrieval.chunking.chunk_store import ChunkStore
-from ragspine.retrieval.chunking.chunking import DocumentMeta
-from ragspine.retrieval.lexical.narrative_index import NarrativeIndex
+from ragspine.ingest.document import IngestSettings, content_hash, ingest_key, prepare
+from ragspine.ingest.files import FileFailure, SourceFile, discover
+from ragspine.ingest.loaders import SUPPORTED_SUFFIXES
+from ragspine.ingest.metadata import DocumentFields, read_sidecar
+from ragspine.ingest.registry import ACTIVE, DocumentRecord, DocumentRegistry
+from ragspine.ingest.report import IngestReport
+from ragspine.ingest.sensitivity_rules import SensitivityRules
+from ragspine.retrieval.chunking.chunk_store import TABLE, ChunkStore
+from ragspine.retrieval.chunking.chunking import DEFAULT_CHUNK_CHARS, DEFAULT_OVERLAP_CHARS
 
-
-@dataclass
-class IngestReport:
-    """What an ingest run did."""
-
-    db: str
-    ingested: list[str] = field(default_factory=list)
-    chunks: int = 0
-    failures: list[FileFailure] = field(default_factory=list)
+__all__ = ["IngestReport", "ingest_paths"]
 
 
 def ingest_paths(
@@ -45,34 +45,154 @@ def ingest_paths(
     geography: str | None = None,
     language: str | None = None,
     sensitivity: str | None = "INTERNAL",
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    rules: SensitivityRules | str | Path | None = None,
+    prune: bool = False,
+    force: bool = False,
+    max_chars: int = DEFAULT_CHUNK_CHARS,
+    overlap_chars: int = DEFAULT_OVERLAP_CHARS,
+    progress: bool | None = None,
 ) -> IngestReport:
-    """Ingest every supported file under `paths` into the store at `db`."""
-    files, failures = discover(paths)
-    report = IngestReport(db=db, failures=failures)
-    if not files:
-        if not failures:
-            supported = ", ".join(SUPPORTED_SUFFIXES)
-            raise ValueError(f"no {supported} files found under {', '.join(map(str, paths))}")
-        return report
+    """Ingest every supported file under `paths` into the store at `db`; see the module docstring.
+
+    The metadata arguments are defaults for documents that do not set the field themselves
+    (sidecar or front matter). `rules` is a SensitivityRules or a rule-file path; `force`
+    re-ingests unchanged files; `progress` None shows a bar only on a terminal.
+    """
+    given = {
+        "entity": entity, "period": period, "topic": topic, "geography": geography, "language": language
+    }  # fmt: skip
+    settings = IngestSettings(
+        defaults=DocumentFields({k: v.strip() for k, v in given.items() if v and v.strip()}),
+        sensitivity=(sensitivity or "INTERNAL").strip() or "INTERNAL",
+        rules=_rules(rules),
+        max_chars=max_chars,
+        overlap_chars=overlap_chars,
+    )
+    found = discover(paths, include=include, exclude=exclude)
+    report = IngestReport(db=db, failures=list(found.failures))
+    if not found.files and not (prune and found.roots):
+        if found.failures:
+            return report
+        raise ValueError(
+            f"no {', '.join(SUPPORTED_SUFFIXES)} files found under {', '.join(map(str, paths))}"
+        )
     with ChunkStore(db) as store:
         store.init_schema()
-        index = NarrativeIndex(store)
-        for source in tqdm(files, desc="ingest", unit="file", disable=None):
-            try:
-                text = read_text(source.path)
-                meta = DocumentMeta(
-                    doc_id=source.doc_id,
-                    title=guess_title(text, source.path),
-                    topic=topic or "",
-                    entity=entity or "",
-                    geography=geography or "",
-                    period=period or "",
-                    language=language or detect_language(text),
-                    sensitivity=sensitivity or "INTERNAL",
-                )
-                report.chunks += index.ingest(text, meta)
-            except ValueError as exc:
-                report.failures.append(FileFailure(source.path, str(exc)))
-            else:
-                report.ingested.append(source.doc_id)
+        with DocumentRegistry(db) as registry:
+            run = _Run(store, registry, settings, report, force=force)
+            hide = None if progress is None else not progress  # None: shown on a terminal only
+            for source in tqdm(found.files, desc="ingest", unit="file", disable=hide):
+                run.ingest_one(source)
+            if prune:
+                for root in found.roots:
+                    run.prune(root)
     return report
+
+
+class _Run:
+    """One ingest run over an open store and registry."""
+
+    def __init__(
+        self,
+        store: ChunkStore,
+        registry: DocumentRegistry,
+        settings: IngestSettings,
+        report: IngestReport,
+        *,
+        force: bool,
+    ) -> None:
+        self.store, self.registry, self.settings = store, registry, settings
+        self.report, self.force = report, force
+        self.seen: dict[str, Path] = {}
+
+    def ingest_one(self, source: SourceFile) -> None:
+        """Ingest, skip or fail one file; never raises for a problem with the file."""
+        taken = self.seen.setdefault(source.doc_id, source.path)
+        if taken != source.path:
+            self._fail(source.path, f"doc_id {source.doc_id!r} is already used by {taken} in this run")
+            return
+        try:
+            self._ingest(source)
+        except OSError as exc:
+            self._fail(source.path, f"cannot read: {exc.strerror or exc}")
+        except (ValueError, ImportError) as exc:
+            self._fail(source.path, str(exc) or type(exc).__name__)
+        except Exception as exc:  # a loader library's own bug must not stop the batch either
+            self._fail(source.path, f"{type(exc).__name__}: {exc}")
+
+    def prune(self, root: Path) -> None:
+        """Withdraw the active documents registered under `root` whose files are gone."""
+        for record in self.registry.active_under(str(root)):
+            if (root / record.doc_id).exists():
+                continue
+            try:
+                self.store.replace_doc_chunks(record.doc_id, [])
+                self.registry.mark_withdrawn(record.doc_id, _now())
+            except Exception as exc:  # report, and keep pruning the others
+                self._fail(root / record.doc_id, f"cannot withdraw: {exc}")
+            else:
+                self.report.withdrawn.append(record.doc_id)
+
+    def _ingest(self, source: SourceFile) -> None:
+        data = source.path.read_bytes()
+        self.report.bytes_read += len(data)
+        sidecar = read_sidecar(source.path)
+        file_hash = content_hash(data)
+        key = ingest_key(source.doc_id, file_hash, sidecar, self.settings)
+        previous = self.registry.get(source.doc_id)
+        if not self.force and previous is not None and self._is_current(previous, key):
+            self.report.unchanged.append(source.doc_id)
+            self.report.unchanged_chunks += previous.chunks
+            return
+        prepared = prepare(source, data, sidecar, self.settings)
+        written = self.store.replace_doc_chunks(source.doc_id, prepared.chunks)
+        self.registry.record(
+            DocumentRecord(
+                doc_id=source.doc_id,
+                root=str(source.root),
+                source_path=str(source.path.resolve()),
+                content_hash=file_hash,
+                ingest_key=key,
+                version=self._active_version(source.doc_id) or 0,
+                chunks=written,
+                status=ACTIVE,
+                loader=prepared.loaded.loader,
+                encoding=prepared.loaded.encoding,
+                pages=len(prepared.loaded.page_numbers),
+                size_bytes=len(data),
+                metadata=json.dumps(prepared.metadata, ensure_ascii=False, sort_keys=True),
+                ingested_at=_now(),
+            )
+        )
+        self.report.ingested.append(source.doc_id)
+        if previous is not None:
+            self.report.changed.append(source.doc_id)
+        self.report.chunks += written
+
+    def _is_current(self, record: DocumentRecord, key: str) -> bool:
+        return (
+            record.status == ACTIVE
+            and record.ingest_key == key
+            and self._active_version(record.doc_id) == record.version
+        )
+
+    def _active_version(self, doc_id: str) -> int | None:
+        rows = self.store.execute_read(
+            f"SELECT MAX(version) FROM {TABLE} WHERE doc_id = ? AND active = 1", (doc_id,)
+        )
+        return rows[0][0] if rows else None
+
+    def _fail(self, path: Path, reason: str) -> None:
+        self.report.failures.append(FileFailure(path, reason))
+
+
+def _rules(rules: SensitivityRules | str | Path | None) -> SensitivityRules:
+    if rules is None:
+        return SensitivityRules()
+    return rules if isinstance(rules, SensitivityRules) else SensitivityRules.from_file(rules)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")

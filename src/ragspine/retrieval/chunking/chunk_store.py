@@ -4,7 +4,9 @@ Invariants: every write is one transaction (a reader never sees half a document 
 `replace_doc_chunks` gives the new rows version = max(version) + 1 and marks older rows
 inactive; an empty list withdraws the document; SQL is parameterised; `execute_read` runs only
 reads (an authorizer denies every write, schema change and pragma). `data_version` grows with
-every committed change, so caches built over the store can tell when they are stale.
+every committed change, so caches built over the store can tell when they are stale; the change
+log (written in the same transaction as each replacement) tells them which documents changed,
+so they can catch up instead of rebuilding.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime, timezone
@@ -23,6 +26,7 @@ from ragspine.retrieval.chunking.chunking import Chunk
 
 TABLE = "narrative_chunk"
 META_TABLE = "ragspine_meta"
+CHANGES_TABLE = "ragspine_changes"
 
 
 @dataclass(frozen=True)
@@ -102,6 +106,22 @@ class ChunkStore:
             self._conn.execute(
                 f"INSERT OR IGNORE INTO {META_TABLE} (key, value) VALUES ('data_version', '0')"
             )
+            self._conn.execute(
+                f"INSERT OR IGNORE INTO {META_TABLE} (key, value) VALUES ('store_uid', ?)",
+                (uuid.uuid4().hex,),
+            )
+            # The change log covers every version after the one at which it was created.
+            self._conn.execute(
+                f"INSERT OR IGNORE INTO {META_TABLE} (key, value) SELECT 'changes_from', value "
+                f"FROM {META_TABLE} WHERE key = 'data_version'"
+            )
+            self._conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {CHANGES_TABLE} "
+                "(version INTEGER NOT NULL, doc_id TEXT NOT NULL)"
+            )
+            self._conn.execute(
+                f"CREATE INDEX IF NOT EXISTS ix_{CHANGES_TABLE}_version ON {CHANGES_TABLE} (version)"
+            )
 
     # -- writes -------------------------------------------------------------------------------
     def replace_doc_chunks(self, doc_id: str, chunks: Sequence[Chunk], valid_as_of: str = "") -> int:
@@ -131,6 +151,12 @@ class ChunkStore:
             self._conn.execute(
                 f"UPDATE {META_TABLE} SET value = CAST(value AS INTEGER) + 1 WHERE key = 'data_version'"
             )
+            if self._has_table(CHANGES_TABLE):
+                self._conn.execute(
+                    f"INSERT INTO {CHANGES_TABLE} (version, doc_id) SELECT CAST(value AS INTEGER), ? "
+                    f"FROM {META_TABLE} WHERE key = 'data_version'",
+                    (doc_id,),
+                )
         return len(rows)
 
     # -- reads --------------------------------------------------------------------------------
@@ -173,6 +199,45 @@ class ChunkStore:
             ).fetchone()
         return int(row[0]) if row else 0
 
+    def changes_since(self, version: int) -> tuple[int, list[str]] | None:
+        """(current data_version, distinct doc_ids changed after `version`, in change order),
+        read in one snapshot; None when the change log does not cover every version after
+        `version` (then a cache must rebuild)."""
+        with self._lock:
+            self._conn.execute("BEGIN")
+            try:
+                meta = dict(self._conn.execute(f"SELECT key, value FROM {META_TABLE}").fetchall())
+                current = int(meta.get("data_version", 0))
+                if "changes_from" not in meta or not self._has_table(CHANGES_TABLE):
+                    return None
+                if version < int(meta["changes_from"]) or version > current:
+                    return None
+                rows = self._conn.execute(
+                    f"SELECT version, doc_id FROM {CHANGES_TABLE} WHERE version > ? "
+                    "ORDER BY version, rowid",
+                    (version,),
+                ).fetchall()
+            finally:
+                self._conn.execute("COMMIT")
+        if {v for v, _ in rows} != set(range(version + 1, current + 1)):
+            return None  # a write that did not log itself: the log has a gap
+        return current, list(dict.fromkeys(doc for _, doc in rows))
+
+    def chunks_by_row_ids(self, row_ids: Sequence[int]) -> list[StoredChunk | None]:
+        """The stored rows with these row ids (active or not), in the given order; None for
+        a row id that does not exist."""
+        found: dict[int, StoredChunk] = {}
+        wanted = list(dict.fromkeys(int(r) for r in row_ids))
+        for start in range(0, len(wanted), 500):
+            batch = wanted[start : start + 500]
+            marks = ", ".join("?" for _ in batch)
+            sql = f"SELECT row_id, {', '.join(_COLUMNS)} FROM {TABLE} WHERE row_id IN ({marks})"
+            with self._lock:
+                rows = self._conn.execute(sql, batch).fetchall()
+            for row in rows:
+                found[row[0]] = _stored(row[1:])
+        return [found.get(int(r)) for r in row_ids]
+
     def execute_read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run one read-only statement; anything that would write or change state is refused."""
         with self._lock:
@@ -204,6 +269,14 @@ class ChunkStore:
 
     def _transaction(self) -> _Transaction:
         return _Transaction(self._conn)
+
+    def _has_table(self, name: str) -> bool:
+        return (
+            self._conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
+            ).fetchone()
+            is not None
+        )
 
 
 class _Transaction:

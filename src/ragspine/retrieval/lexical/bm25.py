@@ -1,9 +1,11 @@
-"""Okapi BM25: the reference scoring function and an in-memory inverted index.
+"""Okapi BM25: the reference scoring function, and `InvertedBM25` over the inverted index.
 
-Invariant: for the same set of documents, `InvertedBM25.scores` equals `bm25_scores` for every
-document that shares a term with the query (others score 0 and are not returned). Statistics
-(N, df, avgdl) are always over the whole indexed set; `allowed` only restricts which documents
-are scored, never the statistics (as Lucene does with a filter).
+`bm25_scores` is the specification: pure Python, one pass per query token, the index package
+(`lexical.index`) must agree with it. Invariant: for the same set of documents,
+`InvertedBM25.scores` equals `bm25_scores` (to float rounding) for every document that shares a
+term with the query (others score 0 and are not returned). Statistics (N, df, avgdl) are always
+over the whole indexed set; `allowed` only restricts which documents are scored, never the
+statistics (as Lucene does with a filter).
 """
 
 from __future__ import annotations
@@ -52,7 +54,12 @@ def bm25_scores(
 
 
 class InvertedBM25:
-    """Term → postings over a fixed list of token lists; query cost follows the postings."""
+    """Term → postings over a fixed list of token lists; query cost follows the postings.
+
+    >>> index = InvertedBM25([["a", "b"], ["b"]])
+    >>> {d: round(s, 3) for d, s in index.scores(["b", "a"]).items()}
+    {0: 0.761, 1: 0.214}
+    """
 
     def __init__(
         self,
@@ -61,31 +68,22 @@ class InvertedBM25:
         k1: float = DEFAULT_BM25_K1,
         b: float = DEFAULT_BM25_B,
     ) -> None:
+        from ragspine.retrieval.lexical.index.segment import SegmentBuilder
+        from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot
+
         self.k1, self.b = k1, b
         self.n_docs = len(docs_tokens)
-        self._lengths = [len(doc) for doc in docs_tokens]
-        self.avgdl = sum(self._lengths) / self.n_docs if self.n_docs else 0.0
-        self._postings: dict[str, list[tuple[int, int]]] = {}
-        for doc, tokens in enumerate(docs_tokens):
-            for term, tf in Counter(tokens).items():
-                self._postings.setdefault(term, []).append((doc, tf))
+        builder = SegmentBuilder(first=0)
+        builder.add(docs_tokens, chunk_ids=[str(i) for i in range(self.n_docs)])
+        self._index = IndexSnapshot([builder.finish()])
+        self.avgdl = self._index.avgdl
 
     def scores(
         self, query_tokens: Sequence[str], allowed: Container[int] | None = None
     ) -> dict[int, float]:
         """BM25 of every (allowed) document containing at least one query token."""
-        out: dict[int, float] = {}
-        if not self.avgdl:
-            return out
-        k1, b, avgdl, lengths = self.k1, self.b, self.avgdl, self._lengths
-        for term in query_tokens:
-            postings = self._postings.get(term)
-            if not postings:
-                continue
-            idf = bm25_idf(self.n_docs, len(postings))
-            for doc, tf in postings:
-                if allowed is not None and doc not in allowed:
-                    continue
-                norm = k1 * (1.0 - b + b * lengths[doc] / avgdl)
-                out[doc] = out.get(doc, 0.0) + idf * tf * (k1 + 1.0) / (tf + norm)
+        positions, scores = self._index.scores(query_tokens, k1=self.k1, b=self.b)
+        out = dict(zip(positions.tolist(), scores.tolist(), strict=True))
+        if allowed is not None:
+            out = {doc: score for doc, score in out.items() if doc in allowed}
         return out

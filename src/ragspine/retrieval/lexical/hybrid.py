@@ -1,11 +1,12 @@
 """HybridRetriever: metadata pre-filter → BM25 (+ optional vectors) per query variant → RRF.
 
 Invariants: the metadata filter is applied before any scoring or embedding; BM25 statistics are
-over every chunk given to the retriever, the filter only restricts which are scored; chunk
-vectors are computed lazily for surviving candidates and cached by chunk_id; ties break by
-(-fused_score, chunk_id); without an embedding backend a chunk that shares no token with any
-query variant is never returned. RESTRICTED chunks are *not* removed here: the two exits
-(rerank, link) do that.
+over every chunk given to the retriever (or every active chunk of the store), the filter only
+restricts which are scored; chunk vectors are computed lazily for surviving candidates and
+cached by chunk_id; ties break by (-fused_score, chunk_id); without an embedding backend a
+chunk that shares no token with any query variant is never returned. RESTRICTED chunks are
+*not* removed here: the two exits (rerank, link) do that. BM25 is served by an inverted index
+(`lexical.index`), so a query costs time in proportion to the postings it touches.
 """
 
 from __future__ import annotations
@@ -13,10 +14,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from ragspine.retrieval.chunking.chunking import FILTER_FIELDS, Chunk
-from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1, InvertedBM25
+from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1
 from ragspine.retrieval.lexical.fusion import DEFAULT_RRF_K, rrf_fuse
+from ragspine.retrieval.lexical.index.segment import SegmentBuilder
+from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot
 from ragspine.retrieval.lexical.protocols import EmbeddingBackend, QueryRewriter
 from ragspine.retrieval.lexical.tokenize import tokenize
 
@@ -34,8 +38,24 @@ class RetrievalResult:
     fused_score: float
 
 
+class ChunkSource(Protocol):
+    """The chunks behind an index's positions."""
+
+    def chunks_at(self, positions: Sequence[int]) -> list[Chunk]: ...
+
+
+class ListChunks:
+    """Positions are indexes into a list."""
+
+    def __init__(self, chunks: Sequence[Chunk]) -> None:
+        self.chunks = list(chunks)
+
+    def chunks_at(self, positions: Sequence[int]) -> list[Chunk]:
+        return [self.chunks[i] for i in positions]
+
+
 class HybridRetriever:
-    """Ranks a fixed list of chunks.
+    """Ranks a fixed list of chunks (or a store's active chunks, see `over_snapshot`).
 
     >>> from ragspine.retrieval.chunking.chunking import FILTER_FIELDS, Chunk
     >>> r = HybridRetriever([Chunk("a:0", "a", 0, "营收下滑", "a#p1@0-4")])
@@ -56,23 +76,78 @@ class HybridRetriever:
         vector_cache: dict[str, list[float]] | None = None,
         analyzer: Callable[[str], list[str]] = tokenize,
     ) -> None:
+        chunks = list(chunks)
         ids = [c.chunk_id for c in chunks]
         if len(set(ids)) != len(ids):
             raise ValueError("HybridRetriever needs unique chunk_ids (pass only active chunks)")
-        self.chunks = list(chunks)
-        self._ids = ids
+        builder = SegmentBuilder(first=0)
+        builder.add(
+            [analyzer(c.text) for c in chunks],
+            chunk_ids=ids,
+            fields=[tuple(getattr(c, f) for f in FILTER_FIELDS) for c in chunks],
+        )
+        self._setup(
+            IndexSnapshot([builder.finish()]), ListChunks(chunks),
+            embedding_backend=embedding_backend, query_rewriter=query_rewriter, k1=k1, b=b,
+            rrf_k=rrf_k, rank_depth=rank_depth, vector_cache=vector_cache, analyzer=analyzer,
+        )  # fmt: skip
+
+    @classmethod
+    def over_snapshot(
+        cls,
+        snapshot: IndexSnapshot,
+        source: ChunkSource,
+        *,
+        embedding_backend: EmbeddingBackend | None = None,
+        query_rewriter: QueryRewriter | None = None,
+        k1: float = DEFAULT_BM25_K1,
+        b: float = DEFAULT_BM25_B,
+        rrf_k: int = DEFAULT_RRF_K,
+        rank_depth: int = DEFAULT_RANK_DEPTH,
+        vector_cache: dict[str, list[float]] | None = None,
+        analyzer: Callable[[str], list[str]] = tokenize,
+    ) -> HybridRetriever:
+        """A retriever over an existing index whose positions `source` resolves to chunks
+        (the index must have been built with the same `analyzer`)."""
+        self = cls.__new__(cls)
+        self._setup(
+            snapshot, source, embedding_backend=embedding_backend, query_rewriter=query_rewriter,
+            k1=k1, b=b, rrf_k=rrf_k, rank_depth=rank_depth, vector_cache=vector_cache,
+            analyzer=analyzer,
+        )  # fmt: skip
+        return self
+
+    def _setup(
+        self,
+        snapshot: IndexSnapshot,
+        source: ChunkSource,
+        *,
+        embedding_backend: EmbeddingBackend | None,
+        query_rewriter: QueryRewriter | None,
+        k1: float,
+        b: float,
+        rrf_k: int,
+        rank_depth: int,
+        vector_cache: dict[str, list[float]] | None,
+        analyzer: Callable[[str], list[str]],
+    ) -> None:
+        self.index = snapshot
+        self._source = source
         self.embedding_backend = embedding_backend
         self.query_rewriter = query_rewriter
+        self.k1, self.b = k1, b
         self.rrf_k = rrf_k
         self.rank_depth = rank_depth
         self.analyzer = analyzer  # the same function tokenizes chunks and queries
-        self._bm25 = InvertedBM25([analyzer(c.text) for c in self.chunks], k1=k1, b=b)
-        self._by_field: dict[str, dict[str, set[int]]] = {f: {} for f in FILTER_FIELDS}
-        for i, chunk in enumerate(self.chunks):
-            for name in FILTER_FIELDS:
-                self._by_field[name].setdefault(getattr(chunk, name), set()).add(i)
         # chunk_id → vector; ids carry a content digest, so a cache shared across rebuilds is safe.
         self._vectors: dict[str, list[float]] = {} if vector_cache is None else vector_cache
+
+    @property
+    def chunks(self) -> list[Chunk]:
+        """Every chunk this retriever ranks, in index order."""
+        if isinstance(self._source, ListChunks):
+            return list(self._source.chunks)
+        return self._source.chunks_at(self.index.active_positions().tolist())
 
     def search(
         self,
@@ -91,60 +166,77 @@ class HybridRetriever:
         k = DEFAULT_TOP_K if top_k is None else top_k
         if k <= 0:
             raise ValueError(f"top_k must be a positive integer, got {top_k}")
-        filters = {"topic": topic, "entity": entity, "geography": geography,
-                   "period": period, "language": language}  # fmt: skip
-        allowed = self._allowed(filters)
-        if allowed is not None and not allowed:
-            return []
-        depth = max(k, self.rank_depth)
+        given = {"topic": topic, "entity": entity, "geography": geography,
+                 "period": period, "language": language}  # fmt: skip
+        filters = {name: value for name, value in given.items() if value is not None}
         variants = self.query_rewriter.rewrite(query) if self.query_rewriter else [query]
+        # One ranking alone: RRF keeps its order, so its first k are the answer.
+        single = self.embedding_backend is None and len(variants) == 1
+        depth = k if single else max(k, self.rank_depth)
+        index = self.index
         rankings: list[list[int]] = []
-        best_bm25: dict[int, float] = {}
+        scored: list[tuple[list[str], dict[int, float]]] = []
         for variant in variants:
-            scores = self._bm25.scores(self.analyzer(variant), allowed)
-            rankings.append(self._ranked(scores, depth))
-            for doc, score in scores.items():
-                best_bm25[doc] = max(score, best_bm25.get(doc, 0.0))
-        vector_scores = self._vector_channel(variants, allowed, depth, rankings)
+            tokens = self.analyzer(variant)
+            top = index.search(tokens, depth, k1=self.k1, b=self.b, filters=filters)
+            rankings.append([p for p, _ in top])
+            scored.append((tokens, dict(top)))
+        vector_scores = self._vector_channel(variants, filters, depth, rankings)
         fused = rrf_fuse(rankings, k=self.rrf_k)  # positions stand in for chunk ids
-        order = sorted(fused, key=lambda i: (-fused[i], self._ids[i]))[:k]
+        if single:
+            order = rankings[0][:k]
+        else:
+            order = sorted(fused, key=lambda i: (-fused[i], index.chunk_id(i)))[:k]
+        bm25 = self._best_bm25(order, scored)
+        chunks = self._source.chunks_at(order)
         return [
             RetrievalResult(
-                chunk=self.chunks[i],
-                bm25_score=best_bm25.get(i, 0.0),
+                chunk=chunk,
+                bm25_score=bm25[i],
                 vector_score=vector_scores.get(i) if vector_scores is not None else None,
                 fused_score=fused[i],
             )
-            for i in order
+            for i, chunk in zip(order, chunks, strict=True)
         ]
 
-    def _allowed(self, filters: dict[str, str | None]) -> set[int] | None:
-        allowed: set[int] | None = None
-        for name, value in filters.items():
-            if value is None:
-                continue
-            matching = self._by_field[name].get(value, set())
-            allowed = set(matching) if allowed is None else allowed & matching
-        return allowed
+    def _best_bm25(
+        self, order: list[int], scored: list[tuple[list[str], dict[int, float]]]
+    ) -> dict[int, float]:
+        """Each ranked position's best BM25 score over the query variants (0.0 when none)."""
+        best = {i: 0.0 for i in order}
+        for tokens, top in scored:
+            missing = [i for i in order if i not in top]
+            if missing:
+                top = {**top, **self.index.score_positions(tokens, missing, k1=self.k1, b=self.b)}
+            for i in order:
+                best[i] = max(best[i], top.get(i, 0.0))
+        return best
 
     def _ranked(self, scores: dict[int, float], depth: int) -> list[int]:
-        return sorted(scores, key=lambda i: (-scores[i], self._ids[i]))[:depth]
+        index = self.index
+        return sorted(scores, key=lambda i: (-scores[i], index.chunk_id(i)))[:depth]
 
     def _vector_channel(
-        self, variants: list[str], allowed: set[int] | None, depth: int, rankings: list[list[int]]
+        self,
+        variants: list[str],
+        filters: dict[str, str],
+        depth: int,
+        rankings: list[list[int]],
     ) -> dict[int, float] | None:
         """Cosine ranking per query variant over the candidates, appended to `rankings`."""
         if self.embedding_backend is None:
             return None
-        candidates = range(len(self.chunks)) if allowed is None else sorted(allowed)
-        missing = [i for i in candidates if self.chunks[i].chunk_id not in self._vectors]
+        candidates = self.index.allowed_positions(filters).tolist()
+        ids = {i: self.index.chunk_id(i) for i in candidates}
+        missing = [i for i in candidates if ids[i] not in self._vectors]
         if missing:
-            vectors = self.embedding_backend.embed_texts([self.chunks[i].text for i in missing])
+            texts = [c.text for c in self._source.chunks_at(missing)]
+            vectors = self.embedding_backend.embed_texts(texts)
             for i, vector in zip(missing, vectors, strict=True):
-                self._vectors[self.chunks[i].chunk_id] = list(vector)
+                self._vectors[ids[i]] = list(vector)
         best: dict[int, float] = {}
         for query_vector in self.embedding_backend.embed_texts(variants):
-            scores = {i: cosine(query_vector, self._vectors[self.chunks[i].chunk_id]) for i in candidates}
+            scores = {i: cosine(query_vector, self._vectors[ids[i]]) for i in candidates}
             rankings.append(self._ranked(scores, depth))
             for i, score in scores.items():
                 best[i] = max(score, best.get(i, -1.0))
@@ -166,3 +258,4 @@ def check_query(query: object) -> None:
         raise ValueError(f"query must be a string, got {type(query).__name__}")
     if not query.strip():
         raise ValueError("query is empty: give some words to search for")
+

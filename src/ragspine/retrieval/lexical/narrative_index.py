@@ -1,19 +1,21 @@
 """NarrativeIndex: ingest documents into a ChunkStore and retrieve from its active chunks.
 
 Invariants: `ingest` chunks the text and replaces the document's chunks in one store
-transaction; retrieval always reflects the store's current active set (the in-memory ranker is
-rebuilt whenever the store's data_version moves, including writes by other processes); rerank
-only reorders, with RESTRICTED handled by `listwise_rerank`.
+transaction; retrieval always reflects the store's current active set at its current
+data_version, including writes by other processes: the lexical index (`StoreIndex`, persisted
+beside the store) catches up incrementally from the store's change log, or rebuilds when it
+cannot; rerank only reorders, with RESTRICTED handled by `listwise_rerank`.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from ragspine.retrieval.chunking.chunk_store import ChunkStore
 from ragspine.retrieval.chunking.chunking import (
     DEFAULT_CHUNK_CHARS,
+    Chunk,
     DEFAULT_OVERLAP_CHARS,
     DocumentMeta,
     chunk_document,
@@ -21,9 +23,14 @@ from ragspine.retrieval.chunking.chunking import (
 from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1
 from ragspine.retrieval.lexical.fusion import DEFAULT_RRF_K
 from ragspine.retrieval.lexical.hybrid import DEFAULT_TOP_K, HybridRetriever, RetrievalResult
+from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot
+from ragspine.retrieval.lexical.index.store_index import StoreIndex
 from ragspine.retrieval.lexical.protocols import EmbeddingBackend, QueryRewriter
 from ragspine.retrieval.lexical.tokenize import tokenize
 from ragspine.retrieval.rerank.listwise_rerank import DEFAULT_TOP_N, ListwiseJudge, listwise_rerank
+
+
+_ROW_CACHE_MAX = 20_000  # stored rows kept in memory per NarrativeIndex
 
 
 class NarrativeIndex:
@@ -51,6 +58,7 @@ class NarrativeIndex:
         rrf_k: int = DEFAULT_RRF_K,
         top_n: int = DEFAULT_TOP_N,
         analyzer: Callable[[str], list[str]] = tokenize,
+        persist_index: bool = True,
     ) -> None:
         self.store = store
         self.embedding_backend = embedding_backend
@@ -61,8 +69,12 @@ class NarrativeIndex:
         self.analyzer = analyzer
         self._lock = threading.Lock()
         self._retriever: HybridRetriever | None = None
-        self._version = -1
+        self._snapshot: IndexSnapshot | None = None
         self._vector_cache: dict[str, list[float]] = {}
+        self._row_cache: dict[int, Chunk] = {}
+        # The lexical index: files beside the store (`<db>.bm25/`) unless persist_index=False
+        # or the store is in memory.
+        self.lexical_index = StoreIndex(store, analyzer, persist=persist_index)
 
     def ingest(self, text: str, meta: DocumentMeta, valid_as_of: str = "") -> int:
         """Chunk `text` and make it the active version of `meta.doc_id`; return chunks written."""
@@ -73,11 +85,24 @@ class NarrativeIndex:
         chunks = chunk_document(
             text, meta, max_chars=self.max_chars, overlap_chars=self.overlap_chars
         )
-        return self.store.replace_doc_chunks(meta.doc_id, chunks, valid_as_of=valid_as_of)
+        written = self.store.replace_doc_chunks(meta.doc_id, chunks, valid_as_of=valid_as_of)
+        self._after_write()
+        return written
 
     def withdraw(self, doc_id: str) -> None:
         """Remove a document from the active set (its rows stay, inactive, for lineage)."""
         self.store.replace_doc_chunks(doc_id, [])
+        self._after_write()
+
+    def refresh(self) -> None:
+        """Bring the lexical index (and its files) up to date with the store now."""
+        self.retriever()
+
+    def _after_write(self) -> None:
+        # An index already in use is updated at once (incrementally); one never used is
+        # brought up to date by the first retrieval, in one catch-up or build.
+        if self.lexical_index.loaded:
+            self.retriever()
 
     def retrieve(
         self,
@@ -106,12 +131,13 @@ class NarrativeIndex:
         return results
 
     def retriever(self) -> HybridRetriever:
-        """The ranker over the store's current active chunks (rebuilt when the store changed)."""
+        """The ranker over the store's current active chunks (its index brought up to date)."""
         with self._lock:
-            version = self.store.data_version()
-            if self._retriever is None or version != self._version:
-                self._retriever = HybridRetriever(
-                    self.store.iter_chunks(),
+            snapshot = self.lexical_index.snapshot()
+            if self._retriever is None or snapshot is not self._snapshot:
+                self._retriever = HybridRetriever.over_snapshot(
+                    snapshot,
+                    StoreChunks(self.store, snapshot, self._row_cache),
                     embedding_backend=self.embedding_backend,
                     query_rewriter=self.query_rewriter,
                     k1=self.k1,
@@ -120,5 +146,33 @@ class NarrativeIndex:
                     vector_cache=self._vector_cache,
                     analyzer=self.analyzer,
                 )
-                self._version = version
+                self._snapshot = snapshot
             return self._retriever
+
+
+class StoreChunks:
+    """Resolves index positions to the store's rows by row id (a row's content never changes
+    and its `active` flag only ever goes from 1 to 0, so rows read once are kept in a bounded
+    cache shared by the snapshots of one NarrativeIndex)."""
+
+    def __init__(
+        self, store: ChunkStore, snapshot: IndexSnapshot, cache: dict[int, Chunk] | None = None
+    ) -> None:
+        self.store = store
+        self._row_ids = snapshot.row_ids()
+        self._cache: dict[int, Chunk] = {} if cache is None else cache
+
+    def chunks_at(self, positions: Sequence[int]) -> list[Chunk]:
+        if not len(positions):
+            return []
+        row_ids = self._row_ids[list(positions)].tolist()
+        cache = self._cache
+        if len(cache) + len(row_ids) > _ROW_CACHE_MAX:
+            cache.clear()  # before working out what is missing, so nothing needed is dropped
+        missing = [r for r in row_ids if r not in cache]
+        if missing:
+            for row_id, row in zip(missing, self.store.chunks_by_row_ids(missing), strict=True):
+                if row is None:
+                    raise RuntimeError("the chunk store lost rows its lexical index still holds")
+                cache[row_id] = row
+        return [cache[r] for r in row_ids]

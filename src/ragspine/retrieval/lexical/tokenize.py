@@ -2,13 +2,19 @@
 
 `tokenize(text)` emits, in text order:
 - text is NFKC-normalised (full-width letters and digits become ASCII, half-width katakana
-  become full-width) and lower-cased;
-- each run of Han ideographs (with 〇) or kana emits every character (unigrams), then every
-  adjacent pair (bigrams) — the specification's CJK design, which needs no segmenter;
+  become full-width, compatibility forms such as "ﬁ" or "①" are unfolded) and lower-cased
+  (`str.lower`: "ß" stays "ß", "İ" becomes "i" + combining dot above);
+- each run of Han ideographs (with 〇) or kana (hiragana, katakana with ー) emits every
+  character (unigrams), then every adjacent pair (bigrams) — the specification's CJK design,
+  which needs no segmenter;
 - a number with internal separators ("1,234.5", "3.5") is one token;
-- every other run of letters and digits in any script (ASCII, accented Latin, Greek, Cyrillic,
-  Hangul, Arabic, …) is one token; underscores, punctuation, symbols and spaces separate tokens.
-For ASCII text this is exactly the specification's rule (lower-cased alphanumeric runs).
+- every other run of letters, digits and combining marks in any script (ASCII, accented Latin,
+  Greek, Cyrillic, Hangul syllables or jamo, Arabic, Hebrew, Devanagari, Thai, …) is one token:
+  combining marks (Unicode category M) stay inside the word they modify, so "हिन्दी" is one token;
+  underscores, punctuation, symbols and spaces separate tokens, and are never emitted.
+Nothing is dropped but separators. Scripts written without spaces other than CJK (Thai, Lao,
+Khmer, Myanmar) give one token per run; Hangul is split at spaces, not into syllables. For ASCII
+text this is exactly the specification's rule (lower-cased alphanumeric runs).
 """
 
 from __future__ import annotations
@@ -21,7 +27,24 @@ _CJK_CLASS = (
     "\U00020000-\U0002ebef\U00030000-\U0003134f"
 )
 CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
-_WORD = re.compile(r"\d+(?:[.,]\d+)+|[^\W_]+")
+
+
+def _mark_class() -> str:
+    """Character-class ranges of every combining mark (category M) in planes 0-1 and the
+    variation selectors supplement, from this Python's Unicode database."""
+    marks = [c for c in range(0x20000) if unicodedata.category(chr(c))[0] == "M"]
+    ranges: list[tuple[int, int]] = []
+    for c in marks:
+        if ranges and ranges[-1][1] == c - 1:
+            ranges[-1] = (ranges[-1][0], c)
+        else:
+            ranges.append((c, c))
+    ranges.append((0xE0100, 0xE01EF))
+    return "".join(re.escape(chr(a)) + ("-" + re.escape(chr(b)) if b > a else "") for a, b in ranges)
+
+
+# Underscores are turned into spaces first, so \w means letters, digits (and marks, added).
+_WORD = re.compile(rf"\d+(?:[.,]\d+)+|[\w{_mark_class()}]+")
 
 
 def tokenize(text: str) -> list[str]:
@@ -29,8 +52,10 @@ def tokenize(text: str) -> list[str]:
 
     >>> tokenize("ACME营收下滑 3.5%")
     ['acme', '营', '收', '下', '滑', '营收', '收下', '下滑', '3.5']
+    >>> tokenize("Café Москва Αθήνα ｶﾀ 한국어 ＡＢＣ１ हिन्दी snake_case")
+    ['café', 'москва', 'αθήνα', 'カ', 'タ', 'カタ', '한국어', 'abc1', 'हिन्दी', 'snake', 'case']
     """
-    normal = unicodedata.normalize("NFKC", text).lower()
+    normal = unicodedata.normalize("NFKC", text).lower().replace("_", " ")
     tokens: list[str] = []
     cursor = 0
     for run in CJK_RUN.finditer(normal):

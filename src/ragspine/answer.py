@@ -1,0 +1,108 @@
+"""`ask`: retrieve → a prompt with numbered sources → the LLM → an answer with its citations.
+
+Invariants:
+- Only RESTRICTED-free snippets (the link's exit #2, checked again here) reach the prompt.
+- Each source in the prompt is numbered [1], [2], … in rank order, and its `prompt_text` (a
+  generation-only expansion, when present) stands in for `text`; the citations returned are the
+  snippet dicts themselves, with their `ref` number and whether the answer cites them.
+- Without a provider, or when the provider fails, the answer is extractive: the retrieved
+  snippets' verbatim `text`, numbered. A failed LLM call is said so in `note`, never silent.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragspine.agent.agent import LLMProvider, NarrativeRetriever
+from ragspine.retrieval.sensitivity import is_restricted
+
+DEFAULT_ASK_TOP_K = 5
+NO_SOURCES = "No source in the store answers this question."
+_CITE = re.compile(r"\[(\d+)\]")
+_LOG = logging.getLogger(__name__)
+ANSWER_SYSTEM = (
+    "You answer questions using only the numbered sources you are given. Cite the source of every "
+    "claim with its number in square brackets, like [1] or [2][3]. If the sources do not contain "
+    "the answer, say so plainly. Answer in the language of the question."
+)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """An answer and the snippets it rests on (each with `ref` and `cited`)."""
+
+    question: str
+    text: str
+    mode: str  # "llm" or "extractive"
+    citations: list[dict[str, Any]] = field(default_factory=list)
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "question": self.question,
+            "answer": self.text,
+            "mode": self.mode,
+            "note": self.note,
+            "citations": self.citations,
+        }
+
+
+def ask(
+    retriever: NarrativeRetriever,
+    question: str,
+    *,
+    provider: LLMProvider | None = None,
+    filters: Mapping[str, str] | None = None,
+    top_k: int = DEFAULT_ASK_TOP_K,
+) -> Answer:
+    """Answer `question` from the store; see the module docstring.
+
+    >>> from ragspine.retrieval.link.narrative_link import build_narrative_retriever
+    >>> retriever, store = build_narrative_retriever(":memory:")
+    >>> ask(retriever, "why?").text
+    'No source in the store answers this question.'
+    >>> store.close()
+    """
+    if not question.strip():
+        raise ValueError("question is empty: ask something")
+    snippets = retriever.retrieve(question, filters=dict(filters) if filters else None, top_k=top_k)
+    sources = [s for s in snippets if not is_restricted(s.get("sensitivity"))]
+    if not sources:
+        return Answer(question, NO_SOURCES, "extractive")
+    if provider is None:
+        return _extractive(question, sources)
+    messages = [
+        {"role": "system", "content": ANSWER_SYSTEM},
+        {"role": "user", "content": build_answer_prompt(question, sources)},
+    ]
+    try:
+        reply = provider.chat(messages).strip()
+    except Exception as exc:  # noqa: BLE001 - any provider failure becomes a visible extractive answer
+        _LOG.warning("LLM answer failed (%s); answering extractively", exc)
+        return _extractive(question, sources, note=f"LLM call failed ({exc}); extractive answer instead")
+    cited = {int(n) for n in _CITE.findall(reply)}
+    return Answer(question, reply, "llm", _numbered(sources, cited))
+
+
+def build_answer_prompt(question: str, sources: list[dict[str, Any]]) -> str:
+    """The user message: numbered sources (prompt_text before text), then the question."""
+    blocks = ["Sources:"]
+    for number, snippet in enumerate(sources, start=1):
+        where = snippet.get("title") or snippet.get("doc_id", "")
+        body = snippet.get("prompt_text") or snippet["text"]
+        blocks.append(f"[{number}] {where} ({snippet.get('source_locator', '')})\n{body.strip()}")
+    blocks.append(f"Question: {question.strip()}")
+    return "\n\n".join(blocks)
+
+
+def _extractive(question: str, sources: list[dict[str, Any]], *, note: str = "") -> Answer:
+    text = "\n\n".join(f"[{n}] {' '.join(s['text'].split())}" for n, s in enumerate(sources, start=1))
+    return Answer(question, text, "extractive", _numbered(sources, set(range(1, len(sources) + 1))), note)
+
+
+def _numbered(sources: list[dict[str, Any]], cited: set[int]) -> list[dict[str, Any]]:
+    return [{"ref": n, "cited": n in cited, **s} for n, s in enumerate(sources, start=1)]

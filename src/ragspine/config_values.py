@@ -1,0 +1,124 @@
+"""Typed parsers for setting values: each turns a raw string into a value or raises ValueError.
+
+Invariant: a parser's `accepts` text is what the docs table shows, and its error messages say
+what is accepted (choices are listed from the same tuple the parser checks), so the two can
+never drift. `ragspine.config` adds the variable's name and source to every error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from ragspine.secret import Secret
+
+MIN_API_KEY_CHARS = 16
+
+
+@dataclass(frozen=True)
+class Parser:
+    """Turns a raw string into a typed value (ValueError if it cannot); `accepts` documents it."""
+
+    fn: Callable[[str], Any]
+    accepts: str
+
+    def __call__(self, raw: str) -> Any:
+        return self.fn(raw)
+
+
+def _text(raw: str) -> str:
+    return raw
+
+
+def _db(raw: str) -> str:
+    scheme = urlsplit(raw).scheme.lower()
+    if scheme.startswith("postgres"):
+        raise ValueError("PostgreSQL stores are not available yet; give a SQLite file path")
+    if "://" in raw:
+        raise ValueError("expected a SQLite file path (or :memory:), not a URL")
+    return raw
+
+
+def _existing_file(raw: str) -> str:
+    if not Path(raw).is_file():
+        raise ValueError("no such file")
+    return raw
+
+
+def choice(*choices: str, note: str = "") -> Parser:
+    """A case-insensitive choice among `choices` (the error lists them)."""
+
+    def parse(raw: str) -> str:
+        value = raw.lower()
+        if value not in choices:
+            raise ValueError(f"{note}accepted: {', '.join(choices)}")
+        return value
+
+    return Parser(parse, " \\| ".join(choices))
+
+
+def int_range(low: int, high: int) -> Parser:
+    """An integer in [low, high]."""
+
+    def parse(raw: str) -> int:
+        try:
+            value = int(raw)
+        except ValueError:
+            raise ValueError(f"expected an integer from {low} to {high}") from None
+        if not low <= value <= high:
+            raise ValueError(f"expected an integer from {low} to {high}")
+        return value
+
+    return Parser(parse, f"integer {low}–{high}")
+
+
+def float_range(low: float, high: float) -> Parser:
+    """A number in [low, high]."""
+
+    def parse(raw: str) -> float:
+        try:
+            value = float(raw)
+        except ValueError:
+            raise ValueError(f"expected a number from {low:g} to {high:g}") from None
+        if not low <= value <= high:
+            raise ValueError(f"expected a number from {low:g} to {high:g}")
+        return value
+
+    return Parser(parse, f"number {low:g}–{high:g}")
+
+
+def _http_url(raw: str) -> str:
+    parts = urlsplit(raw)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError("expected an http:// or https:// URL, e.g. http://127.0.0.1:11434/v1")
+    return raw.rstrip("/")
+
+
+def _host(raw: str) -> str:
+    if any(c.isspace() for c in raw) or "/" in raw:
+        raise ValueError("expected a host name or IP address, e.g. 127.0.0.1")
+    return raw
+
+
+def _secret(raw: str) -> Secret:
+    return Secret(raw)
+
+
+def _api_keys(raw: str) -> tuple[Secret, ...]:
+    keys = [k.strip() for k in raw.split(",") if k.strip()]
+    if any(len(k) < MIN_API_KEY_CHARS for k in keys):
+        raise ValueError(f"every key must have at least {MIN_API_KEY_CHARS} characters")
+    return tuple(Secret(k) for k in keys)
+
+
+TEXT = Parser(_text, "text")
+PATH = Parser(_text, "path")
+DB = Parser(_db, "SQLite file path or `:memory:`")
+EXISTING_FILE = Parser(_existing_file, "path of an existing file")
+HTTP_URL = Parser(_http_url, "http(s) URL")
+HOST = Parser(_host, "host name or IP address")
+SECRET = Parser(_secret, "secret text")
+API_KEYS = Parser(_api_keys, f"comma-separated keys, each ≥ {MIN_API_KEY_CHARS} characters")

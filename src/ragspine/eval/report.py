@@ -1,0 +1,59 @@
+"""Human-readable rendering of an EvalReport (the --json object is `EvalReport.to_dict`)."""
+
+from __future__ import annotations
+
+from ragspine.eval.metrics import MRR_K, NDCG_K, RECALL_K
+from ragspine.eval.runner import WHOLE, EvalReport
+
+
+def format_report(report: EvalReport) -> str:
+    """A short settings block and a metrics table.
+
+    >>> from ragspine.eval.runner import EvalReport
+    >>> r = EvalReport("toy", "test", "bm25", "auto: no embedding backend configured (--embedding none)",
+    ...     "spec", "spec: requested", "whole", False, 100, ":memory:", False, 3, 3, 2, 0, 0,
+    ...     0.75, 1.0, 0.5, 0.1, 0.5)
+    >>> print(format_report(r))  # doctest: +NORMALIZE_WHITESPACE
+    ragspine eval  toy / test
+      mode      bm25 (auto: no embedding backend configured (--embedding none))
+      analyzer  spec (spec: requested)
+      chunking  whole documents (one chunk per corpus entry); glossary rewriter off
+      store     :memory:, ingested 3 docs -> 3 chunks in 0.1 s
+      queries   2 judged, top-k 100
+    <BLANKLINE>
+      metric      value
+      nDCG@10     0.7500
+      Recall@100  1.0000
+      MRR@10      0.5000
+      queries/s   4.0
+    """
+    chunking = (
+        "whole documents (one chunk per corpus entry)"
+        if report.chunking == WHOLE
+        else f"{report.chunking} (max/overlap chars)"
+    )
+    store = (
+        f"{report.db}, reused: ingest skipped ({report.docs} docs, {report.chunks} chunks)"
+        if report.reused_store
+        else f"{report.db}, ingested {report.docs} docs -> {report.chunks} chunks in {report.ingest_s:.1f} s"
+    )
+    queries = f"{report.queries} judged, top-k {report.top_k}"
+    if report.blank_queries:
+        queries += f"; {report.blank_queries} blank (empty ranking, scored 0)"
+    if report.unknown_judged_docs:
+        queries += f"; {report.unknown_judged_docs} judged doc id(s) not in the corpus"
+    lines = [
+        f"ragspine eval  {report.dataset} / {report.split}",
+        f"  mode      {report.mode} ({report.mode_note})",
+        f"  analyzer  {report.analyzer} ({report.analyzer_note})",
+        f"  chunking  {chunking}; glossary rewriter {'on' if report.glossary else 'off'}",
+        f"  store     {store}",
+        f"  queries   {queries}",
+        "",
+        "  metric      value",
+        f"  {'nDCG@' + str(NDCG_K):<11} {report.ndcg:.4f}",
+        f"  {'Recall@' + str(RECALL_K):<11} {report.recall:.4f}",
+        f"  {'MRR@' + str(MRR_K):<11} {report.mrr:.4f}",
+        f"  {'queries/s':<11} {report.queries_per_s:.1f}",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,294 @@
+"""Run a BEIR dataset through the retrieval stack and score the document rankings.
+
+Invariants: each corpus entry is one document (doc_id = `_id`, title in its metadata, text =
+`CorpusDoc.indexed_text`); chunk results become a document ranking by each document's best
+chunk (its first, i.e. highest-fused, chunk in the result list); the chunk depth grows until the
+ranking holds `top_k` distinct documents or the retriever has no more matching chunks; a blank
+query gets an empty ranking (it scores 0, it is not dropped). Only `NarrativeIndex`'s public
+ingest/retrieve calls are used, so any engine behind it is measured the same way.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from tqdm import tqdm
+
+from ragspine.eval.dataset import BeirDataset, CorpusDoc
+from ragspine.eval.metrics import MRR_K, NDCG_K, RECALL_K, evaluate_run
+from ragspine.eval.modes import EvalError, resolve_mode
+from ragspine.eval.store import (
+    IngestFingerprint,
+    StoreState,
+    active_chunk_count,
+    active_doc_ids,
+    check_store,
+    mark_ingest,
+    open_store,
+)
+from ragspine.retrieval.chunking.chunk_store import ChunkStore
+from ragspine.retrieval.chunking.chunking import DEFAULT_OVERLAP_CHARS, DocumentMeta
+from ragspine.retrieval.lexical.analyzers import make_analyzer
+from ragspine.retrieval.lexical.retrieval import (
+    DEFAULT_BM25_B,
+    DEFAULT_BM25_K1,
+    GlossaryQueryRewriter,
+    NarrativeIndex,
+    RetrievalResult,
+)
+
+DEFAULT_EVAL_TOP_K = 100
+WHOLE = "whole"
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    """Everything a run can vary; the defaults are `ragspine eval`'s defaults.
+
+    chunk_chars None ingests each corpus entry as one chunk ("whole": BEIR entries are already
+    passages); a number chunks with the specification's chunker at that budget.
+    """
+
+    mode: str = "auto"
+    embedding: str | None = None
+    analyzer: str = "auto"
+    chunk_chars: int | None = None
+    overlap_chars: int = DEFAULT_OVERLAP_CHARS
+    glossary: bool = False
+    top_k: int = DEFAULT_EVAL_TOP_K
+    db: str | None = None
+    progress: bool = True
+
+    @property
+    def chunking(self) -> str:
+        return WHOLE if self.chunk_chars is None else f"{self.chunk_chars}/{self.overlap_chars}"
+
+
+@dataclass
+class EvalReport:
+    """The outcome of one run; `to_dict` is the --json object."""
+
+    dataset: str
+    split: str
+    mode: str
+    mode_note: str
+    analyzer: str
+    analyzer_note: str
+    chunking: str
+    glossary: bool
+    top_k: int
+    db: str
+    reused_store: bool
+    docs: int
+    chunks: int
+    queries: int
+    blank_queries: int
+    unknown_judged_docs: int
+    ndcg: float
+    recall: float
+    mrr: float
+    ingest_s: float
+    query_s: float
+    run: dict[str, list[tuple[str, float]]] = field(default_factory=dict, repr=False)
+    per_query: dict[str, dict[str, float]] = field(default_factory=dict, repr=False)
+
+    @property
+    def queries_per_s(self) -> float:
+        return self.queries / self.query_s if self.query_s > 0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dataset": self.dataset,
+            "split": self.split,
+            "mode": self.mode,
+            "mode_note": self.mode_note,
+            "analyzer": self.analyzer,
+            "analyzer_note": self.analyzer_note,
+            "chunking": self.chunking,
+            "glossary": self.glossary,
+            "k1": DEFAULT_BM25_K1,
+            "b": DEFAULT_BM25_B,
+            "top_k": self.top_k,
+            "db": self.db,
+            "reused_store": self.reused_store,
+            "docs": self.docs,
+            "chunks": self.chunks,
+            "queries": self.queries,
+            "blank_queries": self.blank_queries,
+            "unknown_judged_docs": self.unknown_judged_docs,
+            f"ndcg@{NDCG_K}": round(self.ndcg, 6),
+            f"recall@{RECALL_K}": round(self.recall, 6),
+            f"mrr@{MRR_K}": round(self.mrr, 6),
+            "queries_per_s": round(self.queries_per_s, 2),
+            "ingest_s": round(self.ingest_s, 2),
+            "query_s": round(self.query_s, 2),
+        }
+
+
+def run_eval(dataset: BeirDataset, options: EvalOptions = EvalOptions()) -> EvalReport:
+    """Ingest (unless a kept store already holds this corpus), query every judged query, score."""
+    if options.top_k < 1:
+        raise EvalError(f"top_k must be >= 1, got {options.top_k}")
+    resolved = resolve_mode(options.mode, options.embedding)  # fails before any work
+    analyzer = make_analyzer(options.analyzer)
+    fingerprint = IngestFingerprint(
+        dataset=dataset.name,
+        corpus_sha256=dataset.corpus_sha256,
+        docs=len(dataset.corpus),
+        chunking=options.chunking,
+    )
+    store = open_store(options.db)
+    try:
+        state = check_store(store, fingerprint)  # refuses a store of another corpus up front
+        # build_narrative_retriever's assembly (store → NarrativeIndex), with eval's chunking and
+        # analyzer, the glossary rewriter only when asked, and no listwise judge.
+        index = NarrativeIndex(
+            store,
+            query_rewriter=GlossaryQueryRewriter() if options.glossary else None,
+            max_chars=options.chunk_chars or whole_document_budget(dataset),
+            overlap_chars=0 if options.chunk_chars is None else options.overlap_chars,
+            analyzer=analyzer,
+        )
+        started = time.perf_counter()
+        if state is not StoreState.COMPLETE:
+            _ingest(store, index, dataset.corpus, fingerprint, state, options.progress)
+        ingest_s = time.perf_counter() - started
+        chunks = active_chunk_count(store)
+        depth = chunk_depth(options.top_k, chunks, len(dataset.corpus))
+        run, query_s = query_all(index, dataset.queries, options.top_k, depth, options.progress)
+    finally:
+        store.close()
+    metrics = evaluate_run({q: [d for d, _ in r] for q, r in run.items()}, dataset.qrels)
+    return EvalReport(
+        dataset=dataset.name,
+        split=dataset.split,
+        mode=resolved.mode.value,
+        mode_note=resolved.note,
+        analyzer=analyzer.name,
+        analyzer_note=analyzer.note or f"{analyzer.name}: requested",
+        chunking=options.chunking,
+        glossary=options.glossary,
+        top_k=options.top_k,
+        db=options.db or ":memory:",
+        reused_store=state is StoreState.COMPLETE,
+        docs=len(dataset.corpus),
+        chunks=chunks,
+        queries=metrics.queries,
+        blank_queries=sum(1 for q in metrics.per_query if not dataset.queries[q].strip()),
+        unknown_judged_docs=dataset.unknown_judged_docs,
+        ndcg=metrics.ndcg,
+        recall=metrics.recall,
+        mrr=metrics.mrr,
+        ingest_s=ingest_s,
+        query_s=query_s,
+        run=run,
+        per_query=metrics.per_query,
+    )
+
+
+def _ingest(
+    store: ChunkStore,
+    index: NarrativeIndex,
+    corpus: Sequence[CorpusDoc],
+    fingerprint: IngestFingerprint,
+    state: StoreState,
+    progress: bool,
+) -> None:
+    """Ingest the corpus, or what an interrupted run left out, and mark the store complete."""
+    mark_ingest(store, fingerprint, StoreState.PARTIAL)
+    done = active_doc_ids(store) if state is StoreState.PARTIAL else set()
+    ingest_corpus(index, [d for d in corpus if d.doc_id not in done], progress)
+    mark_ingest(store, fingerprint, StoreState.COMPLETE)
+
+
+def ingest_corpus(index: NarrativeIndex, docs: Sequence[CorpusDoc], progress: bool = True) -> int:
+    """Ingest each corpus entry as one document; return the chunks written."""
+    written = 0
+    for doc in _progress(docs, progress, desc="ingest", unit="doc"):
+        written += index.ingest(doc.indexed_text, DocumentMeta(doc_id=doc.doc_id, title=doc.title))
+    return written
+
+
+def query_all(
+    index: NarrativeIndex,
+    queries: dict[str, str],
+    top_k: int,
+    depth: int,
+    progress: bool = True,
+) -> tuple[dict[str, list[tuple[str, float]]], float]:
+    """Rank documents for every query; return (run, seconds spent querying).
+
+    A blank query gets an empty ranking. The first non-blank query is run once before the clock
+    starts, so the index build or load that the first retrieval triggers is not query time.
+    """
+    warm = next((q for q in queries.values() if q.strip()), None)
+    if warm is not None:
+        index.retrieve(warm, top_k=1, rerank=False)
+    run: dict[str, list[tuple[str, float]]] = {}
+    started = time.perf_counter()
+    for qid, text in _progress(list(queries.items()), progress, desc="queries", unit="q"):
+        if not text.strip():
+            run[qid] = []
+            continue
+        run[qid] = rank_documents(lambda k, q=text: index.retrieve(q, top_k=k, rerank=False), top_k, depth)
+    return run, time.perf_counter() - started
+
+
+def chunk_depth(top_k: int, chunks: int, docs: int) -> int:
+    """First chunk depth to ask for: top_k × (mean chunks per document + 1).
+
+    >>> chunk_depth(100, 5183, 5183), chunk_depth(100, 25339, 5183)
+    (200, 600)
+    """
+    return top_k * (math.ceil(chunks / max(1, docs)) + 1)
+
+
+def rank_documents(
+    retrieve: Callable[[int], list[RetrievalResult]], top_k: int, depth: int
+) -> list[tuple[str, float]]:
+    """The top_k documents by their best chunk, as (doc_id, best chunk's fused score).
+
+    `retrieve(k)` returns the best k chunks; k starts at `depth` and doubles while fewer than
+    top_k distinct documents came back and the retriever filled the whole request.
+    """
+    k = max(depth, top_k)
+    while True:
+        results = retrieve(k)
+        ranking = documents_by_best_chunk(results, top_k)
+        if len(ranking) >= top_k or len(results) < k:
+            return ranking
+        k *= 2
+
+
+def documents_by_best_chunk(results: Iterable[RetrievalResult], top_k: int) -> list[tuple[str, float]]:
+    """Each document once, at the position of its first (best) chunk, at most top_k.
+
+    >>> from ragspine.retrieval.chunking.chunking import Chunk
+    >>> r = lambda cid, doc, s: RetrievalResult(Chunk(cid, doc, 0, "t", "l"), s, None, s)
+    >>> documents_by_best_chunk([r("a:1", "a", 0.5), r("b:0", "b", 0.4), r("a:0", "a", 0.3)], 10)
+    [('a', 0.5), ('b', 0.4)]
+    """
+    ranking: dict[str, float] = {}
+    for result in results:
+        doc = result.chunk.doc_id
+        if doc not in ranking:
+            ranking[doc] = result.fused_score
+            if len(ranking) == top_k:
+                break
+    return list(ranking.items())
+
+
+def whole_document_budget(dataset: BeirDataset) -> int:
+    """A chunk budget that holds the longest indexed text whole."""
+    return max(1, max(len(doc.indexed_text) for doc in dataset.corpus))
+
+
+def _progress(items: Sequence[T], enabled: bool, **kwargs: Any) -> Iterable[T]:
+    if not enabled:
+        return items
+    return tqdm(items, disable=None, leave=False, **kwargs)  # disable=None: off when not a TTY

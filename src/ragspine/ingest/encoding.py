@@ -1,0 +1,126 @@
+"""Decode the bytes of a text file in any common encoding used for Chinese and English.
+
+Invariants: decoding is deterministic and strict (no replacement characters are ever invented):
+1. a byte order mark decides (UTF-8, UTF-16, UTF-32);
+2. else an encoding the file declares (HTML `<meta charset>`) decides, when the bytes decode with it;
+3. else valid UTF-8 decides;
+4. else, for bytes without NUL, the Chinese legacy encodings GB18030 (a superset of GBK and GB2312)
+   and Big5 (as Windows code page 950) are tried first; charset-normalizer ranks them, and a tie is
+   broken by which reading holds fewer characters implausible in Chinese text (kana, Hangul, Greek,
+   Cyrillic, box drawing, private use), then GB18030 first;
+5. else charset-normalizer's full detection (UTF-16 without BOM, Western and other code pages),
+   a tie broken towards windows-1252, the Western default.
+A file nothing decodes raises ValueError with the reason.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from dataclasses import dataclass
+
+_BOMS: tuple[tuple[bytes, str], ...] = (
+    (codecs.BOM_UTF32_LE, "utf-32"),  # before UTF-16 LE: FF FE 00 00 starts with FF FE
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+CHINESE_ENCODINGS = ("gb18030", "cp950")
+_WESTERN_DEFAULT = "cp1252"
+# What a declared label really means (WHATWG: latin-1 and ascii labels are windows-1252; GBK and
+# GB2312 are read as their superset GB18030; Big5 as its Windows superset cp950).
+_ALIASES = {
+    "gbk": "gb18030", "gb2312": "gb18030", "x-gbk": "gb18030", "gb_2312-80": "gb18030",
+    "big5": "cp950", "big5-hkscs": "big5hkscs", "x-x-big5": "cp950",
+    "iso-8859-1": "cp1252", "latin1": "cp1252", "latin-1": "cp1252", "ascii": "cp1252",
+    "us-ascii": "cp1252", "utf8": "utf-8", "unicode": "utf-16",
+}  # fmt: skip
+_IMPLAUSIBLE = re.compile(
+    "[\u0370-\u04ff\u2500-\u257f\u3040-\u30ff\u3100-\u312f\uac00-\ud7af\ue000-\uf8ff\uff61-\uff9f]"
+)
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """Decoded text and the codec that produced it."""
+
+    text: str
+    encoding: str
+
+
+def decode_bytes(data: bytes, declared: str | None = None) -> Decoded:
+    """The text of `data` per the module docstring; ValueError when no encoding fits."""
+    for bom, codec in _BOMS:
+        if data.startswith(bom):
+            if codec == "utf-32" and len(data) % 4:
+                continue  # FF FE 00 00 can also be a UTF-16 BOM followed by U+0000
+            return _strict(data, codec)
+    if declared:
+        codec = _codec(declared)
+        if codec is not None:
+            try:
+                return Decoded(data.decode(codec), codec)
+            except UnicodeDecodeError:
+                pass  # a wrong declaration is common; fall through to detection
+    try:
+        return Decoded(data.decode("utf-8"), "utf-8")
+    except UnicodeDecodeError:
+        pass
+    if b"\x00" not in data:
+        chinese = _best_chinese(data)
+        if chinese is not None:
+            return chinese
+    return _detect(data)
+
+
+def _strict(data: bytes, codec: str) -> Decoded:
+    try:
+        return Decoded(data.decode(codec), codec)
+    except UnicodeDecodeError as exc:
+        raise ValueError(
+            f"starts with a {codec} byte order mark but is not valid {codec} (byte {exc.start})"
+        ) from exc
+
+
+def _codec(label: str) -> str | None:
+    name = label.strip().lower()
+    name = _ALIASES.get(name, name)
+    try:
+        return codecs.lookup(name).name
+    except LookupError:
+        return None
+
+
+def _best_chinese(data: bytes) -> Decoded | None:
+    from charset_normalizer import from_bytes
+
+    matches = list(from_bytes(data, cp_isolation=list(CHINESE_ENCODINGS)))
+    if not matches:
+        return None
+    readings = [(match, str(match)) for match in matches]
+    match, text = min(
+        readings,
+        key=lambda pair: (
+            round(pair[0].chaos, 2),
+            len(_IMPLAUSIBLE.findall(pair[1])) / max(len(pair[1]), 1),
+            CHINESE_ENCODINGS.index(pair[0].encoding) if pair[0].encoding in CHINESE_ENCODINGS else 9,
+        ),
+    )
+    return Decoded(text, match.encoding)
+
+
+def _detect(data: bytes) -> Decoded:
+    from charset_normalizer import from_bytes
+
+    matches = list(from_bytes(data))
+    if not matches:
+        raise ValueError(
+            "cannot detect the text encoding (not UTF-8, UTF-16, GB18030/GBK, Big5 or a common "
+            "code page); save the file as UTF-8"
+        )
+    best = min(
+        matches,
+        key=lambda m: (round(m.chaos, 2), -round(m.coherence, 2), m.encoding != _WESTERN_DEFAULT),
+    )
+    return Decoded(str(best), best.encoding)

@@ -1,0 +1,43 @@
+"""File loaders: one per format, chosen by file suffix from the `LOADERS` registry.
+
+Invariant: `SUPPORTED_SUFFIXES` is derived from `LOADERS`, so discovery, error messages and the
+loaders can never disagree. Loaders for PDF, Word and HTML import their libraries lazily and name
+the extra to install (`ragspine[pdf]`, `ragspine[office]`, `ragspine[html]`) when it is missing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from ragspine.ingest.loaders.base import LoadedDocument, MissingExtraError
+from ragspine.ingest.loaders.docx_loader import load_docx
+from ragspine.ingest.loaders.html_loader import load_html
+from ragspine.ingest.loaders.pdf_loader import load_pdf
+from ragspine.ingest.loaders.text_loader import load_markdown, load_text
+
+Loader = Callable[[bytes, Path], LoadedDocument]
+
+LOADERS: dict[str, Loader] = {
+    ".txt": load_text,
+    ".text": load_text,
+    ".md": load_markdown,
+    ".markdown": load_markdown,
+    ".html": load_html,
+    ".htm": load_html,
+    ".pdf": load_pdf,
+    ".docx": load_docx,
+}
+SUPPORTED_SUFFIXES: tuple[str, ...] = tuple(LOADERS)
+
+__all__ = [
+    "LOADERS", "SUPPORTED_SUFFIXES", "LoadedDocument", "Loader", "MissingExtraError", "load_document"
+]  # fmt: skip
+
+
+def load_document(path: Path, data: bytes) -> LoadedDocument:
+    """Turn the bytes of `path` into text with the loader for its suffix; ValueError if none fits."""
+    loader = LOADERS.get(path.suffix.lower())
+    if loader is None:
+        raise ValueError(f"unsupported file type (supported: {', '.join(SUPPORTED_SUFFIXES)})")
+    return loader(data, path)

@@ -1,0 +1,58 @@
+"""What a loader returns, and how a loader asks for an optional dependency.
+
+Invariants: `LoadedDocument.text` is exactly the text that is chunked and cited (locator offsets
+count characters of it), with `\\n` line ends and no NUL characters, and it is never blank (a
+loader raises ValueError with a reason instead). `page_spans`, when given, are ordered,
+non-overlapping `(start, end)` spans of that text, one per page that has text, and
+`page_numbers[i]` is the 1-based page number of `page_spans[i]`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+Span = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class LoadedDocument:
+    """One file turned into plain text plus what the format tells about it."""
+
+    text: str
+    title: str = ""
+    loader: str = ""
+    encoding: str = ""
+    page_spans: tuple[Span, ...] = ()
+    page_numbers: tuple[int, ...] = ()
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+class MissingExtraError(ImportError):
+    """An optional dependency a loader needs is not installed; the message names the extra."""
+
+
+def require(module: str, *, extra: str, purpose: str) -> ModuleType:
+    """Import `module`, or raise MissingExtraError naming `pip install 'ragspine[extra]'`."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise MissingExtraError(
+            f"{purpose} needs the optional package {module.split('.')[0]!r}: "
+            f"pip install 'ragspine[{extra}]'"
+        ) from exc
+
+
+def clean_text(text: str) -> str:
+    """Line ends as `\\n`, NUL characters removed (a SQLite TEXT column and a prompt both choke on them)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
+
+
+def non_blank(text: str, what: str) -> str:
+    """`text` unchanged, or ValueError when it holds no visible character."""
+    if not text.strip():
+        raise ValueError(f"{what} has no text")
+    return text

@@ -1,0 +1,88 @@
+"""Plain text (.txt) and Markdown (.md) files.
+
+Invariants: the bytes are decoded by `encoding.decode_bytes` (BOM, UTF-8, GB18030/GBK, Big5,
+UTF-16, …). Markdown front matter is removed from the text and returned as metadata. Every
+Markdown heading (ATX `# …`, or a setext line underlined with `===`/`---`) outside fenced code
+stands as its own paragraph: blank lines are added around it where missing, nothing else changes.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ragspine.ingest.encoding import decode_bytes
+from ragspine.ingest.loaders.base import LoadedDocument, clean_text, non_blank
+from ragspine.ingest.metadata import split_front_matter
+
+_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*#*[ \t]*$")
+_SETEXT_UNDERLINE = re.compile(r"^ {0,3}(?:=+|-+)[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_NOT_PARAGRAPH_TEXT = re.compile(r"^ {0,3}(?:[-+*>|]|\d+[.)]\s|#)")
+
+
+def load_text(data: bytes, path: Path) -> LoadedDocument:
+    """A .txt file: its decoded text; the title is the file name without its suffix."""
+    decoded = decode_bytes(data)
+    text = non_blank(clean_text(decoded.text), path.name)
+    return LoadedDocument(text, title=path.stem, loader="text", encoding=decoded.encoding)
+
+
+def load_markdown(data: bytes, path: Path) -> LoadedDocument:
+    """A .md file: front matter split off, headings as their own paragraphs, first heading as title."""
+    decoded = decode_bytes(data)
+    front, body = split_front_matter(clean_text(decoded.text))
+    text, headings = separate_headings(body)
+    return LoadedDocument(
+        non_blank(text, path.name),
+        title=headings[0] if headings else path.stem,
+        loader="markdown",
+        encoding=decoded.encoding,
+        metadata=front,
+    )
+
+
+def separate_headings(text: str) -> tuple[str, list[str]]:
+    """`text` with a blank line before and after every heading, and the headings' texts."""
+    lines = text.split("\n")
+    out: list[str] = []
+    headings: list[str] = []
+    fence: str | None = None
+    blank_after = False
+    for i, line in enumerate(lines):
+        if blank_after and line.strip():
+            out.append("")
+        blank_after = False
+        opener = _FENCE.match(line)
+        if fence is not None:
+            if opener and opener.group(1)[0] == fence[0] and len(opener.group(1)) >= len(fence):
+                fence = None
+            out.append(line)
+            continue
+        if opener:
+            fence = opener.group(1)
+            out.append(line)
+            continue
+        atx = _ATX.match(line)
+        if atx or _is_setext_text(lines, i):
+            if out and out[-1].strip():
+                out.append("")
+            if atx and atx.group(2):
+                headings.append(atx.group(2))
+            elif not atx:
+                headings.append(line.strip())
+            out.append(line)
+            blank_after = bool(atx)
+            continue
+        out.append(line)
+        blank_after = bool(_SETEXT_UNDERLINE.match(line)) and i > 0 and _is_setext_text(lines, i - 1)
+    return "\n".join(out), headings
+
+
+def _is_setext_text(lines: list[str], i: int) -> bool:
+    """Line i is the text of a setext heading: paragraph text directly above an underline."""
+    if i + 1 >= len(lines) or not lines[i].strip() or _NOT_PARAGRAPH_TEXT.match(lines[i]):
+        return False
+    if i > 0 and lines[i - 1].strip() and not _ATX.match(lines[i - 1]):
+        return False  # a multi-line paragraph; leave it whole
+    return bool(_SETEXT_UNDERLINE.match(lines[i + 1]))

@@ -1,0 +1,46 @@
+"""What an ingest run did, and its closing summary table.
+
+Invariant: every file the run considered lands in exactly one of `ingested`, `unchanged` or
+`failures`; `withdrawn` lists documents `--prune` took out of the active set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ragspine.ingest.files import FileFailure
+
+
+@dataclass
+class IngestReport:
+    """Counts and names from one ingest run."""
+
+    db: str
+    ingested: list[str] = field(default_factory=list)  # new or changed: a new version written
+    changed: list[str] = field(default_factory=list)  # the subset of `ingested` seen before
+    unchanged: list[str] = field(default_factory=list)  # skipped: same content and settings
+    withdrawn: list[str] = field(default_factory=list)  # pruned: their files are gone
+    failures: list[FileFailure] = field(default_factory=list)
+    chunks: int = 0  # chunks written by this run
+    unchanged_chunks: int = 0  # active chunks of the unchanged documents
+    bytes_read: int = 0
+
+    def summary_table(self) -> str:
+        """The closing table: documents and chunks per outcome."""
+        rows = [
+            ("ingested", len(self.ingested), str(self.chunks)),
+            ("unchanged", len(self.unchanged), str(self.unchanged_chunks)),
+            ("failed", len(self.failures), "-"),
+            ("withdrawn", len(self.withdrawn), "-"),
+        ]
+        lines = [f"{'':<10} {'documents':>9} {'chunks':>8}"]
+        lines += [f"{name:<10} {count:>9} {chunks:>8}" for name, count, chunks in rows]
+        return "\n".join(lines)
+
+    def headline(self) -> str:
+        """One line: what was written where, and how many failed."""
+        return (
+            f"ingested {len(self.ingested)} document(s), {self.chunks} chunk(s) into {self.db}; "
+            f"unchanged: {len(self.unchanged)}; withdrawn: {len(self.withdrawn)}; "
+            f"failed: {len(self.failures)}"
+        )

@@ -1,0 +1,160 @@
+"""Sensitivity rules: file-name globs and keywords that label documents (e.g. RESTRICTED).
+
+Invariants: with no rule file nothing is labelled by a rule; a document matched by several rules
+gets the strictest of their labels (the last in `levels`), so adding a rule can only tighten;
+a rule file with an unknown label, an unknown key or a rule without any glob or keyword is
+rejected when it is loaded, never half-applied. Globs follow `globs.glob_match` over the doc_id;
+keywords match case-insensitively anywhere in the document's title or text. A sidecar or front
+matter `sensitivity` wins over every rule (the pipeline applies that precedence).
+
+Rule file (TOML, or the same structure as JSON):
+
+    levels = ["PUBLIC", "INTERNAL", "CONFIDENTIAL", "RESTRICTED"]   # optional; this is the default
+
+    [[rules]]
+    label = "RESTRICTED"
+    paths = ["hr/", "*salary*"]
+    keywords = ["绝密", "strictly confidential"]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ragspine.ingest.globs import any_match
+
+DEFAULT_LEVELS: tuple[str, ...] = ("PUBLIC", "INTERNAL", "CONFIDENTIAL", "RESTRICTED")
+_RULE_KEYS = frozenset({"label", "paths", "keywords"})
+_FILE_KEYS = frozenset({"levels", "rules"})
+
+
+@dataclass(frozen=True)
+class SensitivityRule:
+    """Documents whose doc_id matches any glob, or whose text holds any keyword, get `label`."""
+
+    label: str
+    paths: tuple[str, ...] = ()
+    keywords: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SensitivityRules:
+    """An ordered rule set; `classify` returns the strictest matching label, or None.
+
+    >>> rules = SensitivityRules((SensitivityRule("RESTRICTED", keywords=("绝密",)),))
+    >>> rules.classify("memo.md", "本文件绝密"), rules.classify("memo.md", "公开信息")
+    ('RESTRICTED', None)
+    """
+
+    rules: tuple[SensitivityRule, ...] = ()
+    levels: tuple[str, ...] = DEFAULT_LEVELS
+    _folded_keywords: tuple[tuple[str, ...], ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        known = set(self.levels)
+        for rule in self.rules:
+            if rule.label not in known:
+                raise ValueError(
+                    f"sensitivity rule label {rule.label!r} is not one of the levels {list(self.levels)}"
+                )
+            if not rule.paths and not rule.keywords:
+                raise ValueError(f"sensitivity rule for {rule.label!r} has neither paths nor keywords")
+        folded = tuple(tuple(k.casefold() for k in rule.keywords) for rule in self.rules)
+        object.__setattr__(self, "_folded_keywords", folded)
+
+    def classify(self, doc_id: str, text: str, title: str = "") -> str | None:
+        """The strictest label among the rules that match, or None when none does."""
+        haystack: str | None = None
+        best: int | None = None
+        for rule, keywords in zip(self.rules, self._folded_keywords, strict=True):
+            matched = any_match(rule.paths, doc_id)
+            if not matched and keywords:
+                if haystack is None:
+                    haystack = f"{title}\n{text}".casefold()
+                matched = any(keyword in haystack for keyword in keywords)
+            if matched:
+                rank = self.levels.index(rule.label)
+                best = rank if best is None else max(best, rank)
+        return None if best is None else self.levels[best]
+
+    def fingerprint(self) -> str:
+        """A digest that changes whenever the rules would label anything differently."""
+        data = {"levels": list(self.levels), "rules": [asdict(rule) for rule in self.rules]}
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode("utf-8")).hexdigest()
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> SensitivityRules:
+        """Load a TOML (or, by its `.json` suffix, JSON) rule file; ValueError naming the file if bad."""
+        path = Path(path)
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            raise ValueError(f"sensitivity rules {path}: cannot read ({exc.strerror or exc})") from exc
+        try:
+            if path.suffix.lower() == ".json":
+                data = json.loads(raw.decode("utf-8-sig"))
+            else:
+                data = tomllib.loads(raw.decode("utf-8-sig"))
+        except (UnicodeDecodeError, json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise ValueError(f"sensitivity rules {path}: cannot parse ({exc})") from exc
+        try:
+            return cls.from_dict(data)
+        except ValueError as exc:
+            raise ValueError(f"sensitivity rules {path}: {exc}") from exc
+
+    @classmethod
+    def from_dict(cls, data: Any) -> SensitivityRules:
+        """Build from the parsed rule-file structure (see the module docstring)."""
+        if not isinstance(data, Mapping):
+            raise ValueError("expected a table/object with 'rules' (and optionally 'levels')")
+        _check_keys(data, _FILE_KEYS, "the rule file")
+        levels = tuple(_labels(data.get("levels", DEFAULT_LEVELS), "levels"))
+        if not levels or len(set(levels)) != len(levels):
+            raise ValueError("'levels' must list distinct labels, least strict first")
+        rules_data = data.get("rules", [])
+        if not isinstance(rules_data, list):
+            raise ValueError("'rules' must be a list of rules ([[rules]] in TOML)")
+        rules = []
+        for number, item in enumerate(rules_data, start=1):
+            if not isinstance(item, Mapping):
+                raise ValueError(f"rule {number} must be a table/object")
+            _check_keys(item, _RULE_KEYS, f"rule {number}")
+            if not isinstance(item.get("label"), str) or not item["label"].strip():
+                raise ValueError(f"rule {number} needs a 'label'")
+            rules.append(
+                SensitivityRule(
+                    label=normalize_label(item["label"]),
+                    paths=tuple(_strings(item.get("paths", []), f"rule {number} 'paths'")),
+                    keywords=tuple(_strings(item.get("keywords", []), f"rule {number} 'keywords'")),
+                )
+            )
+        return cls(tuple(rules), levels)
+
+
+def normalize_label(label: str) -> str:
+    """A sensitivity label as stored: stripped and upper-cased ("restricted " → "RESTRICTED")."""
+    return label.strip().upper()
+
+
+def _labels(values: Any, what: str) -> list[str]:
+    return [normalize_label(v) for v in _strings(values, what)]
+
+
+def _strings(values: Any, what: str) -> list[str]:
+    if isinstance(values, str) or not isinstance(values, Sequence):
+        raise ValueError(f"{what} must be a list of strings")
+    if not all(isinstance(v, str) and v.strip() for v in values):
+        raise ValueError(f"{what} must hold only non-empty strings")
+    return [v.strip() for v in values]
+
+
+def _check_keys(data: Mapping[str, Any], allowed: frozenset[str], what: str) -> None:
+    unknown = sorted(set(data) - allowed)
+    if unknown:
+        raise ValueError(f"{what} has unknown key(s) {unknown}; allowed: {sorted(allowed)}")

@@ -1,0 +1,341 @@
+"""IndexSnapshot: an immutable BM25 index over segments, with tombstones and live statistics.
+
+Invariants: N, average length and every df are over the *active* positions only (a tombstoned
+position still sits in its segment's postings but counts nowhere and is never returned);
+`df(t)` = postings of t in all segments − tombstoned documents containing t; a metadata filter
+only narrows which positions may be returned, never the statistics. Updates return a new
+snapshot (`with_changes`, `compacted`, `with_merged_tail`), so a search never sees a
+half-applied change.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import Counter
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from ragspine.retrieval.chunking.chunking import FILTER_FIELDS
+from ragspine.retrieval.lexical.bm25 import bm25_idf
+from ragspine.retrieval.lexical.index.scoring import (
+    Allow,
+    QueryTerm,
+    best_k,
+    length_norms,
+    ordered,
+    score_all,
+    score_at,
+    term_arrays,
+    tf_bound,
+    top_candidates,
+    top_exhaustive,
+)
+from ragspine.retrieval.lexical.index.merge import merge_segments
+from ragspine.retrieval.lexical.index.segment import Segment
+from ragspine.retrieval.lexical.index.termcache import MISSING, TermCache
+
+_NOTHING = object()
+# Below this many positions + query postings a search scans every query term (no pruning).
+EXHAUSTIVE_MAX = 200_000
+
+
+class IndexSnapshot:
+    """Segments in position order, an active mask (None: all active) and tombstone df.
+
+    >>> from ragspine.retrieval.lexical.index.segment import SegmentBuilder
+    >>> b = SegmentBuilder(); b.add([["a", "b"], ["b"]], chunk_ids=["x", "y"])
+    >>> snap = IndexSnapshot([b.finish()])
+    >>> [(snap.chunk_id(p), round(s, 3)) for p, s in snap.search(["b", "a"], 10, k1=1.5, b=0.75)]
+    [('x', 0.761), ('y', 0.214)]
+    >>> from ragspine.retrieval.lexical.bm25 import bm25_scores
+    >>> [round(s, 3) for s in bm25_scores(["b", "a"], [["a", "b"], ["b"]])]
+    [0.761, 0.214]
+    """
+
+    def __init__(
+        self,
+        segments: Sequence[Segment],
+        *,
+        active: np.ndarray | None = None,
+        dead_df: Mapping[str, int] | None = None,
+        version: int = -1,
+    ) -> None:
+        self.segments = tuple(segments)
+        self.version = version
+        self._firsts = [s.first for s in self.segments]
+        self.lengths = (
+            np.concatenate([s.lengths for s in self.segments]).astype(np.int64)
+            if self.segments
+            else np.zeros(0, dtype=np.int64)
+        )
+        self.n_positions = len(self.lengths)
+        if active is not None and len(active) != self.n_positions:
+            raise ValueError("active mask does not cover every position")
+        self.active = None if active is None or bool(active.all()) else active
+        self.dead_df: dict[str, int] = dict(dead_df or {})
+        if self.active is None:
+            self.n_active, self.total_length = self.n_positions, int(self.lengths.sum())
+        else:
+            self.n_active = int(np.count_nonzero(self.active))
+            self.total_length = int(self.lengths[self.active].sum())
+        self._norms: dict[tuple[float, float], np.ndarray] = {}
+        self._caches: dict[tuple[float, float], TermCache] = {}
+        self._fields: dict[str, tuple[dict[str, int], np.ndarray]] = {}
+        self._row_ids: np.ndarray | None = None
+
+    # -- statistics -------------------------------------------------------------------------
+    @property
+    def avgdl(self) -> float:
+        return self.total_length / self.n_active if self.n_active else 0.0
+
+    @property
+    def n_tombstones(self) -> int:
+        return self.n_positions - self.n_active
+
+    def df(self, term: str) -> int:
+        """Active documents containing `term`."""
+        total = sum(len(p[0]) for p in self._postings(term))
+        return total - self.dead_df.get(term, 0)
+
+    # -- search -----------------------------------------------------------------------------
+    def query_terms(self, tokens: Sequence[str], *, k1: float, b: float) -> list[QueryTerm]:
+        """The distinct query terms with active documents, in scoring order."""
+        if not self.n_active or not self.total_length:
+            return []
+        cache = self._cache(k1, b)
+        terms = []
+        for term, count in Counter(tokens).items():
+            prepared = cache.get(term)
+            if prepared is MISSING:
+                prepared = self._prepare(term, k1, b)
+                cache.put(term, prepared)
+            if prepared is None:
+                continue
+            assert isinstance(prepared, QueryTerm)
+            if count != 1:
+                if prepared.arrays is None:  # contributions are cached at multiplicity 1
+                    cache.remember(prepared, term_arrays(prepared, self.norms(k1, b)))
+                arrays = prepared.arrays
+                prepared = QueryTerm(
+                    term, prepared.w1, count, prepared.bound * count, prepared.parts,
+                    prepared.n_postings,
+                    None if arrays is None else (arrays[0], arrays[1] * count),
+                    prepared.tight * count,
+                )  # fmt: skip
+            terms.append(prepared)
+        return ordered(terms)
+
+    def _prepare(self, term: str, k1: float, b: float) -> QueryTerm | None:
+        parts = self._postings(term)
+        n_postings = sum(len(p[0]) for p in parts)
+        df = n_postings - self.dead_df.get(term, 0)
+        if df <= 0:
+            return None
+        w1 = bm25_idf(self.n_active, df) * (k1 + 1.0)
+        bound = w1 * max(tf_bound(p[2], p[3], k1, b, self.avgdl) for p in parts)
+        return QueryTerm(term, w1, 1, bound, tuple((p[0], p[1]) for p in parts), n_postings)
+
+    def search(
+        self,
+        tokens: Sequence[str],
+        k: int,
+        *,
+        k1: float,
+        b: float,
+        filters: Mapping[str, str] | None = None,
+    ) -> list[tuple[int, float]]:
+        """The best `k` (position, score) among allowed positions, by (-score, chunk_id)."""
+        allow = self.allow(filters)
+        terms = self.query_terms(tokens, k1=k1, b=b)
+        if allow is _NOTHING or not terms:
+            return []
+        norms = self.norms(k1, b)
+        cache = self._cache(k1, b)
+        postings = sum(t.n_postings for t in terms)
+        # Small index: scanning everything densely beats pruning's bookkeeping.
+        top = top_exhaustive if self.n_positions + postings <= EXHAUSTIVE_MAX else top_candidates
+        positions, scores = top(
+            terms, k, norms, allow, self.n_positions, cache.remember  # type: ignore[arg-type]
+        )
+        return best_k(positions, scores, k, self.chunk_id)
+
+    def scores(
+        self,
+        tokens: Sequence[str],
+        *,
+        k1: float,
+        b: float,
+        filters: Mapping[str, str] | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(positions ascending, scores) of every allowed position sharing a query term."""
+        allow = self.allow(filters)
+        terms = self.query_terms(tokens, k1=k1, b=b)
+        if allow is _NOTHING or not terms:
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        return score_all(terms, self.norms(k1, b), allow, self.n_positions)  # type: ignore[arg-type]
+
+    def score_positions(
+        self, tokens: Sequence[str], positions: Sequence[int], *, k1: float, b: float
+    ) -> dict[int, float]:
+        """Exact scores of the given positions (0.0 where no query term occurs)."""
+        terms = self.query_terms(tokens, k1=k1, b=b)
+        pos = np.unique(np.asarray(positions, dtype=np.intp))
+        if not terms or not len(pos):
+            return {int(p): 0.0 for p in pos}
+        values = score_at(terms, pos, self.norms(k1, b))
+        return dict(zip(pos.tolist(), values.tolist(), strict=True))
+
+    def _cache(self, k1: float, b: float) -> TermCache:
+        cache = self._caches.get((k1, b))
+        if cache is None:
+            cache = self._caches[(k1, b)] = TermCache()
+        return cache
+
+    def norms(self, k1: float, b: float) -> np.ndarray:
+        """Per-position length norms for (k1, b) under this snapshot's average length."""
+        key = (k1, b)
+        cached = self._norms.get(key)
+        if cached is None:
+            cached = length_norms(self.lengths, self.avgdl or 1.0, k1, b)
+            self._norms[key] = cached
+        return cached
+
+    # -- filters ----------------------------------------------------------------------------
+    def allow(self, filters: Mapping[str, str] | None) -> Allow | None | object:
+        """A function positions → bool mask (active and matching every filter), None when
+        everything is allowed, or _NOTHING when a filter value occurs nowhere."""
+        conditions = []
+        for name, value in (filters or {}).items():
+            table, codes = self._field(name)
+            code = table.get(value)
+            if code is None:
+                return _NOTHING
+            conditions.append((codes, code))
+        active = self.active
+        if active is None and not conditions:
+            return None
+
+        def allowed(docs: np.ndarray) -> np.ndarray:
+            mask = active[docs] if active is not None else np.ones(len(docs), dtype=bool)
+            for codes, code in conditions:
+                mask &= codes[docs] == code
+            return mask
+
+        return allowed
+
+    def allowed_positions(self, filters: Mapping[str, str] | None) -> np.ndarray:
+        """Every allowed position, ascending (the candidate set of a brute-force channel)."""
+        allow = self.allow(filters)
+        if allow is _NOTHING:
+            return np.zeros(0, dtype=np.int64)
+        everything = np.arange(self.n_positions, dtype=np.int64)
+        return everything if allow is None else everything[allow(everything)]  # type: ignore[operator]
+
+    def _field(self, name: str) -> tuple[dict[str, int], np.ndarray]:
+        if name not in FILTER_FIELDS:
+            raise ValueError(f"unknown filter field {name!r}; valid: {', '.join(FILTER_FIELDS)}")
+        cached = self._fields.get(name)
+        if cached is None:
+            j = FILTER_FIELDS.index(name)
+            table: dict[str, int] = {}
+            parts = []
+            for seg in self.segments:
+                lut = np.array(
+                    [table.setdefault(v, len(table)) for v in seg.field_values[name]] or [0],
+                    dtype=np.int32,
+                )
+                parts.append(lut[seg.field_codes[j]] if seg.n_docs else seg.field_codes[j])
+            codes = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
+            cached = self._fields[name] = (table, codes)
+        return cached
+
+    # -- positions --------------------------------------------------------------------------
+    def segment_of(self, position: int) -> Segment:
+        return self.segments[bisect.bisect_right(self._firsts, position) - 1]
+
+    def chunk_id(self, position: int) -> str:
+        seg = self.segment_of(position)
+        return seg.chunk_ids[position - seg.first]
+
+    def row_ids(self) -> np.ndarray:
+        """Store row id of every position."""
+        if self._row_ids is None:
+            self._row_ids = (
+                np.concatenate([s.row_ids for s in self.segments])
+                if self.segments
+                else np.zeros(0, dtype=np.int64)
+            )
+        return self._row_ids
+
+    def active_positions(self) -> np.ndarray:
+        everything = np.arange(self.n_positions, dtype=np.int64)
+        return everything if self.active is None else everything[self.active]
+
+    def active_positions_of_rows(self, row_ids: Sequence[int]) -> np.ndarray:
+        """Active positions whose store row id is in `row_ids`."""
+        wanted = np.unique(np.asarray(row_ids, dtype=np.int64))
+        found = [seg.positions_of_rows(wanted) for seg in self.segments]
+        positions = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+        return positions if self.active is None else positions[self.active[positions]]
+
+    # -- updates ----------------------------------------------------------------------------
+    def with_changes(
+        self,
+        added: Segment | None,
+        removed: np.ndarray,
+        removed_terms: Mapping[str, int],
+        *,
+        version: int,
+    ) -> IndexSnapshot:
+        """A new snapshot: `added` appended (first = n_positions), `removed` tombstoned, whose
+        distinct terms (counted once per removed document) are `removed_terms`."""
+        segments = self.segments
+        active = self.active
+        if added is not None:
+            if added.first != self.n_positions:
+                raise ValueError("an added segment must start at the next free position")
+            segments = segments + (added,)
+        if len(removed):
+            if active is None:
+                active = np.ones(self.n_positions, dtype=bool)
+            if not active[removed].all():
+                raise ValueError("a removed position was not active")
+            active = active.copy()
+            active[removed] = False
+        if active is not None and added is not None:
+            active = np.concatenate([active, np.ones(added.n_docs, dtype=bool)])
+        dead = Counter(self.dead_df)
+        dead.update(removed_terms)
+        return IndexSnapshot(segments, active=active, dead_df=dead, version=version)
+
+    def compacted(self) -> IndexSnapshot:
+        """One segment with only the active positions (renumbered in order), no tombstones."""
+        if not self.segments:
+            return self
+        keep = self.active if self.active is not None else None
+        merged = merge_segments(self.segments, keep, first=0)
+        return IndexSnapshot([merged], version=self.version)
+
+    def with_merged_tail(self) -> IndexSnapshot:
+        """The segments after the first merged into one (positions and tombstones unchanged)."""
+        if len(self.segments) <= 2:
+            return self
+        tail = merge_segments(self.segments[1:])
+        return IndexSnapshot(
+            [self.segments[0], tail], active=self.active, dead_df=self.dead_df, version=self.version
+        )
+
+    def rename_segments(self, named: Sequence[Segment]) -> None:
+        """Swap in the same segments carrying their storage names (nothing else may differ)."""
+        if [s.n_docs for s in named] != [s.n_docs for s in self.segments]:
+            raise ValueError("rename_segments must keep the segments")
+        self.segments = tuple(named)
+
+    def _postings(self, term: str) -> list[tuple[np.ndarray, np.ndarray, int, float]]:
+        out = []
+        for seg in self.segments:
+            hit = seg.postings(term)
+            if hit is not None:
+                out.append(hit)
+        return out

@@ -1,0 +1,325 @@
+"""StoreIndex: the persistent, incremental BM25 index of one ChunkStore.
+
+Invariants: `snapshot()` returns an index of exactly the store's active chunks at the store's
+current data_version (it never serves another version); files beside the store
+(`<db>.bm25/<analyzer>/`) are used only when their manifest names this store (its uid), this
+analyzer and a version the store has reached, and every file checks out; otherwise, or when the
+store's change log cannot bridge the gap, the index is rebuilt from the store. Catching up
+applies, per changed document, "tombstone the indexed rows that are no longer active, add the
+active rows not yet indexed", which is idempotent, so a read racing a writer is repaired by the
+next catch-up. After every load (and every catch-up of a store up to VERIFY_MAX_ROWS active
+rows) the active row count and row-id sum are compared with the store's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ragspine.retrieval.chunking.chunk_store import ChunkStore
+from ragspine.retrieval.lexical.index.identity import analyzer_identity, identity_key
+from ragspine.retrieval.lexical.index.segment import SegmentBuilder
+from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot
+from ragspine.retrieval.lexical.index.storage import IndexFileError, IndexFolder
+from ragspine.retrieval.lexical.index.store_reads import (
+    Row,
+    active_fingerprint,
+    active_pages,
+    row_states,
+    rows_by_id,
+    store_uid,
+)
+
+_LOG = logging.getLogger(__name__)
+
+PAGE_ROWS = 20_000  # rows per read when rebuilding
+REBUILD_SHARE = 0.5  # rebuild instead of catching up when more rows than this share changed
+COMPACT_SHARE = 0.25  # compact when tombstones, or positions after the base, pass this share
+MAX_SEGMENTS = 8  # merge the segments after the base when there are more
+VERIFY_MAX_ROWS = 200_000  # after a catch-up, compare with the whole store up to this size
+
+
+class StoreIndex:
+    """Keeps an `IndexSnapshot` in step with a ChunkStore, persisted beside it.
+
+    `stats` counts what happened ("loads", "builds", "catch_ups", "compactions", "merges",
+    "writes", "tokenized"); `last_action` names the last way the index was brought up to date.
+    """
+
+    def __init__(
+        self,
+        store: ChunkStore,
+        analyzer: Callable[[str], list[str]],
+        *,
+        persist: bool = True,
+    ) -> None:
+        self.store = store
+        self.analyzer = analyzer
+        self.stats: Counter[str] = Counter()
+        self.last_action = ""
+        self._snap: IndexSnapshot | None = None
+        self._deletes: list[dict[str, Any]] = []  # tombstone records on disk for _snap
+        self._pending: list[tuple[np.ndarray, dict[str, int]]] = []  # not yet written
+        self._lock = threading.RLock()
+        self._identity = analyzer_identity(analyzer)
+        self.folder: IndexFolder | None = None
+        self._uid = ""
+        if persist and store.db_path != ":memory:" and self._identity is not None:
+            self.folder = IndexFolder(
+                Path(store.db_path + ".bm25") / identity_key(self._identity)
+            )
+
+    @property
+    def loaded(self) -> bool:
+        return self._snap is not None
+
+    def snapshot(self) -> IndexSnapshot:
+        """The index of the store's active chunks at its current data_version."""
+        snap = self._snap
+        if snap is not None and snap.version == self.store.data_version():
+            return snap
+        with self._lock:
+            for _ in range(5):  # a writer may move the store while we catch up
+                snap = self._sync()
+                if snap.version == self.store.data_version():
+                    break
+            return snap
+
+    # -- synchronisation --------------------------------------------------------------------
+    def _sync(self) -> IndexSnapshot:
+        target = self.store.data_version()
+        if self._snap is not None and self._snap.version == target:
+            return self._snap
+        with self._files():
+            snap = self._adopt_disk(target)
+            changed = snap is None or snap.version < target
+            if snap is not None and snap.version < target:
+                snap = self._catch_up(snap)
+            if snap is None:
+                snap = self._rebuild()
+            maintained = self._maintain(snap)
+            if changed or maintained is not snap:  # a snapshot just loaded is already on disk
+                maintained = self._persist(maintained)
+        self._snap = maintained
+        return maintained
+
+    def _adopt_disk(self, target: int) -> IndexSnapshot | None:
+        """The in-memory snapshot, or the one on disk when that is newer and usable."""
+        snap = self._snap
+        manifest = self._manifest()
+        if manifest is None or int(manifest["data_version"]) > target:
+            return snap
+        if snap is not None and int(manifest["data_version"]) <= snap.version:
+            return snap
+        try:
+            loaded = self._load(manifest)
+        except IndexFileError as exc:
+            _LOG.warning("lexical index at %s is damaged (%s); rebuilding", self.folder, exc)
+            self.stats["damaged"] += 1
+            return snap
+        if not self._matches_store(loaded):
+            _LOG.warning("lexical index at %s disagrees with the store; rebuilding", self.folder)
+            self.stats["inconsistent"] += 1
+            return snap
+        self._deletes, self._pending = list(manifest["deletes"]), []
+        self.stats["loads"] += 1
+        self.last_action = "loaded"
+        return loaded
+
+    def _load(self, manifest: dict[str, Any]) -> IndexSnapshot:
+        assert self.folder is not None
+        known = {s.name: s for s in (self._snap.segments if self._snap else ()) if s.name}
+        segments = [known.get(e["name"]) or self.folder.read_segment(e) for e in manifest["segments"]]
+        n_positions = sum(s.n_docs for s in segments)
+        active = np.ones(n_positions, dtype=bool)
+        dead: Counter[str] = Counter()
+        for entry in manifest["deletes"]:
+            positions, removed = self.folder.read_deletes(entry)
+            if len(positions) and (positions.min() < 0 or positions.max() >= n_positions):
+                raise IndexFileError(f"tombstone record {entry['name']} is out of range")
+            active[positions] = False
+            dead.update(removed)
+        snap = IndexSnapshot(
+            segments, active=active, dead_df=dead, version=int(manifest["data_version"])
+        )
+        if snap.n_positions != manifest.get("n_positions") or snap.n_active != manifest.get(
+            "n_active"
+        ):
+            raise IndexFileError("segments and tombstones do not add up to the manifest's counts")
+        return snap
+
+    def _rebuild(self) -> IndexSnapshot:
+        version = self.store.data_version()
+        builder = SegmentBuilder(first=0)
+        n = 0
+        for rows in active_pages(self.store, PAGE_ROWS):
+            self._add_rows(builder, rows)
+            n += len(rows)
+        snap = IndexSnapshot([builder.finish()], version=version)
+        self._deletes, self._pending = [], []
+        self.stats["builds"] += 1
+        self.stats["tokenized"] += n
+        self.last_action = "built"
+        return snap
+
+    def _catch_up(self, snap: IndexSnapshot) -> IndexSnapshot | None:
+        changes = self.store.changes_since(snap.version)
+        if changes is None:
+            return None
+        version, doc_ids = changes
+        states = row_states(self.store, doc_ids)
+        if len(states) > 1000 and len(states) > REBUILD_SHARE * max(snap.n_active, 1):
+            return None
+        wanted = {row_id for row_id, active in states if active}
+        positions = snap.active_positions_of_rows([row_id for row_id, _ in states])
+        indexed = snap.row_ids()[positions]
+        removed = positions[~np.isin(indexed, np.fromiter(wanted, dtype=np.int64, count=len(wanted)))]
+        added = sorted(wanted - set(indexed.tolist()))
+        gone = snap.row_ids()[removed].tolist()
+        content = {row[0]: row for row in rows_by_id(self.store, added + gone)}
+        if any(r not in content for r in added + gone):
+            return None  # rows vanished from the store: only a rebuild can be trusted
+        segment = None
+        if added:
+            builder = SegmentBuilder(first=snap.n_positions)
+            self._add_rows(builder, [content[r] for r in added])
+            segment = builder.finish()
+        dead: Counter[str] = Counter()
+        for row_id in gone:
+            dead.update(set(self.analyzer(content[row_id][2])))
+        new = snap.with_changes(segment, removed.astype(np.int64), dead, version=version)
+        if len(removed):
+            self._pending.append((removed.astype(np.int64), dict(dead)))
+        self.stats["catch_ups"] += 1
+        self.stats["tokenized"] += len(added) + len(gone)
+        self.last_action = "caught_up"
+        # The changed documents match the store by construction; the whole-store check (a scan
+        # of the active rows) runs on every load, and after a catch-up on smaller stores.
+        if new.n_active <= VERIFY_MAX_ROWS and not self._matches_store(new):
+            self.stats["inconsistent"] += 1
+            return None
+        return new
+
+    def _maintain(self, snap: IndexSnapshot) -> IndexSnapshot:
+        if not snap.segments:
+            return snap
+        base = snap.segments[0].n_docs
+        tail = snap.n_positions - base
+        if snap.n_tombstones > COMPACT_SHARE * snap.n_positions or tail > COMPACT_SHARE * base:
+            self.stats["compactions"] += 1
+            self._deletes, self._pending = [], []
+            return snap.compacted()
+        if len(snap.segments) > MAX_SEGMENTS:
+            self.stats["merges"] += 1
+            return snap.with_merged_tail()
+        return snap
+
+    # -- files ------------------------------------------------------------------------------
+    def _files(self) -> Any:
+        if self.folder is None:
+            return nullcontext()
+        return self._locked_or_memory()
+
+    @contextmanager
+    def _locked_or_memory(self) -> Iterator[None]:
+        assert self.folder is not None
+        try:
+            lock = self.folder.locked(exclusive=True)
+            lock.__enter__()
+        except OSError as exc:
+            self._give_up_files(exc)
+            yield
+            return
+        try:
+            yield
+        finally:
+            lock.__exit__(None, None, None)
+
+    def _manifest(self) -> dict[str, Any] | None:
+        if self.folder is None:
+            return None
+        manifest = self.folder.read_manifest()
+        if manifest is None:
+            return None
+        if manifest.get("store_uid") != self._store_uid() or manifest.get("analyzer") != self._identity:
+            return None
+        return manifest
+
+    def _persist(self, snap: IndexSnapshot) -> IndexSnapshot:
+        if self.folder is None or not self._store_uid():
+            self._pending = []
+            return snap
+        try:
+            return self._write(snap)
+        except OSError as exc:
+            self._give_up_files(exc)
+            return snap
+
+    def _write(self, snap: IndexSnapshot) -> IndexSnapshot:
+        assert self.folder is not None
+        manifest = self._manifest() or {"segments": [], "deletes": []}
+        on_disk = {e["name"]: e for e in manifest["segments"]}
+        entries, named = [], []
+        for seg in snap.segments:
+            entry = on_disk.get(seg.name) if seg.name else None
+            if entry is None:
+                entry = self.folder.write_segment(seg)
+                seg = dataclasses.replace(seg, name=entry["name"])
+            entries.append(entry)
+            named.append(seg)
+        disk_deletes = {d["name"] for d in manifest["deletes"]}
+        if all(d["name"] in disk_deletes for d in self._deletes):
+            deletes = list(self._deletes)
+            deletes += [self.folder.write_deletes(p, d) for p, d in self._pending]
+        else:  # our records are gone: one record of every tombstone
+            tomb = np.flatnonzero(~snap.active) if snap.active is not None else np.zeros(0, np.int64)
+            deletes = [self.folder.write_deletes(tomb, snap.dead_df)] if len(tomb) else []
+        row_sum = int(snap.row_ids()[snap.active_positions()].sum())
+        self.folder.write_manifest({
+            "store_uid": self._store_uid(), "analyzer": self._identity,
+            "data_version": snap.version, "segments": entries, "deletes": deletes,
+            "n_positions": snap.n_positions, "n_active": snap.n_active, "active_row_sum": row_sum,
+        })  # fmt: skip
+        self.folder.remove_unreferenced({"segments": entries, "deletes": deletes})
+        self._deletes, self._pending = deletes, []
+        self.stats["writes"] += 1
+        snap.rename_segments(named)
+        return snap
+
+    def _give_up_files(self, exc: OSError) -> None:
+        _LOG.warning("cannot write the lexical index beside the store (%s); keeping it in memory", exc)
+        self.folder = None
+        self._pending = []
+
+    # -- store reads ------------------------------------------------------------------------
+    def _store_uid(self) -> str:
+        if not self._uid:
+            self._uid = store_uid(self.store)
+        return self._uid
+
+    def _matches_store(self, snap: IndexSnapshot) -> bool:
+        """False only when the store, at the snapshot's version, has other active rows."""
+        before = self.store.data_version()
+        if before != snap.version:
+            return True  # cannot compare now; the next catch-up will
+        count, total = active_fingerprint(self.store)
+        if self.store.data_version() != before:
+            return True
+        mine = int(snap.row_ids()[snap.active_positions()].sum())
+        return count == snap.n_active and total == mine
+
+    def _add_rows(self, builder: SegmentBuilder, rows: list[Row]) -> None:
+        builder.add(
+            [self.analyzer(row[2]) for row in rows],
+            chunk_ids=[row[1] for row in rows],
+            row_ids=[row[0] for row in rows],
+            fields=[row[3:8] for row in rows],
+        )

@@ -1,0 +1,59 @@
+"""TermCache: per snapshot and (k1, b), prepared query terms and their contributions.
+
+Invariant: a cached term is exactly what `IndexSnapshot` would prepare again (weights and
+contributions depend only on the snapshot's N, df, avgdl and on k1, b), so a cache belongs to
+one snapshot; contributions are kept at multiplicity 1, for a bounded number of postings.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ragspine.retrieval.lexical.index.scoring import QueryTerm
+
+MISSING = object()
+
+# Per snapshot and (k1, b): prepared terms, and their contributions for at most this many
+# postings in all (16 bytes each).
+CACHE_MAX_POSTINGS = 4_000_000
+_CACHE_MAX_TERMS = 200_000
+
+
+class TermCache:
+    """term → its prepared QueryTerm (multiplicity 1), with positions and contributions once a
+    search scanned them (bounded; oldest first out). Weights and contributions depend on N, df
+    and avgdl, so a cache belongs to one snapshot and one (k1, b)."""
+
+    def __init__(self, max_postings: int = CACHE_MAX_POSTINGS) -> None:
+        self.max_postings = max_postings
+        self._terms: dict[str, QueryTerm | None] = {}
+        self._with_arrays: dict[str, int] = {}
+        self._size = 0
+
+    def get(self, term: str) -> QueryTerm | None | object:
+        return self._terms.get(term, MISSING)
+
+    def put(self, term: str, prepared: QueryTerm | None) -> None:
+        if len(self._terms) >= _CACHE_MAX_TERMS:
+            self._terms.clear()
+            self._with_arrays.clear()
+            self._size = 0
+        self._terms[term] = prepared
+
+    def remember(self, term: QueryTerm, arrays: tuple[np.ndarray, np.ndarray]) -> None:
+        template = self._terms.get(term.term)
+        pos, contrib = arrays
+        if template is None or term.count != 1 or template.arrays is not None:
+            return
+        if len(pos) * 4 > self.max_postings:
+            return
+        while self._with_arrays and self._size + len(pos) > self.max_postings:
+            old = next(iter(self._with_arrays))
+            self._size -= self._with_arrays.pop(old)
+            evicted = self._terms.get(old)
+            if evicted is not None:
+                evicted.arrays, evicted.tight = None, evicted.bound
+        template.tight = float(contrib.max()) if len(contrib) else template.bound
+        template.arrays = arrays
+        self._with_arrays[term.term] = len(pos)
+        self._size += len(pos)

@@ -1,0 +1,142 @@
+"""The FastAPI app: each route is one call on the `Workspace` and nothing more.
+
+(No `from __future__ import annotations` here: FastAPI reads the handlers' annotations at run time.)
+
+Invariants: every route but /health depends on the API-key check; no response carries a
+RESTRICTED chunk (search, ask and chunks go through the workspace, which drops them); every
+error is the JSON shape of `errors.py`; sync handlers run in the thread pool, and the workspace
+is thread-safe.
+"""
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, Depends, FastAPI, File, Form, HTTPException, UploadFile
+
+from ragspine import __version__
+from ragspine.config import Settings
+from ragspine.service import models as m
+from ragspine.service.errors import GuardMiddleware, SafeJSONResponse, install_error_handlers
+from ragspine.service.security import api_key_dependency
+from ragspine.workspace import Workspace
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": m.ErrorOut, "description": text}
+    for code, text in {400: "Bad request", 401: "Missing or wrong API key", 413: "Body too large",
+                       422: "Invalid request body"}.items()  # fmt: skip
+}
+
+
+def create_app(workspace: Workspace) -> FastAPI:
+    """The HTTP API over `workspace` (the caller closes the workspace after the app stops)."""
+    settings = workspace.settings
+    app = FastAPI(
+        title="RAGSpine",
+        version=__version__,
+        description="Cited, RESTRICTED-free retrieval over Chinese and English documents.",
+        default_response_class=SafeJSONResponse,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
+    install_error_handlers(app)
+    app.add_middleware(GuardMiddleware, max_body_bytes=settings.max_body_bytes)
+    require_key = Depends(api_key_dependency(settings.api_keys))
+    app.get("/health", response_model=m.HealthOut, tags=["service"])(_health)
+    app.include_router(_routes(workspace), dependencies=[require_key], responses=_ERRORS)
+
+    @app.get("/openapi.json", include_in_schema=False, dependencies=[require_key])
+    def openapi() -> dict[str, Any]:
+        return app.openapi()
+
+    return app
+
+
+def openapi_schema(settings: Settings | None = None) -> dict[str, Any]:
+    """The OpenAPI schema of the app built from `settings` (default: the defaults), as checked
+    into docs/openapi.json."""
+    with Workspace.from_settings(replace(settings or Settings(), db=":memory:")) as ws:
+        return create_app(ws).openapi()
+
+
+def _health() -> dict[str, str]:
+    """Liveness; needs no API key."""
+    return {"status": "ok", "version": __version__}
+
+
+def _routes(ws: Workspace) -> APIRouter:
+    router = APIRouter()
+    SearchIn, AskIn = m.query_models(ws.settings.max_top_k)
+
+    @router.get("/stats", response_model=m.StatsOut, tags=["service"])
+    def stats() -> dict[str, Any]:
+        """Documents and chunks in the active set, the index state and the configured channels."""
+        return ws.stats()
+
+    @router.post("/documents", status_code=201, response_model=m.IngestOut, tags=["documents"])
+    def ingest(doc: m.DocumentIn) -> dict[str, Any]:
+        """Ingest a text; it becomes the new active version of `doc_id` (atomically)."""
+        fields = doc.model_dump()
+        text, doc_id, valid_as_of = fields.pop("text"), fields.pop("doc_id"), fields.pop("valid_as_of")
+        result = ws.ingest_text(text, doc_id, valid_as_of=valid_as_of, **fields)
+        return vars(result)
+
+    @router.post("/documents/upload", status_code=201, response_model=m.IngestOut, tags=["documents"])
+    def upload(
+        file: UploadFile = File(description="The document file (.txt, .md, and the formats whose loaders are installed)"),
+        doc_id: str | None = Form(None, max_length=512),
+        title: str | None = Form(None, max_length=m.MAX_META_CHARS),
+        topic: str | None = Form(None, max_length=m.MAX_META_CHARS),
+        entity: str | None = Form(None, max_length=m.MAX_META_CHARS),
+        geography: str | None = Form(None, max_length=m.MAX_META_CHARS),
+        period: str | None = Form(None, max_length=m.MAX_META_CHARS),
+        language: str | None = Form(None, max_length=m.MAX_META_CHARS),
+        sensitivity: str | None = Form(None, max_length=m.MAX_META_CHARS),
+    ) -> dict[str, Any]:
+        """Ingest an uploaded file; `doc_id` defaults to the file name. The file's front matter
+        wins over the form fields, which fill what it leaves unset (sensitivity: INTERNAL)."""
+        name = Path(file.filename or "").name
+        if not name:
+            raise ValueError("the uploaded file needs a file name (its suffix picks the loader)")
+        meta = dict(title=title, topic=topic, entity=entity, geography=geography, period=period,
+                    language=language, sensitivity=sensitivity)  # fmt: skip
+        result = ws.ingest_bytes(name, file.file.read(), doc_id=doc_id or name, **meta)
+        return vars(result)
+
+    @router.delete("/documents/{doc_id:path}", response_model=m.WithdrawOut, tags=["documents"],
+                   responses={404: {"model": m.ErrorOut, "description": "No active document"}})  # fmt: skip
+    def withdraw(doc_id: str) -> dict[str, Any]:
+        """Withdraw a document from the active set (its rows stay, inactive, for lineage)."""
+        count = ws.withdraw(doc_id)
+        if not count:
+            raise _not_found(doc_id)
+        return {"doc_id": doc_id, "withdrawn_chunks": count}
+
+    @router.get("/documents/{doc_id:path}/chunks", response_model=m.ChunksOut, tags=["documents"],
+                responses={404: {"model": m.ErrorOut, "description": "No active document"}})  # fmt: skip
+    def chunks(doc_id: str) -> dict[str, Any]:
+        """The document's active chunks in order (RESTRICTED ones are never returned)."""
+        found = ws.chunks(doc_id)
+        if not found:
+            raise _not_found(doc_id)
+        return {"doc_id": doc_id, "chunks": found}
+
+    @router.post("/search", response_model=m.SearchOut, tags=["retrieval"])
+    def search(body: SearchIn) -> dict[str, Any]:  # type: ignore[valid-type]
+        """Ranked, cited snippets (RESTRICTED never included)."""
+        mode = ws.check_mode(body.mode)
+        where = body.filters.model_dump(exclude_none=True) if body.filters else None
+        return {"mode": mode, "snippets": ws.search(body.query, where=where, top_k=body.top_k, mode=body.mode)}
+
+    @router.post("/ask", response_model=m.AskOut, tags=["retrieval"])
+    def ask(body: AskIn) -> dict[str, Any]:  # type: ignore[valid-type]
+        """An answer with numbered citations: from the LLM when configured, else extractive."""
+        where = body.filters.model_dump(exclude_none=True) if body.filters else None
+        return ws.ask(body.question, where=where, top_k=body.top_k).to_dict()
+
+    return router
+
+
+def _not_found(doc_id: str) -> HTTPException:
+    return HTTPException(404, f"no active document {doc_id!r}")

@@ -1,0 +1,117 @@
+"""Every error the service answers is JSON `{"status", "error", "message"}`, never a traceback.
+
+Invariants: a client mistake is a 4xx with a message that says what to change; anything
+unexpected is a 500 whose body says only "internal error" (the traceback goes to the log); a
+body over the limit is a 413 before the handler runs; error bodies are ASCII-escaped JSON, so
+any input echoed in a message is encoded safely.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from http import HTTPStatus
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ragspine.ingest.loaders import MissingExtraError
+
+_LOG = logging.getLogger("ragspine.service")
+
+
+class SafeJSONResponse(JSONResponse):
+    """JSON as UTF-8; text that cannot be UTF-8 (a lone surrogate) is sent \\u-escaped instead."""
+
+    def render(self, content: Any) -> bytes:
+        try:
+            return super().render(content)
+        except UnicodeEncodeError:
+            return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
+def error_response(status: int, message: str, headers: dict[str, str] | None = None) -> SafeJSONResponse:
+    """The one error body shape."""
+    phrase = HTTPStatus(status).phrase.lower().replace(" ", "_")
+    body = {"status": status, "error": phrase, "message": message}
+    return SafeJSONResponse(body, status_code=status, headers=headers)
+
+
+class BodyTooLarge(HTTPException):
+    """Raised from `receive` when a streamed body passes the limit."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, f"request body is larger than {limit} bytes (RAGSPINE_MAX_BODY_BYTES)")
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Map library and framework errors to the error shape."""
+
+    @app.exception_handler(HTTPException)
+    async def _http(_: Request, exc: HTTPException) -> JSONResponse:
+        return error_response(exc.status_code, str(exc.detail), getattr(exc, "headers", None))
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = [
+            f"{'.'.join(str(p) for p in err.get('loc', ()))}: {err.get('msg', 'invalid')}"
+            for err in exc.errors()[:5]
+        ]
+        return error_response(422, "; ".join(problems) or "invalid request")
+
+    @app.exception_handler(ValueError)
+    async def _value(_: Request, exc: ValueError) -> JSONResponse:
+        return error_response(400, str(exc))
+
+    @app.exception_handler(MissingExtraError)
+    async def _missing(_: Request, exc: MissingExtraError) -> JSONResponse:
+        return error_response(415, str(exc))  # a loader's optional extra is not installed
+
+
+class GuardMiddleware:
+    """Outermost guard: refuses bodies over `max_body_bytes` (413) and turns any exception that
+    escaped the handlers into a bare 500."""
+
+    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        limit = self.max_body_bytes
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and not declared.isdigit():
+            await error_response(400, "bad Content-Length header")(scope, receive, send)
+            return
+        if declared is not None and int(declared) > limit:
+            await error_response(413, str(BodyTooLarge(limit).detail))(scope, receive, send)
+            return
+        received = 0
+        started = False
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    raise BodyTooLarge(limit)
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, tracking_send)
+        except Exception:  # noqa: BLE001 - the last line of defence: log it, answer a bare 500
+            _LOG.exception("unhandled error on %s %s", scope.get("method"), scope.get("path"))
+            if not started:
+                await error_response(500, "internal error")(scope, receive, send)

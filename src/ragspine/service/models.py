@@ -1,0 +1,169 @@
+"""Request and response bodies of the HTTP API (they are its OpenAPI schema).
+
+Invariants: every string a client sends is valid Unicode (no lone surrogates) and bounded in
+length; `top_k` is bounded by RAGSPINE_MAX_TOP_K (the request models are built per app, so the
+schema states the configured bound); filter keys are exactly FILTER_FIELDS; responses never carry
+a RESTRICTED chunk (the workspace guarantees it; the models only describe the shape).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
+
+from ragspine.config import RETRIEVAL_MODES
+from ragspine.retrieval.chunking.chunking import FILTER_FIELDS
+
+MAX_QUERY_CHARS = 2000
+MAX_META_CHARS = 500
+
+
+def _unicode(value: str) -> str:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("must be valid Unicode text (no lone surrogates)") from None
+    return value
+
+
+Text = Annotated[str, AfterValidator(_unicode)]
+Meta = Annotated[str, Field(max_length=MAX_META_CHARS), AfterValidator(_unicode)]
+DocId = Annotated[str, Field(min_length=1, max_length=512), AfterValidator(_unicode)]
+Mode = Literal[RETRIEVAL_MODES]  # type: ignore[valid-type]
+
+Filters = create_model(  # type: ignore[call-overload]
+    "Filters",
+    __config__=ConfigDict(extra="forbid"),
+    __doc__="Metadata filters, AND-ed, exact match.",
+    **{name: (Meta | None, None) for name in FILTER_FIELDS},
+)
+
+
+class DocumentIn(BaseModel):
+    """A document to ingest as text; it becomes the new active version of `doc_id`."""
+
+    model_config = ConfigDict(extra="forbid")
+    doc_id: DocId
+    text: Annotated[Text, Field(min_length=1)]
+    title: Meta = ""
+    topic: Meta = ""
+    entity: Meta = ""
+    geography: Meta = ""
+    period: Meta = ""
+    language: Meta = ""
+    sensitivity: Meta = "INTERNAL"
+    valid_as_of: Meta = ""
+
+
+class IngestOut(BaseModel):
+    doc_id: str
+    chunks: int
+    version: int
+
+
+class WithdrawOut(BaseModel):
+    doc_id: str
+    withdrawn_chunks: int
+
+
+class Scores(BaseModel):
+    bm25: float
+    vector: float | None = None
+    fused: float
+
+
+class Snippet(BaseModel):
+    """A ranked, cited chunk (never RESTRICTED)."""
+
+    model_config = ConfigDict(extra="allow")
+    text: str
+    doc_id: str
+    title: str
+    source_locator: str
+    chunk_id: str
+    topic: str
+    entity: str
+    geography: str
+    period: str
+    language: str
+    sensitivity: str
+    version: int | None = None
+    valid_as_of: str = ""
+    scores: Scores
+    lineage: dict[str, Any] = {}
+
+
+class Citation(Snippet):
+    ref: int = Field(description="The number the answer cites it by: [ref]")
+    cited: bool = Field(description="Whether the answer text cites it")
+
+
+class SearchOut(BaseModel):
+    mode: str = Field(description="What ran: bm25 or hybrid")
+    snippets: list[Snippet]
+
+
+class AskOut(BaseModel):
+    question: str
+    answer: str
+    mode: Literal["llm", "extractive"]
+    note: str = Field("", description="Set when the LLM failed and the answer fell back to extractive")
+    citations: list[Citation]
+
+
+class ChunkOut(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    chunk_id: str
+    doc_id: str
+    seq: int
+    text: str
+    source_locator: str
+    version: int
+
+
+class ChunksOut(BaseModel):
+    doc_id: str
+    chunks: list[ChunkOut]
+
+
+class HealthOut(BaseModel):
+    status: Literal["ok"]
+    version: str
+
+
+class StatsOut(BaseModel):
+    documents: int
+    chunks: int
+    index: dict[str, Any]
+    channels: dict[str, str]
+
+
+class ErrorOut(BaseModel):
+    status: int
+    error: str
+    message: str
+
+
+def query_models(max_top_k: int) -> tuple[type[BaseModel], type[BaseModel]]:
+    """(SearchIn, AskIn) with `top_k` bounded by `max_top_k`."""
+    TopK = Annotated[int, Field(ge=1, le=max_top_k)]
+
+    class SearchIn(BaseModel):
+        """A search: query, optional filters, how many snippets, and the retrieval mode."""
+
+        model_config = ConfigDict(extra="forbid")
+        query: Annotated[Text, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
+        filters: Filters | None = None  # type: ignore[valid-type]
+        top_k: TopK = min(10, max_top_k)  # type: ignore[valid-type]
+        mode: Mode | None = Field(None, description="auto (default), or a preset the service can run")
+
+    class AskIn(BaseModel):
+        """A question, answered from the store with numbered citations."""
+
+        model_config = ConfigDict(extra="forbid")
+        question: Annotated[Text, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
+        filters: Filters | None = None  # type: ignore[valid-type]
+        top_k: TopK = min(5, max_top_k)  # type: ignore[valid-type]
+
+    return SearchIn, AskIn

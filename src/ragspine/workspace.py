@@ -1,0 +1,260 @@
+"""`ragspine.open`: a store, its retriever and the optional LLM, assembled from the settings.
+
+Invariants:
+- This is the one assembly path: `Workspace.from_settings` is what the CLI (`serve`, `ask`), the
+  HTTP service and Python users all call, so one configuration gives one pipeline everywhere.
+- Nothing RESTRICTED leaves a workspace: `search` and `ask` go through the link's exit #2 and
+  `chunks` drops RESTRICTED rows; `stats` gives only counts.
+- Each ingest or withdraw is one store transaction: a concurrent search sees the old version of a
+  document or the new one, never a mix.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from ragspine.agent.agent import LLMProvider
+from ragspine.answer import DEFAULT_ASK_TOP_K, Answer, ask
+from ragspine.config import DENSE_MODES, RETRIEVAL_MODES, SETTINGS, Settings, load_settings
+from ragspine.llm import make_llm_provider
+from ragspine.retrieval.chunking.chunk_store import TABLE, ChunkStore
+from ragspine.retrieval.chunking.chunking import DocumentMeta
+from ragspine.retrieval.lexical.glossary import GlossaryQueryRewriter, load_glossary
+from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever, build_narrative_retriever
+from ragspine.retrieval.sensitivity import is_restricted
+
+DEFAULT_SEARCH_TOP_K = 10
+MAX_DOC_ID_CHARS = 512
+STORE_FILE = "chunks.db"
+_META_FIELDS = ("title", "topic", "entity", "geography", "period", "language", "sensitivity")
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    """What one ingest wrote: the document, its new version and its chunk count."""
+
+    doc_id: str
+    chunks: int
+    version: int
+
+
+class Workspace:
+    """One chunk store with its retrieval pipeline; thread-safe; close it when done.
+
+    >>> import ragspine
+    >>> with ragspine.open(":memory:") as ws:
+    ...     _ = ws.ingest("营收下滑的原因是出口减少。", doc_id="r1", entity="ACME_CN")
+    ...     [s["doc_id"] for s in ws.search("营收", where={"entity": "ACME_CN"})]
+    ['r1']
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        retriever: NarrativeIndexRetriever,
+        store: ChunkStore,
+        provider: LLMProvider | None,
+    ) -> None:
+        self.settings, self.retriever, self.store, self.provider = settings, retriever, store, provider
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Workspace:
+        """The assembly: store → BM25 + RRF → glossary rewriter → listwise LLM judge (when an
+        LLM is configured); the same LLM answers `ask`."""
+        rewriter = GlossaryQueryRewriter(load_glossary(settings.glossary))
+        provider = make_llm_provider(settings)
+        try:
+            retriever, store = build_narrative_retriever(settings.db, provider, query_rewriter=rewriter)
+        except BaseException:
+            _close(provider)
+            raise
+        return cls(settings, retriever, store, provider)
+
+    # -- writes -------------------------------------------------------------------------------
+    def ingest(
+        self, source: str | Path, *, doc_id: str | None = None, valid_as_of: str = "", **meta: str
+    ) -> IngestResult:
+        """Ingest a file (a `Path`, or a str naming an existing file) or a text (a str, with
+        `doc_id`). `meta`: title, topic, entity, geography, period, language, sensitivity (for a
+        file, its front matter wins over `meta`)."""
+        if isinstance(source, Path) or _names_file(source):
+            path = Path(source)
+            try:
+                data = path.read_bytes()
+            except OSError as exc:
+                raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from exc
+            return self.ingest_bytes(path.name, data, doc_id=doc_id or path.name, valid_as_of=valid_as_of, **meta)
+        if doc_id is None:
+            raise ValueError("ingesting a text needs doc_id=...")
+        return self.ingest_text(source, doc_id, valid_as_of=valid_as_of, **meta)
+
+    def ingest_text(self, text: str, doc_id: str, *, valid_as_of: str = "", **meta: str) -> IngestResult:
+        """Make `text` the active version of `doc_id` (one transaction)."""
+        unknown = sorted(set(meta) - set(_META_FIELDS))
+        if unknown:
+            raise ValueError(f"unknown metadata {', '.join(unknown)}; valid: {', '.join(_META_FIELDS)}")
+        doc_id = _check_doc_id(doc_id)
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError("text is empty: nothing to ingest (use withdraw to remove a document)")
+        if not meta.get("language"):
+            from ragspine.ingest.language import detect_language
+
+            meta = {**meta, "language": detect_language(text)}
+        fields = {k: v for k, v in meta.items() if v is not None}
+        count = self.retriever.index.ingest(text, DocumentMeta(doc_id, **fields), valid_as_of=valid_as_of)
+        return IngestResult(doc_id, count, self._version(doc_id))
+
+    def ingest_bytes(self, filename: str, data: bytes, *, doc_id: str | None = None, **meta: str) -> IngestResult:
+        """Ingest a file's bytes with the loader for its suffix. As with `ragspine ingest`, the
+        file's own metadata (Markdown front matter) wins over `meta`, which fills the rest."""
+        from ragspine.ingest.loaders import load_document
+        from ragspine.ingest.metadata import to_fields
+
+        name = Path(filename).name
+        loaded = load_document(Path(name), data)
+        found = to_fields(loaded.metadata, name).known if loaded.metadata else {}
+        merged = {"title": loaded.title, **{k: v for k, v in meta.items() if v}, **found}
+        return self.ingest_text(loaded.text, doc_id or name, **merged)
+
+    def withdraw(self, doc_id: str) -> int:
+        """Remove `doc_id` from the active set; return how many active chunks it had (0: none)."""
+        doc_id = _check_doc_id(doc_id)
+        active = len(self.store.iter_chunks(doc_id=doc_id))
+        if active:
+            self.retriever.index.withdraw(doc_id)
+        return active
+
+    # -- reads --------------------------------------------------------------------------------
+    def chunks(self, doc_id: str) -> list[dict[str, Any]]:
+        """The active, non-RESTRICTED chunks of `doc_id` as dicts, in order."""
+        rows = self.store.iter_chunks(doc_id=_check_doc_id(doc_id))
+        return [_chunk_dict(asdict(c)) for c in rows if not is_restricted(c.sensitivity)]
+
+    def search(
+        self,
+        query: str,
+        *,
+        where: Mapping[str, str] | None = None,
+        top_k: int = DEFAULT_SEARCH_TOP_K,
+        mode: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Ranked, cited, RESTRICTED-free snippet dicts. `mode` must be one the workspace can run."""
+        self.check_mode(mode)
+        if not isinstance(query, str) or not query.strip():
+            raise ValueError("query is empty: give some words to search for")
+        if top_k < 1:
+            raise ValueError(f"top_k must be >= 1, got {top_k}")
+        return self.retriever.retrieve(query, filters=dict(where) if where else None, top_k=top_k)
+
+    def ask(
+        self, question: str, *, where: Mapping[str, str] | None = None, top_k: int = DEFAULT_ASK_TOP_K
+    ) -> Answer:
+        """A cited answer: from the LLM when one is configured, else extractive."""
+        return ask(self.retriever, question, provider=self.provider, filters=where, top_k=top_k)
+
+    def stats(self) -> dict[str, Any]:
+        """Counts (documents, chunks), the index state and the configured channels."""
+        ((documents, chunks),) = self.store.execute_read(
+            f"SELECT COUNT(DISTINCT doc_id), COUNT(*) FROM {TABLE} WHERE active = 1"
+        )
+        return {
+            "documents": documents,
+            "chunks": chunks,
+            "index": {"data_version": self.store.data_version(), "retrieval": self.settings.effective_retrieval_mode},
+            "channels": self.settings.channels(),
+        }
+
+    def check_mode(self, mode: str | None) -> str:
+        """The mode a search runs in: `mode` if this workspace can run it, else ValueError."""
+        effective = self.settings.effective_retrieval_mode
+        if mode is None or mode == "auto":
+            return effective
+        if mode not in RETRIEVAL_MODES:
+            raise ValueError(f"unknown mode {mode!r}; accepted: {', '.join(RETRIEVAL_MODES)}")
+        if mode in DENSE_MODES and effective != "hybrid":
+            raise ValueError(f"mode {mode!r} needs the dense channel, which is not configured; use auto or bm25")
+        return "hybrid" if mode in DENSE_MODES else "bm25"
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def close(self) -> None:
+        self.store.close()
+        _close(self.provider)
+
+    def __enter__(self) -> Workspace:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _version(self, doc_id: str) -> int:
+        rows = self.store.execute_read(f"SELECT COALESCE(MAX(version), 0) FROM {TABLE} WHERE doc_id = ?", (doc_id,))
+        return int(rows[0][0])
+
+
+def open_workspace(
+    target: str | Path | None = None,
+    *,
+    config: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    **overrides: object,
+) -> Workspace:
+    """Open (creating if needed) the workspace at `target`: a folder (its store is
+    `FOLDER/chunks.db`), a store file, or ":memory:"; None: RAGSPINE_DB. `overrides` are settings
+    by field name (e.g. `llm_model="qwen2.5"`) and win over the environment and the config file.
+
+    Exposed as `ragspine.open`.
+    """
+    by_field = {s.field_name: s.env for s in SETTINGS}
+    unknown = sorted(set(overrides) - set(by_field))
+    if unknown:
+        raise TypeError(f"unknown setting(s) {', '.join(unknown)}; valid: {', '.join(sorted(by_field))}")
+    flags: dict[str, object] = {by_field[k]: _flag(v) for k, v in overrides.items() if v is not None}
+    if target is not None:
+        flags["RAGSPINE_DB"] = store_path(target)
+    return Workspace.from_settings(load_settings(env, config_file=config, flags=flags))
+
+
+def store_path(target: str | Path) -> str:
+    """The store file for a workspace target: a folder (existing, or a new path without a
+    suffix) holds `chunks.db`; anything else is the store file itself."""
+    text = str(target)
+    if text == ":memory:" or "://" in text:
+        return text
+    path = Path(text)
+    return str(path / STORE_FILE) if path.is_dir() or (not path.suffix and not path.exists()) else text
+
+
+def _flag(value: object) -> object:
+    if isinstance(value, list | tuple):
+        return ",".join(str(v) for v in value)
+    return value
+
+
+def _names_file(source: str) -> bool:
+    return len(source) < 4096 and "\n" not in source and os.path.isfile(source)
+
+
+def _check_doc_id(doc_id: str) -> str:
+    if not isinstance(doc_id, str) or not doc_id.strip():
+        raise ValueError("doc_id must be a non-empty string")
+    if len(doc_id) > MAX_DOC_ID_CHARS or any(ord(c) < 32 for c in doc_id):
+        raise ValueError(f"doc_id must be at most {MAX_DOC_ID_CHARS} characters, without control characters")
+    return doc_id
+
+
+def _chunk_dict(row: dict[str, Any]) -> dict[str, Any]:
+    row.pop("active", None)
+    return row
+
+
+def _close(provider: object) -> None:
+    close = getattr(provider, "close", None)
+    if callable(close):
+        close()

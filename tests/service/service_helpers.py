@@ -1,0 +1,21 @@
+"""Constants and small helpers shared by the service tests (fixtures live in conftest.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+API_KEY = "test-key-0123456789abcdef"
+AUTH = {"Authorization": f"Bearer {API_KEY}"}
+STUB_ANSWER = "Revenue fell because export orders dropped [1]."
+LLM_KEY = "sk-stub-secret-value"
+
+
+def llm_settings(base_url: str, **extra: Any) -> dict[str, Any]:
+    """Settings that point a workspace at the stub LLM (short timeout, one retry)."""
+    return {"llm_base_url": base_url, "llm_model": "stub-model", "llm_api_key": LLM_KEY,
+            "llm_timeout": 0.5, "llm_max_retries": 1, **extra}  # fmt: skip
+
+
+def doc(doc_id: str, text: str, **meta: Any) -> dict[str, Any]:
+    """A POST /documents body."""
+    return {"doc_id": doc_id, "text": text, **meta}
