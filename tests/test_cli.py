@@ -67,7 +67,7 @@ def test_search_errors_are_clear(tmp_path: Path, corpus: Path) -> None:
     assert not Path(db).exists(), "a failed search creates nothing"
     _run("ingest", str(corpus), "--db", db)
     code, _, err = _run("search", "x", "--db", db, "--filter", "company=ACME")
-    assert code == 1 and "unknown filter key" in err and "entity" in err
+    assert code == 1 and "unknown filter field" in err and "entity" in err
     code, _, err = _run("search", "x", "--db", db, "--filter", "entity")
     assert code == 1 and "KEY=VALUE" in err
     code, _, err = _run("search", "  ", "--db", db)

@@ -159,3 +159,11 @@ def test_filtering_is_order_preserving_and_narrowing(values: list[object], op: s
     ]
     widened = filter_records(Or((spec, Predicate("f", "eq", "zzz"))), records)
     assert all(r in widened for r in kept)
+
+
+def test_deep_nesting_is_refused() -> None:
+    spec: dict[str, object] = {"entity": "A"}
+    for _ in range(40):
+        spec = {"and": [spec]}
+    with pytest.raises(ValueError, match="nested deeper"):
+        parse_filter(spec)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,7 +55,7 @@ def ask(
     question: str,
     *,
     provider: LLMProvider | None = None,
-    filters: Mapping[str, str] | None = None,
+    filters: Any = None,
     top_k: int = DEFAULT_ASK_TOP_K,
 ) -> Answer:
     """Answer `question` from the store; see the module docstring.
@@ -69,7 +68,7 @@ def ask(
     """
     if not question.strip():
         raise ValueError("question is empty: ask something")
-    snippets = retriever.retrieve(question, filters=dict(filters) if filters else None, top_k=top_k)
+    snippets = retriever.retrieve(question, filters=filters or None, top_k=top_k)
     sources = [s for s in snippets if not is_restricted(s.get("sensitivity"))]
     if not sources:
         return Answer(question, NO_SOURCES, "extractive")

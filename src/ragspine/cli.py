@@ -47,6 +47,15 @@ def _meta_option(name: str) -> Any:
     )
 
 
+_config_option = click.option(
+    "--config", "config_file", default=None, type=click.Path(dir_okay=False, path_type=Path),
+    help="TOML settings file [env RAGSPINE_CONFIG]; the environment and flags override it.",
+)  # fmt: skip
+_db_option = click.option("--db", default=None, help="Chunk store path [env RAGSPINE_DB; default .ragspine/chunks.db].")
+_host_option = click.option("--host", default=None, help="Address to bind [env RAGSPINE_HOST; default 127.0.0.1].")
+_port_option = click.option("--port", default=None, type=int, help="Port to bind [env RAGSPINE_PORT; default 8000].")
+
+
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--db", default=None, help="Chunk store path [env RAGSPINE_DB; default .ragspine/chunks.db].")
@@ -99,29 +108,56 @@ def ingest(
 @click.argument("query")
 @click.option("--db", default=None, help="Chunk store path [env RAGSPINE_DB; default .ragspine/chunks.db].")
 @click.option("--filter", "filters", multiple=True, metavar="KEY=VALUE",
-              help=f"Metadata filter, repeatable; keys: {', '.join(FILTER_FIELDS)}.")  # fmt: skip
+              help=f"Exact metadata filter, repeatable; keys: {', '.join(FILTER_FIELDS)}.")  # fmt: skip
+@click.option("--where", "wheres", multiple=True, metavar="EXPR",
+              help='Typed filter, repeatable, AND-ed: "period>=2024", "entity in A,B", "pages<10", '
+                   '"period between 2023,2024" (docs/filters.md).')  # fmt: skip
+@click.option("--library", "libraries", multiple=True, metavar="NAME=PATH",
+              help="Search several stores (repeatable): results fused by RRF, each tagged with its library.")  # fmt: skip
+@click.option("--libraries", "libraries_file", default=None, type=click.Path(dir_okay=False, path_type=Path),
+              help='JSON file of libraries: [{"id": ..., "path": ..., "description": ...}, ...].')  # fmt: skip
 @click.option("--top-k", default=10, show_default=True, type=click.IntRange(min=1), help="Snippets to return.")
 @click.option("--json", "as_json", is_flag=True, help="Print the snippet dicts as JSON.")
-def search(query: str, db: str | None, filters: tuple[str, ...], top_k: int, as_json: bool) -> None:
+@_config_option
+def search(
+    query: str,
+    db: str | None,
+    filters: tuple[str, ...],
+    wheres: tuple[str, ...],
+    libraries: tuple[str, ...],
+    libraries_file: Path | None,
+    top_k: int,
+    as_json: bool,
+    config_file: Path | None,
+) -> None:
     """Search the store; prints ranked snippets with their citations (RESTRICTED never shown)."""
-    from ragspine.retrieval.link.narrative_link import build_narrative_retriever
+    from ragspine.retrieval.filters import parse_where
+    from ragspine.search_libraries import read_libraries, search_libraries
+    from ragspine.workspace import Workspace
 
-    path = _db_path(db)
     with _user_errors():
-        parsed = _parse_filters(filters)
+        exact = _parse_filters(filters)
+        typed = [parse_where(expression) for expression in wheres]
+        where = [exact, *typed] if typed else (exact or None)
         if not query.strip():
             raise ValueError("query is empty: give some words to search for")
-        if path != ":memory:" and not Path(path).is_file():
-            raise ValueError(f"no chunk store at {path}; create one with `ragspine ingest PATH --db {path}`")
-        retriever, store = build_narrative_retriever(path)
-        try:
-            snippets = retriever.retrieve(query, filters=parsed, top_k=top_k)
-        finally:
-            store.close()
+        settings = load_settings(config_file=config_file, flags={"RAGSPINE_DB": db})
+        specs = read_libraries(libraries, libraries_file)
+        if specs:
+            snippets = search_libraries(settings, specs, query, where=where, top_k=top_k)
+        else:
+            _require_store(settings.db)
+            with Workspace.from_settings(settings) as workspace:
+                snippets = workspace.search(query, where=where, top_k=top_k)
     if as_json:
         click.echo(json.dumps(snippets, ensure_ascii=False, indent=2))
     else:
         click.echo(format_snippets(snippets))
+
+
+def _require_store(path: str) -> None:
+    if path != ":memory:" and not Path(path).is_file():
+        raise ValueError(f"no chunk store at {path}; create one with `ragspine ingest PATH --db {path}`")
 
 
 @main.command()
@@ -145,15 +181,6 @@ def _parse_filters(items: tuple[str, ...]) -> dict[str, str]:
 
 
 # -- serve, ask, config show: the same settings and assembly as the service and ragspine.open --
-
-_config_option = click.option(
-    "--config", "config_file", default=None, type=click.Path(dir_okay=False, path_type=Path),
-    help="TOML settings file [env RAGSPINE_CONFIG]; the environment and flags override it.",
-)  # fmt: skip
-_db_option = click.option("--db", default=None, help="Chunk store path [env RAGSPINE_DB; default .ragspine/chunks.db].")
-_host_option = click.option("--host", default=None, help="Address to bind [env RAGSPINE_HOST; default 127.0.0.1].")
-_port_option = click.option("--port", default=None, type=int, help="Port to bind [env RAGSPINE_PORT; default 8000].")
-
 
 @main.command()
 @_host_option
@@ -207,8 +234,7 @@ def ask(
     with _user_errors():
         settings = load_settings(config_file=config_file, flags={"RAGSPINE_DB": db})
         where = _parse_filters(filters)
-        if settings.db != ":memory:" and not Path(settings.db).is_file():
-            raise ValueError(f"no chunk store at {settings.db}; create one with `ragspine ingest PATH --db {settings.db}`")
+        _require_store(settings.db)
         with Workspace.from_settings(settings) as workspace:
             answer = workspace.ask(question, where=where, top_k=top_k)
     if as_json:

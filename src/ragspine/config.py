@@ -37,6 +37,7 @@ DEFAULT_DB = ".ragspine/chunks.db"
 RETRIEVAL_MODES = ("auto", "hybrid", "vector", "economy", "bm25", "lexical")
 DENSE_MODES = frozenset({"hybrid", "vector"})
 EMBEDDING_CHOICES = ("none", "auto")
+FILTER_EXTRACTORS = ("none", "rules", "llm")
 
 
 class ConfigError(ValueError):
@@ -80,6 +81,15 @@ SETTINGS: tuple[Setting, ...] = (
         "Path of a glossary JSON file (entities and metrics with synonyms) for query rewriting; "
         "unset: the built-in glossary.",
         EXISTING_FILE,
+    ),
+    Setting(
+        "RAGSPINE_FILTER_EXTRACTOR",
+        "none",
+        "Automatic filter extraction from the query text. none: off. rules: glossary entities, "
+        "years/quarters/halves (二〇二五年, 2025年上半年, FY2024, Q3 2024) and place names. llm: ask "
+        "the configured LLM (needs RAGSPINE_LLM_BASE_URL). It only narrows: explicit filters "
+        "win, and an empty result falls back to the explicit filters alone.",
+        choice(*FILTER_EXTRACTORS),
     ),
     Setting(
         "RAGSPINE_RETRIEVAL_MODE",
@@ -156,6 +166,7 @@ class Settings:
 
     db: str = DEFAULT_DB
     glossary: str | None = None
+    filter_extractor: str = "none"
     config: str | None = None
     retrieval_mode: str = "auto"
     embedding: str = "auto"
@@ -316,6 +327,11 @@ def _check_combinations(settings: Settings, sources: Mapping[str, str]) -> None:
             f"{sources['RAGSPINE_RETRIEVAL_MODE']}) needs the dense channel, but no embedding "
             f"backend is configured (RAGSPINE_EMBEDDING={settings.embedding!r}; the dense channel "
             "is not available yet); use auto or bm25"
+        )
+    if settings.filter_extractor == "llm" and not settings.llm_base_url:
+        raise ConfigError(
+            "RAGSPINE_FILTER_EXTRACTOR='llm' needs an LLM, but RAGSPINE_LLM_BASE_URL is not set; "
+            "set it (and RAGSPINE_LLM_MODEL), or use rules or none"
         )
     if settings.llm_base_url and not settings.llm_model:
         raise ConfigError("RAGSPINE_LLM_BASE_URL is set but RAGSPINE_LLM_MODEL is not; name the model")

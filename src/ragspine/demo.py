@@ -17,7 +17,7 @@ from typing import Any
 from ragspine.render import format_snippets
 from ragspine.retrieval.chunking.chunking import DocumentMeta
 from ragspine.retrieval.lexical.glossary import GlossaryQueryRewriter, Glossary
-from ragspine.retrieval.link.narrative_link import build_narrative_retriever, filter_kwargs
+from ragspine.retrieval.link.narrative_link import build_narrative_retriever, split_filters
 from ragspine.retrieval.sensitivity import is_restricted
 
 TOP_K = 5
@@ -65,7 +65,8 @@ def _ask(retriever: Any, number: int, question: dict[str, Any], echo: Callable[[
     echo(f"   ({question['label']})")
     snippets = retriever.retrieve(query, filters=filters, top_k=TOP_K)
     echo(format_snippets(snippets))
-    raw = retriever.index.retrieve(query, top_k=TOP_K, rerank=False, **filter_kwargs(filters))
+    exact, typed = split_filters(filters)
+    raw = retriever.index.retrieve(query, top_k=TOP_K, rerank=False, where=typed, **exact)
     withheld = [r.chunk for r in raw if is_restricted(r.chunk.sensitivity)]
     if withheld:
         first = "the best raw match" if is_restricted(raw[0].chunk.sensitivity) else "raw matches"

@@ -24,6 +24,7 @@ from ragspine.config import DENSE_MODES, RETRIEVAL_MODES, SETTINGS, Settings, lo
 from ragspine.llm import make_llm_provider
 from ragspine.retrieval.chunking.chunk_store import TABLE, ChunkStore
 from ragspine.retrieval.chunking.chunking import DocumentMeta
+from ragspine.retrieval.filter_extraction import make_filter_extractor
 from ragspine.retrieval.lexical.glossary import GlossaryQueryRewriter, load_glossary
 from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever, build_narrative_retriever
 from ragspine.retrieval.sensitivity import is_restricted
@@ -66,10 +67,14 @@ class Workspace:
     def from_settings(cls, settings: Settings) -> Workspace:
         """The assembly: store → BM25 + RRF → glossary rewriter → listwise LLM judge (when an
         LLM is configured); the same LLM answers `ask`."""
-        rewriter = GlossaryQueryRewriter(load_glossary(settings.glossary))
+        glossary = load_glossary(settings.glossary)
         provider = make_llm_provider(settings)
         try:
-            retriever, store = build_narrative_retriever(settings.db, provider, query_rewriter=rewriter)
+            extractor = make_filter_extractor(settings.filter_extractor, provider=provider, glossary=glossary)
+            retriever, store = build_narrative_retriever(
+                settings.db, provider, query_rewriter=GlossaryQueryRewriter(glossary),
+                filter_extractor=extractor,
+            )  # fmt: skip
         except BaseException:
             _close(provider)
             raise
@@ -139,21 +144,21 @@ class Workspace:
         self,
         query: str,
         *,
-        where: Mapping[str, str] | None = None,
+        where: Any = None,
         top_k: int = DEFAULT_SEARCH_TOP_K,
         mode: str | None = None,
     ) -> list[dict[str, Any]]:
-        """Ranked, cited, RESTRICTED-free snippet dicts. `mode` must be one the workspace can run."""
+        """Ranked, cited, RESTRICTED-free snippet dicts. `where`: exact matches on the five
+        metadata fields ({"entity": "ACME_CN"}) or the typed filter language (docs/filters.md).
+        `mode` must be one the workspace can run."""
         self.check_mode(mode)
         if not isinstance(query, str) or not query.strip():
             raise ValueError("query is empty: give some words to search for")
         if top_k < 1:
             raise ValueError(f"top_k must be >= 1, got {top_k}")
-        return self.retriever.retrieve(query, filters=dict(where) if where else None, top_k=top_k)
+        return self.retriever.retrieve(query, filters=where or None, top_k=top_k)
 
-    def ask(
-        self, question: str, *, where: Mapping[str, str] | None = None, top_k: int = DEFAULT_ASK_TOP_K
-    ) -> Answer:
+    def ask(self, question: str, *, where: Any = None, top_k: int = DEFAULT_ASK_TOP_K) -> Answer:
         """A cited answer: from the LLM when one is configured, else extractive."""
         return ask(self.retriever, question, provider=self.provider, filters=where, top_k=top_k)
 

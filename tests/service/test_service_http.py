@@ -236,3 +236,22 @@ def test_openapi_is_served_and_checked_in(serve: Any) -> None:
     for path, ops in live["paths"].items():
         for method in ops:
             assert f"{method.upper()} {path}" in documented, f"{method.upper()} {path} missing from docs/http-api.md"
+
+
+def test_search_and_ask_take_typed_where_filters(serve: Any) -> None:
+    served = serve()
+    _load(served)
+    client = served.client
+    found = client.post("/search", json={"query": "gross margin recall revenue 营收", "top_k": 10,
+                                         "where": {"entity": {"in": ["BOREALIS", "NOBODY"]}}}).json()  # fmt: skip
+    assert {s["doc_id"] for s in found["snippets"]} == {"borealis.txt"}
+    assert SECRET_TOKEN not in json.dumps(found)
+    both = client.post("/search", json={"query": "营收", "filters": {"entity": "ACME_CN"},
+                                        "where": {"period": {"gte": "2024"}}}).json()  # fmt: skip
+    assert [s["doc_id"] for s in both["snippets"]] == ["acme/2024.md"]
+    answer = client.post("/ask", json={"question": "why did revenue fall", "where": {"period": {"lt": "2024"}}})
+    assert answer.status_code == 200 and SECRET_TOKEN not in answer.text
+    err = _is_error(client.post("/search", json={"query": "x", "where": {"period": {"like": "2024"}}}), 400)
+    assert "unknown operator 'like'" in err["message"]
+    err = _is_error(client.post("/search", json={"query": "x", "where": {"nosuchfield": "1"}}), 400)
+    assert "nosuchfield" in err["message"]

@@ -17,7 +17,7 @@ from typing import Protocol, runtime_checkable
 from ragspine.agent.agent import LLMProvider
 from ragspine.retrieval.chunking.chunking import FILTER_FIELDS
 from ragspine.retrieval.filters import And, Filter, Predicate, fields_of, parse_filter
-from ragspine.retrieval.lexical.glossary import Glossary
+from ragspine.retrieval.lexical.glossary import Glossary, load_glossary
 
 _LOG = logging.getLogger(__name__)
 _CN_DIGITS = str.maketrans("〇零一二三四五六七八九", "00123456789")
@@ -115,17 +115,48 @@ def safe_extract(extractor: FilterExtractor | None, query: str) -> tuple[Filter 
         return None, str(exc)
 
 
-def combine(explicit: Filter | None, extracted: Filter | None) -> Filter | None:
-    """explicit AND the extracted predicates on fields the user did not filter."""
+def narrowing(explicit: Filter | None, extracted: Filter | None) -> Filter | None:
+    """The extracted predicates on fields the explicit filter does not mention (None: none)."""
     if extracted is None:
-        return explicit
+        return None
     taken = fields_of(explicit)
     members = extracted.items if isinstance(extracted, And) else (extracted,)
     kept = tuple(m for m in members if not (fields_of(m) & taken))
-    if not kept:
-        return explicit
-    parts = (() if explicit is None else (explicit,)) + kept
-    return parts[0] if len(parts) == 1 else And(parts)
+    return None if not kept else kept[0] if len(kept) == 1 else And(kept)
+
+
+def combine(explicit: Filter | None, extracted: Filter | None) -> Filter | None:
+    """explicit AND the extracted predicates on fields the user did not filter."""
+    added = narrowing(explicit, extracted)
+    parts = tuple(p for p in (explicit, added) if p is not None)
+    return None if not parts else parts[0] if len(parts) == 1 else And(parts)
+
+
+def make_filter_extractor(
+    spec: str | None = None,
+    *,
+    provider: LLMProvider | None = None,
+    glossary: Glossary | None = None,
+) -> FilterExtractor | None:
+    """The extractor named by `spec` (default: RAGSPINE_FILTER_EXTRACTOR): none, rules or llm."""
+    if spec is None:
+        from ragspine.config import load_settings
+
+        spec = load_settings().filter_extractor
+    name = spec.strip().lower()
+    if name in ("", "none"):
+        return None
+    if name == "rules":
+        if glossary is None:
+            from ragspine.config import load_settings
+
+            glossary = load_glossary(load_settings().glossary)
+        return RuleFilterExtractor(glossary)
+    if name == "llm":
+        if provider is None:
+            raise ValueError("the llm filter extractor needs an LLM provider (RAGSPINE_LLM_BASE_URL)")
+        return LLMFilterExtractor(provider)
+    raise ValueError(f"unknown filter extractor {spec!r}; valid: none, rules, llm")
 
 
 def _take_terms(text: str, terms: Sequence[tuple[str, str]]) -> tuple[list[str], str]:

@@ -75,20 +75,25 @@ class Or:
 Filter = Union[Predicate, And, Or]
 
 
-def parse_filter(spec: Any) -> Filter | None:
+MAX_DEPTH = 32  # nesting of and/or/lists a filter may have
+
+
+def parse_filter(spec: Any, _depth: int = 0) -> Filter | None:
     """Build a filter from its dict form (also accepts Filter objects and lists, AND-ed).
 
     `{"entity": "ACME"}` · `{"period": {"gte": "2024"}}` · `{"entity": {"in": ["A", "B"]}}` ·
     `{"or": [{...}, {...}]}` · `{"and": [...]}`; several keys in one dict are AND-ed.
     `None` or `{}` means no filter.
     """
+    if _depth > MAX_DEPTH:
+        raise ValueError(f"filter nested deeper than {MAX_DEPTH} levels")
     if spec is None:
         return None
     if isinstance(spec, (Predicate, And, Or)):
         return spec
     if isinstance(spec, (list, tuple)):
-        parts = [p for p in (parse_filter(item) for item in spec) if p is not None]
-        return And(tuple(parts)) if parts else None
+        parts = [p for p in (parse_filter(item, _depth + 1) for item in spec) if p is not None]
+        return None if not parts else parts[0] if len(parts) == 1 else And(tuple(parts))
     if not isinstance(spec, Mapping):
         raise ValueError(f"a filter must be a dict, a list or a Predicate, got {type(spec).__name__}")
     parts: list[Filter] = []
@@ -96,7 +101,7 @@ def parse_filter(spec: Any) -> Filter | None:
         if key in ("and", "or"):
             if not isinstance(value, (list, tuple)):
                 raise ValueError(f"'{key}' takes a list of filters")
-            members = tuple(p for p in (parse_filter(v) for v in value) if p is not None)
+            members = tuple(p for p in (parse_filter(v, _depth + 1) for v in value) if p is not None)
             parts.append(And(members) if key == "and" else Or(members))
         elif isinstance(value, Mapping):
             if not value:

@@ -126,16 +126,24 @@ def _routes(ws: Workspace) -> APIRouter:
     def search(body: SearchIn) -> dict[str, Any]:  # type: ignore[valid-type]
         """Ranked, cited snippets (RESTRICTED never included)."""
         mode = ws.check_mode(body.mode)
-        where = body.filters.model_dump(exclude_none=True) if body.filters else None
+        where = _where(body)
         return {"mode": mode, "snippets": ws.search(body.query, where=where, top_k=body.top_k, mode=body.mode)}
 
     @router.post("/ask", response_model=m.AskOut, tags=["retrieval"])
     def ask(body: AskIn) -> dict[str, Any]:  # type: ignore[valid-type]
         """An answer with numbered citations: from the LLM when configured, else extractive."""
-        where = body.filters.model_dump(exclude_none=True) if body.filters else None
+        where = _where(body)
         return ws.ask(body.question, where=where, top_k=body.top_k).to_dict()
 
     return router
+
+
+def _where(body: Any) -> Any:
+    """The request's exact `filters` and typed `where`, AND-ed (None when neither is given)."""
+    exact = body.filters.model_dump(exclude_none=True) if body.filters else {}
+    if not body.where:
+        return exact or None
+    return [exact, body.where] if exact else body.where
 
 
 def _not_found(doc_id: str) -> HTTPException:

@@ -32,6 +32,12 @@ Meta = Annotated[str, Field(max_length=MAX_META_CHARS), AfterValidator(_unicode)
 DocId = Annotated[str, Field(min_length=1, max_length=512), AfterValidator(_unicode)]
 Mode = Literal[RETRIEVAL_MODES]  # type: ignore[valid-type]
 
+WHERE_HELP = (
+    "Typed filter, AND-ed with `filters`: {field: value}, {field: {op: value}} with op in eq, ne, "
+    "in, nin, gt, gte, lt, lte, between, and {\"and\": [...]} / {\"or\": [...]}; fields: the five "
+    "dimensions, doc_id, sensitivity, valid_as_of, user metadata (docs/filters.md)."
+)
+
 Filters = create_model(  # type: ignore[call-overload]
     "Filters",
     __config__=ConfigDict(extra="forbid"),
@@ -155,6 +161,7 @@ def query_models(max_top_k: int) -> tuple[type[BaseModel], type[BaseModel]]:
         model_config = ConfigDict(extra="forbid")
         query: Annotated[Text, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
         filters: Filters | None = None  # type: ignore[valid-type]
+        where: dict[str, Any] | None = Field(None, description=WHERE_HELP)
         top_k: TopK = min(10, max_top_k)  # type: ignore[valid-type]
         mode: Mode | None = Field(None, description="auto (default), or a preset the service can run")
 
@@ -164,6 +171,7 @@ def query_models(max_top_k: int) -> tuple[type[BaseModel], type[BaseModel]]:
         model_config = ConfigDict(extra="forbid")
         question: Annotated[Text, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
         filters: Filters | None = None  # type: ignore[valid-type]
+        where: dict[str, Any] | None = Field(None, description=WHERE_HELP)
         top_k: TopK = min(5, max_top_k)  # type: ignore[valid-type]
 
     return SearchIn, AskIn

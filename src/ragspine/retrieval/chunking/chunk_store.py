@@ -22,7 +22,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from ragspine.retrieval.chunking.chunking import Chunk
+from ragspine.retrieval.chunking.chunking import Chunk, metadata_json
 
 TABLE = "narrative_chunk"
 META_TABLE = "ragspine_meta"
@@ -298,7 +298,7 @@ def _read_only_authorizer(action: int, *_: object) -> int:
 
 def _row(chunk: Chunk, **ingest: Any) -> tuple[Any, ...]:
     values = {f.name: getattr(chunk, f.name) for f in fields(Chunk)}
-    values["metadata"] = json.dumps(chunk.metadata, ensure_ascii=False, sort_keys=True)
+    values["metadata"] = metadata_json(chunk.metadata)
     values.update(ingest, active=1)
     return tuple(values[name] for name in _COLUMNS)
 

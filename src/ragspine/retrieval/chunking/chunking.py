@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +36,9 @@ Span = tuple[int, int]
 _META_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
 # The five metadata dimensions a query can filter on (exact match, AND-ed).
 FILTER_FIELDS = ("topic", "entity", "geography", "period", "language")
+# The fields the lexical index keeps per chunk for filtering: the five dimensions, then doc_id,
+# sensitivity, valid_as_of and the user metadata as canonical JSON (see `index_field_values`).
+INDEXED_FIELDS = (*FILTER_FIELDS, "doc_id", "sensitivity", "valid_as_of", "metadata")
 # Names user metadata may not take (the chunk's own fields and what the store adds).
 RESERVED_FIELDS = frozenset(
     {"chunk_id", "doc_id", "seq", "text", "source_locator", "title", "topic", "entity", "geography",
@@ -132,6 +136,22 @@ def check_user_metadata(metadata: Any) -> None:
             raise ValueError(f"metadata key {key!r} is a built-in field; pass it as a field instead")
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             raise ValueError(f"metadata {key!r} must be a string or a number, got {value!r}")
+
+
+def metadata_json(metadata: dict[str, Any]) -> str:
+    """Canonical JSON of user metadata (sorted keys): one spelling per distinct value set."""
+    return json.dumps(metadata, ensure_ascii=False, sort_keys=True)
+
+
+def index_field_values(chunk: Chunk) -> tuple[str, ...]:
+    """The chunk's values in INDEXED_FIELDS order (valid_as_of is "" for a plain Chunk)."""
+    return (
+        *(getattr(chunk, name) for name in FILTER_FIELDS),
+        chunk.doc_id,
+        chunk.sensitivity,
+        getattr(chunk, "valid_as_of", ""),
+        metadata_json(chunk.metadata),
+    )
 
 
 def make_chunk_id(doc_id: str, seq: int, text: str) -> str:

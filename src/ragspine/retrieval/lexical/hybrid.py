@@ -12,11 +12,12 @@ chunk that shares no token with any query variant is never returned. RESTRICTED 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
-from ragspine.retrieval.chunking.chunking import FILTER_FIELDS, Chunk
+from ragspine.retrieval.chunking.chunking import RESERVED_FIELDS, Chunk, index_field_values
+from ragspine.retrieval.filters import CORE_FIELDS, Filter, fields_of, parse_filter
 from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1
 from ragspine.retrieval.lexical.fusion import DEFAULT_RRF_K, rrf_fuse
 from ragspine.retrieval.lexical.index.segment import SegmentBuilder
@@ -57,7 +58,8 @@ class ListChunks:
 class HybridRetriever:
     """Ranks a fixed list of chunks (or a store's active chunks, see `over_snapshot`).
 
-    >>> from ragspine.retrieval.chunking.chunking import FILTER_FIELDS, Chunk
+    >>> from ragspine.retrieval.chunking.chunking import RESERVED_FIELDS, Chunk, index_field_values
+from ragspine.retrieval.filters import CORE_FIELDS, Filter, fields_of, parse_filter
     >>> r = HybridRetriever([Chunk("a:0", "a", 0, "营收下滑", "a#p1@0-4")])
     >>> [x.chunk.chunk_id for x in r.search("营收")]
     ['a:0']
@@ -84,7 +86,7 @@ class HybridRetriever:
         builder.add(
             [analyzer(c.text) for c in chunks],
             chunk_ids=ids,
-            fields=[tuple(getattr(c, f) for f in FILTER_FIELDS) for c in chunks],
+            fields=[index_field_values(c) for c in chunks],
         )
         self._setup(
             IndexSnapshot([builder.finish()]), ListChunks(chunks),
@@ -159,10 +161,13 @@ class HybridRetriever:
         period: str | None = None,
         language: str | None = None,
         top_k: int | None = None,
+        where: Filter | Mapping[str, Any] | None = None,
     ) -> list[RetrievalResult]:
         """The best `top_k` (default DEFAULT_TOP_K) chunks for `query` among those matching every
-        given metadata field."""
+        given metadata field and the typed filter `where` (a Filter or its dict form, see
+        `ragspine.retrieval.filters`)."""
         check_query(query)
+        typed = self.check_where(where)
         k = DEFAULT_TOP_K if top_k is None else top_k
         if k <= 0:
             raise ValueError(f"top_k must be a positive integer, got {top_k}")
@@ -178,10 +183,10 @@ class HybridRetriever:
         scored: list[tuple[list[str], dict[int, float]]] = []
         for variant in variants:
             tokens = self.analyzer(variant)
-            top = index.search(tokens, depth, k1=self.k1, b=self.b, filters=filters)
+            top = index.search(tokens, depth, k1=self.k1, b=self.b, filters=filters, where=typed)
             rankings.append([p for p, _ in top])
             scored.append((tokens, dict(top)))
-        vector_scores = self._vector_channel(variants, filters, depth, rankings)
+        vector_scores = self._vector_channel(variants, filters, typed, depth, rankings)
         fused = rrf_fuse(rankings, k=self.rrf_k)  # positions stand in for chunk ids
         if single:
             order = rankings[0][:k]
@@ -198,6 +203,29 @@ class HybridRetriever:
             )
             for i, chunk in zip(order, chunks, strict=True)
         ]
+
+    def check_where(self, where: Filter | Mapping[str, Any] | None) -> Filter | None:
+        """Parse `where` and check every field it names can be filtered on here."""
+        typed = parse_filter(where)
+        names = fields_of(typed)
+        unknown = sorted(n for n in names if n not in CORE_FIELDS)
+        if unknown:
+            blocked = [n for n in unknown if n in RESERVED_FIELDS]
+            if blocked:
+                raise ValueError(
+                    f"cannot filter on {', '.join(blocked)}; filterable fields: "
+                    f"{', '.join(CORE_FIELDS)} and user metadata"
+                )
+            known = self.index.metadata_keys()
+            missing = [n for n in unknown if n not in known]
+            if missing:
+                listed = ", ".join(sorted(known)) or "none"
+                raise ValueError(
+                    f"unknown filter field(s) {', '.join(missing)}: not one of "
+                    f"{', '.join(CORE_FIELDS)}, and no document carries it as metadata "
+                    f"(metadata fields present: {listed})"
+                )
+        return typed
 
     def _best_bm25(
         self, order: list[int], scored: list[tuple[list[str], dict[int, float]]]
@@ -220,13 +248,15 @@ class HybridRetriever:
         self,
         variants: list[str],
         filters: dict[str, str],
+        where: Filter | None,
         depth: int,
         rankings: list[list[int]],
     ) -> dict[int, float] | None:
-        """Cosine ranking per query variant over the candidates, appended to `rankings`."""
+        """Cosine ranking per query variant over the same candidates as BM25, appended to
+        `rankings`."""
         if self.embedding_backend is None:
             return None
-        candidates = self.index.allowed_positions(filters).tolist()
+        candidates = self.index.allowed_positions(filters, where).tolist()
         ids = {i: self.index.chunk_id(i) for i in candidates}
         missing = [i for i in candidates if ids[i] not in self._vectors]
         if missing:

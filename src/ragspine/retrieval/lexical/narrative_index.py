@@ -10,7 +10,8 @@ cannot; rerank only reorders, with RESTRICTED handled by `listwise_rerank`.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from ragspine.retrieval.chunking.chunk_store import ChunkStore
 from ragspine.retrieval.chunking.chunking import (
@@ -20,6 +21,7 @@ from ragspine.retrieval.chunking.chunking import (
     DocumentMeta,
     chunk_document,
 )
+from ragspine.retrieval.filters import Filter
 from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1
 from ragspine.retrieval.lexical.fusion import DEFAULT_RRF_K
 from ragspine.retrieval.lexical.hybrid import DEFAULT_TOP_K, HybridRetriever, RetrievalResult
@@ -115,8 +117,10 @@ class NarrativeIndex:
         language: str | None = None,
         top_k: int = DEFAULT_TOP_K,
         rerank: bool = True,
+        where: Filter | Mapping[str, Any] | None = None,
     ) -> list[RetrievalResult]:
-        """Ranked active chunks for `query` (metadata filters AND-ed), reranked when a judge is set."""
+        """Ranked active chunks for `query` (metadata filters and the typed `where` filter
+        AND-ed, before scoring), reranked when a judge is set."""
         results = self.retriever().search(
             query,
             topic=topic,
@@ -125,6 +129,7 @@ class NarrativeIndex:
             period=period,
             language=language,
             top_k=top_k,
+            where=where,
         )
         if rerank and self.judge is not None:
             results = listwise_rerank(query, results, self.judge, top_n=self.top_n)

@@ -16,6 +16,8 @@ from typing import Any
 from ragspine.agent.agent import LLMProvider
 from ragspine.retrieval.chunking.chunk_store import ChunkStore
 from ragspine.retrieval.chunking.chunking import FILTER_FIELDS
+from ragspine.retrieval.filter_extraction import FilterExtractor, combine, narrowing, safe_extract
+from ragspine.retrieval.filters import Filter, parse_filter, to_dict
 from ragspine.retrieval.lexical.glossary import GlossaryQueryRewriter
 from ragspine.retrieval.lexical.hybrid import DEFAULT_TOP_K, RetrievalResult
 from ragspine.retrieval.lexical.narrative_index import NarrativeIndex
@@ -28,30 +30,30 @@ __all__ = [
     "NarrativeIndexRetriever",
     "ProviderListwiseJudge",
     "build_narrative_retriever",
-    "filter_kwargs",
+    "split_filters",
 ]
 
 _LOG = logging.getLogger(__name__)
 _JUDGE_SYSTEM = "You are a precise search relevance judge. Follow the answer format exactly."
 
 
-def filter_kwargs(filters: Mapping[str, Any] | None) -> dict[str, str]:
-    """Validate a filters mapping and turn it into NarrativeIndex keyword arguments."""
+def split_filters(filters: Any) -> tuple[dict[str, str], Filter | None]:
+    """(exact keyword filters, typed filter) for a `filters` argument.
+
+    A mapping of the five metadata fields to strings is the specification's exact-match form
+    and becomes NarrativeIndex keyword arguments; anything else (operators, OR, doc_id,
+    sensitivity, valid_as_of, user metadata, a Filter object, a list) is the typed filter
+    language of `ragspine.retrieval.filters`, checked by the index (an unknown field is a
+    ValueError naming it and the valid ones).
+    """
     if not filters:
-        return {}
-    unknown = sorted(str(k) for k in filters if k not in FILTER_FIELDS)
-    if unknown:
-        raise ValueError(
-            f"unknown filter key(s) {', '.join(unknown)}; valid keys: {', '.join(FILTER_FIELDS)}"
-        )
-    out: dict[str, str] = {}
-    for key, value in filters.items():
-        if value is None:
-            continue
-        if not isinstance(value, str):
-            raise ValueError(f"filter {key!r} must be a string, got {type(value).__name__}")
-        out[key] = value
-    return out
+        return {}, None
+    if isinstance(filters, Mapping) and all(
+        key in FILTER_FIELDS and (value is None or isinstance(value, str))
+        for key, value in filters.items()
+    ):
+        return {key: value for key, value in filters.items() if value is not None}, None
+    return {}, parse_filter(filters)
 
 
 class NarrativeIndexRetriever:
@@ -63,21 +65,56 @@ class NarrativeIndexRetriever:
     >>> store.close()
     """
 
-    def __init__(self, index: NarrativeIndex, *, retry_without_filters: bool = True) -> None:
+    def __init__(
+        self,
+        index: NarrativeIndex,
+        *,
+        retry_without_filters: bool = True,
+        filter_extractor: FilterExtractor | None = None,
+    ) -> None:
         self.index = index
         self.retry_without_filters = retry_without_filters
+        self.filter_extractor = filter_extractor
 
     def retrieve(
-        self, query: str, *, filters: dict[str, str] | None = None, top_k: int = DEFAULT_TOP_K
+        self,
+        query: str,
+        *,
+        filters: Mapping[str, Any] | Filter | None = None,
+        top_k: int = DEFAULT_TOP_K,
+        where: Filter | Mapping[str, Any] | None = None,
     ) -> list[dict[str, Any]]:
-        """RESTRICTED-free snippet dicts with full lineage, best first."""
-        kwargs = filter_kwargs(filters)
-        results = self.index.retrieve(query, top_k=top_k, **kwargs)
-        lineage: dict[str, Any] = {"filters": kwargs, "retried_without_filters": False}
-        if not results and kwargs and self.retry_without_filters:
-            _LOG.info("no result with filters %s; retrying once without filters", kwargs)
+        """RESTRICTED-free snippet dicts with full lineage, best first.
+
+        `filters`: exact matches on the five metadata fields (the specification's form), or
+        any filter in the typed language (see `split_filters`); `where`: a typed filter AND-ed
+        with it. Extracted filters (when an extractor is set) only narrow: they never touch a
+        field given explicitly, and are dropped when they leave nothing. Lineage records what
+        was applied.
+        """
+        kwargs, typed = split_filters(filters)
+        explicit = parse_filter([f for f in (typed, parse_filter(where)) if f is not None])
+        extracted, error = safe_extract(self.filter_extractor, query)
+        taken = parse_filter([{k: v} for k, v in kwargs.items()] + ([explicit] if explicit else []))
+        added = narrowing(taken, extracted)
+        lineage: dict[str, Any] = {
+            "filters": kwargs,
+            "where": to_dict(explicit) or None,
+            "extracted": to_dict(added) or None,
+            "retried_without_filters": False,
+        }
+        if error is not None:
+            lineage["extraction_error"] = error
+        results = self.index.retrieve(query, top_k=top_k, where=combine(explicit, added), **kwargs)
+        if not results and added is not None:
+            _LOG.info("no result with extracted filters %s; using explicit filters only", to_dict(added))
+            results = self.index.retrieve(query, top_k=top_k, where=explicit, **kwargs)
+            lineage["extracted_dropped"] = True
+        if not results and (kwargs or explicit is not None) and self.retry_without_filters:
+            _LOG.info("no result with filters %s %s; retrying once without filters", kwargs, lineage["where"])
             results = self.index.retrieve(query, top_k=top_k)
-            lineage = {"filters": {}, "requested_filters": kwargs, "retried_without_filters": True}
+            lineage = {**lineage, "filters": {}, "where": None, "requested_filters": kwargs,
+                       "requested_where": lineage["where"], "retried_without_filters": True}  # fmt: skip
         return [_to_snippet(r, lineage) for r in results if not is_restricted(r.chunk.sensitivity)]
 
 
@@ -105,6 +142,7 @@ def build_narrative_retriever(
     *,
     embedding_backend: EmbeddingBackend | None = None,
     query_rewriter: QueryRewriter | None = None,
+    filter_extractor: FilterExtractor | None = None,
 ) -> tuple[NarrativeIndexRetriever, ChunkStore]:
     """The default assembly: store (schema ensured) → BM25 + RRF (+ vectors when a backend is
     given) → glossary multi-query (the configured glossary unless `query_rewriter` is given) →
@@ -121,7 +159,7 @@ def build_narrative_retriever(
     except BaseException:
         store.close()
         raise
-    return NarrativeIndexRetriever(index), store
+    return NarrativeIndexRetriever(index, filter_extractor=filter_extractor), store
 
 
 def _to_snippet(result: RetrievalResult, lineage: dict[str, Any]) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from itertools import chain
 
 import numpy as np
 
-from ragspine.retrieval.chunking.chunking import FILTER_FIELDS
+from ragspine.retrieval.chunking.chunking import INDEXED_FIELDS
 from ragspine.retrieval.lexical.index.segment import Segment, Run, concat_runs, make_segment
 from ragspine.retrieval.lexical.index.strings import DictVocab, StringColumn
 
@@ -80,11 +80,11 @@ def _union_ids(
 
 
 def _merged_columns(segments: Sequence[Segment], keep: np.ndarray | None) -> dict[str, object]:
-    values: dict[str, dict[str, int]] = {f: {} for f in FILTER_FIELDS}
+    values: dict[str, dict[str, int]] = {f: {} for f in INDEXED_FIELDS}
     codes = []
     for seg in segments:
         mapped = np.empty_like(seg.field_codes)
-        for j, name in enumerate(FILTER_FIELDS):
+        for j, name in enumerate(INDEXED_FIELDS):
             table = values[name]
             lut = np.array(
                 [table.setdefault(v, len(table)) for v in seg.field_values[name]] or [0],

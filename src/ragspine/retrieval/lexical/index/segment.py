@@ -16,7 +16,7 @@ from itertools import chain
 
 import numpy as np
 
-from ragspine.retrieval.chunking.chunking import FILTER_FIELDS
+from ragspine.retrieval.chunking.chunking import INDEXED_FIELDS
 from ragspine.retrieval.lexical.index.strings import DictVocab, HashedVocab, StringColumn
 
 _RATIO_BLOCK = 1 << 22  # postings per block when computing min_ratio (bounds temporary memory)
@@ -40,7 +40,7 @@ class Segment:
     row_ids: np.ndarray  # int64 [n_docs], store row id (the position itself when not from a store)
     chunk_ids: StringColumn
     field_values: dict[str, list[str]]  # per filter field, the value of each code
-    field_codes: np.ndarray  # int32 [len(FILTER_FIELDS), n_docs]
+    field_codes: np.ndarray  # int32 [len(INDEXED_FIELDS), n_docs]
     name: str = ""  # storage name once written
 
     @property
@@ -112,7 +112,7 @@ class SegmentBuilder:
         self._lengths: list[np.ndarray] = []
         self._row_ids: list[np.ndarray] = []
         self._chunk_ids: list[str] = []
-        self._values: dict[str, dict[str, int]] = {f: {} for f in FILTER_FIELDS}
+        self._values: dict[str, dict[str, int]] = {f: {} for f in INDEXED_FIELDS}
         self._codes: list[np.ndarray] = []
         self._n = 0
 
@@ -124,7 +124,7 @@ class SegmentBuilder:
         row_ids: Sequence[int] | None = None,
         fields: Sequence[Sequence[str]] | None = None,
     ) -> None:
-        """Append documents; `fields[i]` holds document i's values in FILTER_FIELDS order."""
+        """Append documents; `fields[i]` holds document i's values in INDEXED_FIELDS order."""
         nb = len(token_lists)
         if len(chunk_ids) != nb or (row_ids is not None and len(row_ids) != nb):
             raise ValueError("token_lists, chunk_ids and row_ids differ in length")
@@ -150,13 +150,13 @@ class SegmentBuilder:
             else np.asarray(row_ids, dtype=np.int64)
         )
         self._chunk_ids.extend(chunk_ids)
-        codes = np.zeros((len(FILTER_FIELDS), nb), dtype=np.int32)
+        codes = np.zeros((len(INDEXED_FIELDS), nb), dtype=np.int32)
         if fields is not None:
-            for j, name in enumerate(FILTER_FIELDS):
+            for j, name in enumerate(INDEXED_FIELDS):
                 table = self._values[name]
                 codes[j] = [table.setdefault(row[j], len(table)) for row in fields]
         else:
-            for j, name in enumerate(FILTER_FIELDS):
+            for j, name in enumerate(INDEXED_FIELDS):
                 codes[j] = self._values[name].setdefault("", len(self._values[name]))
         self._codes.append(codes)
         self._n += nb
@@ -181,7 +181,7 @@ class SegmentBuilder:
             field_codes=(
                 np.concatenate(self._codes, axis=1)
                 if self._codes
-                else np.zeros((len(FILTER_FIELDS), 0), dtype=np.int32)
+                else np.zeros((len(INDEXED_FIELDS), 0), dtype=np.int32)
             ),
         )
 

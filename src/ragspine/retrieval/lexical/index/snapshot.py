@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ragspine.retrieval.chunking.chunking import FILTER_FIELDS
+from ragspine.retrieval.chunking.chunking import INDEXED_FIELDS
 from ragspine.retrieval.lexical.bm25 import bm25_idf
 from ragspine.retrieval.lexical.index.scoring import (
     Allow,
@@ -31,7 +31,9 @@ from ragspine.retrieval.lexical.index.scoring import (
     top_candidates,
     top_exhaustive,
 )
+from ragspine.retrieval.filters import Filter, Predicate
 from ragspine.retrieval.lexical.index.merge import merge_segments
+from ragspine.retrieval.lexical.index.predicates import compile_filter, metadata_keys
 from ragspine.retrieval.lexical.index.segment import Segment
 from ragspine.retrieval.lexical.index.termcache import MISSING, TermCache
 
@@ -82,6 +84,7 @@ class IndexSnapshot:
         self._norms: dict[tuple[float, float], np.ndarray] = {}
         self._caches: dict[tuple[float, float], TermCache] = {}
         self._fields: dict[str, tuple[dict[str, int], np.ndarray]] = {}
+        self._predicates: dict[Predicate, np.ndarray] = {}
         self._row_ids: np.ndarray | None = None
 
     # -- statistics -------------------------------------------------------------------------
@@ -144,9 +147,10 @@ class IndexSnapshot:
         k1: float,
         b: float,
         filters: Mapping[str, str] | None = None,
+        where: Filter | None = None,
     ) -> list[tuple[int, float]]:
         """The best `k` (position, score) among allowed positions, by (-score, chunk_id)."""
-        allow = self.allow(filters)
+        allow = self.allow(filters, where)
         terms = self.query_terms(tokens, k1=k1, b=b)
         if allow is _NOTHING or not terms:
             return []
@@ -167,9 +171,10 @@ class IndexSnapshot:
         k1: float,
         b: float,
         filters: Mapping[str, str] | None = None,
+        where: Filter | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """(positions ascending, scores) of every allowed position sharing a query term."""
-        allow = self.allow(filters)
+        allow = self.allow(filters, where)
         terms = self.query_terms(tokens, k1=k1, b=b)
         if allow is _NOTHING or not terms:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
@@ -202,9 +207,12 @@ class IndexSnapshot:
         return cached
 
     # -- filters ----------------------------------------------------------------------------
-    def allow(self, filters: Mapping[str, str] | None) -> Allow | None | object:
-        """A function positions → bool mask (active and matching every filter), None when
-        everything is allowed, or _NOTHING when a filter value occurs nowhere."""
+    def allow(
+        self, filters: Mapping[str, str] | None, where: Filter | None = None
+    ) -> Allow | None | object:
+        """A function positions → bool mask (active, matching every exact `filters` value and
+        the typed `where` filter), None when everything is allowed, or _NOTHING when an exact
+        filter value occurs nowhere."""
         conditions = []
         for name, value in (filters or {}).items():
             table, codes = self._field(name)
@@ -212,32 +220,41 @@ class IndexSnapshot:
             if code is None:
                 return _NOTHING
             conditions.append((codes, code))
+        typed = None if where is None else compile_filter(where, self._field, self._predicates)
         active = self.active
-        if active is None and not conditions:
+        if active is None and not conditions and typed is None:
             return None
 
         def allowed(docs: np.ndarray) -> np.ndarray:
             mask = active[docs] if active is not None else np.ones(len(docs), dtype=bool)
             for codes, code in conditions:
                 mask &= codes[docs] == code
+            if typed is not None:
+                mask &= typed(docs)
             return mask
 
         return allowed
 
-    def allowed_positions(self, filters: Mapping[str, str] | None) -> np.ndarray:
+    def allowed_positions(
+        self, filters: Mapping[str, str] | None, where: Filter | None = None
+    ) -> np.ndarray:
         """Every allowed position, ascending (the candidate set of a brute-force channel)."""
-        allow = self.allow(filters)
+        allow = self.allow(filters, where)
         if allow is _NOTHING:
             return np.zeros(0, dtype=np.int64)
         everything = np.arange(self.n_positions, dtype=np.int64)
         return everything if allow is None else everything[allow(everything)]  # type: ignore[operator]
 
+    def metadata_keys(self) -> set[str]:
+        """User metadata keys carried by some indexed chunk (for validating filter fields)."""
+        return metadata_keys(self._field)
+
     def _field(self, name: str) -> tuple[dict[str, int], np.ndarray]:
-        if name not in FILTER_FIELDS:
-            raise ValueError(f"unknown filter field {name!r}; valid: {', '.join(FILTER_FIELDS)}")
+        if name not in INDEXED_FIELDS:
+            raise ValueError(f"unknown filter field {name!r}; valid: {', '.join(INDEXED_FIELDS)}")
         cached = self._fields.get(name)
         if cached is None:
-            j = FILTER_FIELDS.index(name)
+            j = INDEXED_FIELDS.index(name)
             table: dict[str, int] = {}
             parts = []
             for seg in self.segments:

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ragspine.retrieval.chunking.chunking import FILTER_FIELDS
+from ragspine.retrieval.chunking.chunking import INDEXED_FIELDS
 from ragspine.retrieval.lexical.index.segment import Segment
 from ragspine.retrieval.lexical.index.strings import (
     DICT_VOCAB_MAX,
@@ -38,7 +38,7 @@ try:
 except ImportError:  # pragma: no cover - not POSIX: no cross-process lock
     fcntl = None  # type: ignore[assignment]
 
-FORMAT = 1
+FORMAT = 2  # 2: fields are INDEXED_FIELDS (doc_id, sensitivity, valid_as_of, metadata added)
 MANIFEST = "manifest.json"
 _CRC_BLOCK = 1 << 22
 
@@ -140,7 +140,7 @@ class IndexFolder:
                 max_tf=a["max_tf"], min_ratio=a["min_ratio"],
                 lengths=a["lengths"], row_ids=a["row_ids"],
                 chunk_ids=StringColumn(blob=a["id_blob"], offsets=a["id_off"]),
-                field_values={f: list(meta["field_values"][f]) for f in FILTER_FIELDS},
+                field_values={f: list(meta["field_values"][f]) for f in INDEXED_FIELDS},
                 field_codes=a["field_codes"], name=str(entry["name"]),
             )  # fmt: skip
         except (KeyError, TypeError, ValueError, OSError) as exc:
@@ -209,7 +209,7 @@ def _check_shapes(segment: Segment, n_docs: int) -> None:
         and len(segment.max_tf) == n_terms == len(segment.min_ratio)
         and int(segment.indptr[-1]) == len(segment.docs) == len(segment.tfs)
         and len(segment.row_ids) == n_docs == len(segment.chunk_ids)
-        and segment.field_codes.shape == (len(FILTER_FIELDS), n_docs)
+        and segment.field_codes.shape == (len(INDEXED_FIELDS), n_docs)
     )
     if not ok:
         raise IndexFileError(f"segment {segment.name} has inconsistent array shapes")

@@ -321,5 +321,5 @@ class StoreIndex:
             [self.analyzer(row[2]) for row in rows],
             chunk_ids=[row[1] for row in rows],
             row_ids=[row[0] for row in rows],
-            fields=[row[3:8] for row in rows],
+            fields=[row[3:] for row in rows],  # the INDEXED_FIELDS
         )

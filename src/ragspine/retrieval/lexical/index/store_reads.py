@@ -10,8 +10,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from ragspine.retrieval.chunking.chunk_store import TABLE, ChunkStore
+from ragspine.retrieval.chunking.chunking import INDEXED_FIELDS
 
-ROW_COLUMNS = "row_id, chunk_id, text, topic, entity, geography, period, language"
+# row_id, chunk_id, text, then the INDEXED_FIELDS in order (metadata is stored as canonical JSON).
+ROW_COLUMNS = "row_id, chunk_id, text, " + ", ".join(INDEXED_FIELDS)
 Row = tuple[Any, ...]  # the ROW_COLUMNS of one stored row
 _BATCH = 500  # keys per IN (...) list
 
