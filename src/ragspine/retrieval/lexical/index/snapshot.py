@@ -40,6 +40,7 @@ from ragspine.retrieval.lexical.index.termcache import MISSING, TermCache
 _NOTHING = object()
 # Below this many positions + query postings a search scans every query term (no pruning).
 EXHAUSTIVE_MAX = 200_000
+WHERE_MASKS_KEPT = 32  # typed-filter masks cached per snapshot (n_positions bytes each)
 
 
 class IndexSnapshot:
@@ -85,6 +86,8 @@ class IndexSnapshot:
         self._caches: dict[tuple[float, float], TermCache] = {}
         self._fields: dict[str, tuple[dict[str, int], np.ndarray]] = {}
         self._predicates: dict[Predicate, np.ndarray] = {}
+        self._where_masks: dict[Filter, np.ndarray] = {}  # typed filter → mask over positions
+        self._metadata_keys: set[str] | None = None
         self._row_ids: np.ndarray | None = None
 
     # -- statistics -------------------------------------------------------------------------
@@ -220,7 +223,7 @@ class IndexSnapshot:
             if code is None:
                 return _NOTHING
             conditions.append((codes, code))
-        typed = None if where is None else compile_filter(where, self._field, self._predicates)
+        typed = None if where is None else self._where_mask(where)
         active = self.active
         if active is None and not conditions and typed is None:
             return None
@@ -230,7 +233,7 @@ class IndexSnapshot:
             for codes, code in conditions:
                 mask &= codes[docs] == code
             if typed is not None:
-                mask &= typed(docs)
+                mask &= typed[docs]
             return mask
 
         return allowed
@@ -247,7 +250,20 @@ class IndexSnapshot:
 
     def metadata_keys(self) -> set[str]:
         """User metadata keys carried by some indexed chunk (for validating filter fields)."""
-        return metadata_keys(self._field)
+        if self._metadata_keys is None:
+            self._metadata_keys = metadata_keys(self._field)
+        return self._metadata_keys
+
+    def _where_mask(self, where: Filter) -> np.ndarray:
+        """The typed filter judged over every position once per snapshot (a few recent kept)."""
+        mask = self._where_masks.get(where)
+        if mask is None:
+            judge = compile_filter(where, self._field, self._predicates)
+            mask = judge(np.arange(self.n_positions, dtype=np.int64))
+            if len(self._where_masks) >= WHERE_MASKS_KEPT:
+                self._where_masks.pop(next(iter(self._where_masks)))
+            self._where_masks[where] = mask
+        return mask
 
     def _field(self, name: str) -> tuple[dict[str, int], np.ndarray]:
         if name not in INDEXED_FIELDS:
