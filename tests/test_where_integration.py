@@ -168,3 +168,21 @@ def test_cli_where_and_libraries(tmp_path: Path) -> None:
     assert bad.exit_code == 1 and "expected FIELD OP VALUE" in bad.stderr
     bad = run(main, ["search", "revenue", "--library", "x"])
     assert bad.exit_code == 1 and "NAME=PATH" in bad.stderr
+
+
+def test_sidecar_free_fields_become_filterable_metadata(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text("revenue grew in the north", "utf-8")
+    (folder / "a.md.meta.json").write_text(json.dumps({"owner": "finance", "pages": 12, "tags": ["x"]}), "utf-8")
+    (folder / "b.md").write_text("revenue fell in the south", "utf-8")
+    (folder / "b.md.meta.json").write_text(json.dumps({"owner": "legal", "pages": 40}), "utf-8")
+    db = str(tmp_path / "s.db")
+    run = CliRunner().invoke
+    assert run(main, ["ingest", str(folder), "--db", db]).exit_code == 0
+    found = run(main, ["search", "revenue", "--db", db, "--where", "owner=finance", "--json"])
+    assert [s["doc_id"] for s in json.loads(found.stdout)] == ["a.md"]
+    found = run(main, ["search", "revenue", "--db", db, "--where", "pages>20", "--json"])
+    assert [s["doc_id"] for s in json.loads(found.stdout)] == ["b.md"]
+    bad = run(main, ["search", "revenue", "--db", db, "--where", "tags=x"])
+    assert bad.exit_code == 1 and "unknown filter field" in bad.stderr and "owner, pages" in bad.stderr

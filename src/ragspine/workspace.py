@@ -12,7 +12,7 @@ Invariants:
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import TracebackType
@@ -23,7 +23,7 @@ from ragspine.answer import DEFAULT_ASK_TOP_K, Answer, ask
 from ragspine.config import DENSE_MODES, RETRIEVAL_MODES, SETTINGS, Settings, load_settings
 from ragspine.llm import make_llm_provider
 from ragspine.retrieval.chunking.chunk_store import TABLE, ChunkStore
-from ragspine.retrieval.chunking.chunking import DocumentMeta
+from ragspine.retrieval.chunking.chunking import DocumentMeta, chunk_document
 from ragspine.retrieval.filter_extraction import make_filter_extractor
 from ragspine.retrieval.lexical.glossary import GlossaryQueryRewriter, load_glossary
 from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever, build_narrative_retriever
@@ -98,8 +98,19 @@ class Workspace:
             raise ValueError("ingesting a text needs doc_id=...")
         return self.ingest_text(source, doc_id, valid_as_of=valid_as_of, **meta)
 
-    def ingest_text(self, text: str, doc_id: str, *, valid_as_of: str = "", **meta: str) -> IngestResult:
-        """Make `text` the active version of `doc_id` (one transaction)."""
+    def ingest_text(
+        self,
+        text: str,
+        doc_id: str,
+        *,
+        valid_as_of: str = "",
+        metadata: dict[str, Any] | None = None,
+        pages: tuple[Sequence[tuple[int, int]], Sequence[int]] | None = None,
+        **meta: str,
+    ) -> IngestResult:
+        """Make `text` the active version of `doc_id` (one transaction). `metadata`: user
+        metadata (filterable); `pages`: (page spans, page numbers) of a paged document, carried
+        into each chunk's locator."""
         unknown = sorted(set(meta) - set(_META_FIELDS))
         if unknown:
             raise ValueError(f"unknown metadata {', '.join(unknown)}; valid: {', '.join(_META_FIELDS)}")
@@ -111,20 +122,31 @@ class Workspace:
 
             meta = {**meta, "language": detect_language(text)}
         fields = {k: v for k, v in meta.items() if v is not None}
-        count = self.retriever.index.ingest(text, DocumentMeta(doc_id, **fields), valid_as_of=valid_as_of)
+        index = self.retriever.index
+        document = DocumentMeta(doc_id, metadata=dict(metadata or {}), **fields)
+        chunks = chunk_document(text, document, max_chars=index.max_chars, overlap_chars=index.overlap_chars)
+        if pages is not None:
+            from ragspine.ingest.pages import with_pages
+
+            chunks = with_pages(chunks, *pages)
+        count = index.replace_chunks(doc_id, chunks, valid_as_of=valid_as_of)
         return IngestResult(doc_id, count, self._version(doc_id))
 
     def ingest_bytes(self, filename: str, data: bytes, *, doc_id: str | None = None, **meta: str) -> IngestResult:
         """Ingest a file's bytes with the loader for its suffix. As with `ragspine ingest`, the
-        file's own metadata (Markdown front matter) wins over `meta`, which fills the rest."""
+        file's own metadata (Markdown front matter) wins over `meta`, which fills the rest; its
+        string/number free fields become filterable user metadata; PDF pages reach the locators."""
         from ragspine.ingest.loaders import load_document
-        from ragspine.ingest.metadata import to_fields
+        from ragspine.ingest.metadata import filterable, to_fields
 
         name = Path(filename).name
         loaded = load_document(Path(name), data)
-        found = to_fields(loaded.metadata, name).known if loaded.metadata else {}
-        merged = {"title": loaded.title, **{k: v for k, v in meta.items() if v}, **found}
-        return self.ingest_text(loaded.text, doc_id or name, **merged)
+        found = to_fields(loaded.metadata, name) if loaded.metadata else None
+        known = found.known if found else {}
+        merged = {"title": loaded.title, **{k: v for k, v in meta.items() if v}, **known}
+        pages = (loaded.page_spans, loaded.page_numbers) if loaded.page_spans else None
+        free = filterable(found.free) if found else {}
+        return self.ingest_text(loaded.text, doc_id or name, metadata=free, pages=pages, **merged)
 
     def withdraw(self, doc_id: str) -> int:
         """Remove `doc_id` from the active set; return how many active chunks it had (0: none)."""

@@ -18,7 +18,7 @@ from typing import Any
 from ragspine.ingest.files import SourceFile
 from ragspine.ingest.language import detect_language
 from ragspine.ingest.loaders import LoadedDocument, load_document
-from ragspine.ingest.metadata import DocumentFields, Sidecar, to_fields
+from ragspine.ingest.metadata import DocumentFields, Sidecar, filterable, to_fields
 from ragspine.ingest.pages import with_pages
 from ragspine.ingest.sensitivity_rules import SensitivityRules, normalize_label
 from ragspine.retrieval.chunking.chunking import (
@@ -102,6 +102,7 @@ def prepare(
         period=fields.get("period", ""),
         language=fields.get("language") or detect_language(loaded.text),
         sensitivity=sensitivity,
+        metadata=filterable(own.free),
     )
     chunks = chunk_document(
         loaded.text, meta, max_chars=settings.max_chars, overlap_chars=settings.overlap_chars

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragspine.retrieval.chunking.chunking import check_user_metadata
+
 KNOWN_FIELDS = ("title", "entity", "period", "topic", "geography", "language", "sensitivity")
 SIDECAR_SUFFIX = ".meta.json"
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
@@ -105,6 +107,20 @@ def to_fields(data: Mapping[Any, Any], source: str) -> DocumentFields:
         else:
             free[name] = _jsonable(value)
     return DocumentFields(known, free)
+
+
+def filterable(free: Mapping[str, Any]) -> dict[str, Any]:
+    """The free fields that go onto the chunks as user metadata (filterable with `where`): string
+    and number values under names that are not built-in fields. Lists, objects, booleans and
+    other names stay in the registry only."""
+    out: dict[str, Any] = {}
+    for name, value in free.items():
+        try:
+            check_user_metadata({name: value})
+        except ValueError:
+            continue
+        out[name] = value
+    return out
 
 
 def _jsonable(value: Any) -> Any:

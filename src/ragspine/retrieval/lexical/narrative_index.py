@@ -87,7 +87,11 @@ class NarrativeIndex:
         chunks = chunk_document(
             text, meta, max_chars=self.max_chars, overlap_chars=self.overlap_chars
         )
-        written = self.store.replace_doc_chunks(meta.doc_id, chunks, valid_as_of=valid_as_of)
+        return self.replace_chunks(meta.doc_id, chunks, valid_as_of=valid_as_of)
+
+    def replace_chunks(self, doc_id: str, chunks: Sequence[Chunk], valid_as_of: str = "") -> int:
+        """Make already-made chunks (e.g. with page locators) the active version of `doc_id`."""
+        written = self.store.replace_doc_chunks(doc_id, chunks, valid_as_of=valid_as_of)
         self._after_write()
         return written
 
