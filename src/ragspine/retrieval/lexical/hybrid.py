@@ -58,8 +58,7 @@ class ListChunks:
 class HybridRetriever:
     """Ranks a fixed list of chunks (or a store's active chunks, see `over_snapshot`).
 
-    >>> from ragspine.retrieval.chunking.chunking import RESERVED_FIELDS, Chunk, index_field_values
-from ragspine.retrieval.filters import CORE_FIELDS, Filter, fields_of, parse_filter
+    >>> from ragspine.retrieval.chunking.chunking import Chunk
     >>> r = HybridRetriever([Chunk("a:0", "a", 0, "营收下滑", "a#p1@0-4")])
     >>> [x.chunk.chunk_id for x in r.search("营收")]
     ['a:0']
