@@ -156,7 +156,7 @@ def search(
 
 
 def _require_store(path: str) -> None:
-    if path != ":memory:" and not Path(path).is_file():
+    if path != ":memory:" and "://" not in path and not Path(path).is_file():
         raise ValueError(f"no chunk store at {path}; create one with `ragspine ingest PATH --db {path}`")
 
 

@@ -38,6 +38,7 @@ RETRIEVAL_MODES = ("auto", "hybrid", "vector", "economy", "bm25", "lexical")
 DENSE_MODES = frozenset({"hybrid", "vector"})
 EMBEDDING_CHOICES = ("none", "auto")
 FILTER_EXTRACTORS = ("none", "rules", "llm")
+VECTOR_STORES = ("in_process", "pgvector", "qdrant")  # the keys of make_vector_store's registry
 
 
 class ConfigError(ValueError):
@@ -108,6 +109,14 @@ SETTINGS: tuple[Setting, ...] = (
         aliases=("RAGSPINE_EMBEDDING_BACKEND",),
     ),
     Setting(
+        "RAGSPINE_VECTOR_STORE",
+        "in_process",
+        "Vector store `make_vector_store()` builds when no name is given. in_process: numpy, in "
+        "memory, saved to a folder. pgvector: a PostgreSQL table [postgres]. qdrant: a Qdrant "
+        "collection [qdrant]. Not yet used by retrieval (the dense channel is not wired in).",
+        choice(*VECTOR_STORES),
+    ),
+    Setting(
         "RAGSPINE_LLM_BASE_URL",
         None,
         "Base URL of an OpenAI-compatible chat API (…/v1). Set: `ask` answers with the LLM and "
@@ -170,6 +179,7 @@ class Settings:
     config: str | None = None
     retrieval_mode: str = "auto"
     embedding: str = "auto"
+    vector_store: str = "in_process"
     llm_base_url: str | None = None
     llm_model: str | None = None
     llm_api_key: Secret | None = None

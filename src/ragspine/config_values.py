@@ -35,10 +35,10 @@ def _text(raw: str) -> str:
 
 def _db(raw: str) -> str:
     scheme = urlsplit(raw).scheme.lower()
-    if scheme.startswith("postgres"):
-        raise ValueError("PostgreSQL stores are not available yet; give a SQLite file path")
+    if scheme in ("postgresql", "postgres"):
+        return raw  # a PostgreSQL chunk store (extra `ragspine[postgres]`)
     if "://" in raw:
-        raise ValueError("expected a SQLite file path (or :memory:), not a URL")
+        raise ValueError("expected a SQLite file path, :memory: or a postgresql:// URL")
     return raw
 
 
@@ -116,7 +116,7 @@ def _api_keys(raw: str) -> tuple[Secret, ...]:
 
 TEXT = Parser(_text, "text")
 PATH = Parser(_text, "path")
-DB = Parser(_db, "SQLite file path or `:memory:`")
+DB = Parser(_db, "SQLite file path, `:memory:` or a `postgresql://` URL")
 EXISTING_FILE = Parser(_existing_file, "path of an existing file")
 HTTP_URL = Parser(_http_url, "http(s) URL")
 HOST = Parser(_host, "host name or IP address")

@@ -64,7 +64,7 @@ def test_precedence_flag_environment_file_default(tmp_path: Path) -> None:
         ({"RAGSPINE_LLM_MODEL": "m"}, "RAGSPINE_LLM_BASE_URL is not"),
         ({"RAGSPINE_LLM_TIMEOUT": "0"}, "number from 0.1 to 600"),
         ({"RAGSPINE_API_KEYS": "short"}, "at least 16 characters"),
-        ({"RAGSPINE_DB": "postgresql://u@h/db"}, "PostgreSQL stores are not available yet"),
+        ({"RAGSPINE_DB": "mysql://u@h/db"}, "postgresql:// URL"),
         ({"RAGSPINE_GLOSSARY": "/no/such/glossary.json"}, "RAGSPINE_GLOSSARY=.*no such file"),
         ({"RAGSPINE_CONFIG": "/no/such/file.toml"}, "RAGSPINE_CONFIG=.*no such file"),
     ],

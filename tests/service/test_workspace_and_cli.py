@@ -42,8 +42,11 @@ def test_open_a_folder_ingest_search_ask(tmp_path: Path) -> None:
 
 
 def test_open_errors_are_clear(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="PostgreSQL stores are not available yet"):
-        ragspine.open("postgresql://user@db/ragspine", env={})
+    with pytest.raises(ValueError, match="cannot connect to the PostgreSQL store at db:5432/ragspine") as err:
+        ragspine.open("postgresql://user:hunter2@db/ragspine", env={})
+    assert "hunter2" not in str(err.value)
+    with pytest.raises(ConfigError, match="postgresql:// URL"):
+        ragspine.open("mysql://user@db/ragspine", env={})
     with pytest.raises(TypeError, match="unknown setting"):
         ragspine.open(":memory:", env={}, llm_modle="x")
     with ragspine.open(":memory:", env={}) as ws:

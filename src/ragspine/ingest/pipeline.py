@@ -70,6 +70,11 @@ def ingest_paths(
         max_chars=max_chars,
         overlap_chars=overlap_chars,
     )
+    if "://" in db:
+        raise ValueError(
+            "ragspine ingest keeps its incremental registry in a SQLite store; for a PostgreSQL "
+            "store ingest through ragspine.open(URL).ingest(...) or the HTTP API (POST /documents)"
+        )
     found = discover(paths, include=include, exclude=exclude)
     report = IngestReport(db=db, failures=list(found.failures))
     if not found.files and not (prune and found.roots):

@@ -15,6 +15,7 @@ from typing import Any
 
 from ragspine.agent.agent import LLMProvider
 from ragspine.retrieval.chunking.chunk_store import ChunkStore
+from ragspine.retrieval.chunking.stores import open_chunk_store
 from ragspine.retrieval.chunking.chunking import FILTER_FIELDS
 from ragspine.retrieval.filter_extraction import FilterExtractor, combine, narrowing, safe_extract
 from ragspine.retrieval.filters import Filter, parse_filter, to_dict
@@ -147,7 +148,7 @@ def build_narrative_retriever(
     """The default assembly: store (schema ensured) → BM25 + RRF (+ vectors when a backend is
     given) → glossary multi-query (the configured glossary unless `query_rewriter` is given) →
     listwise rerank when a provider is given. The caller closes the returned store."""
-    store = ChunkStore(chunk_db)
+    store = open_chunk_store(chunk_db)  # SQLite path, or a postgresql:// URL
     try:
         store.init_schema()
         index = NarrativeIndex(

@@ -1,0 +1,104 @@
+"""The one way to pick a vector store: `make_vector_store(spec, **options)`.
+
+    from ragspine.retrieval.vector.factory import make_vector_store
+
+    # spec (case-insensitive; None → RAGSPINE_VECTOR_STORE, default "in_process"):
+    #   "in_process" → InProcessVectorStore(dim=None, *, model_id=None)           (numpy, no extra)
+    #   "pgvector"   → PgVectorStore(url, table, dim, model_id=None)              [postgres]
+    #   "qdrant"     → QdrantVectorStore(collection, dim, *, model_id, url | location | path, ...) [qdrant]
+    store = make_vector_store("qdrant", collection="chunks", url="http://127.0.0.1:6333", model_id="e5")
+
+Invariants:
+- The valid names, and the error for an unknown one, come from the VECTOR_STORES registry (whose
+  keys are `ragspine.config.VECTOR_STORES`, the values RAGSPINE_VECTOR_STORE accepts); the
+  options a name accepts come from its class's constructor signature. An unknown name or option
+  is a ValueError listing the valid ones.
+- An implementation's module is imported only when its name is built, so a bare install never
+  imports a database driver; a missing driver raises the implementation's error naming the extra.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ragspine.config import load_settings
+from ragspine.retrieval.vector.store import VectorStore
+
+
+@dataclass(frozen=True)
+class StoreEntry:
+    """Where one registry name's class lives ("package.module:Class") and what it needs."""
+
+    target: str
+    about: str
+
+    def load(self, name: str) -> type:
+        """The class, imported now; ImportError saying so when its module is not installed."""
+        module_name, _, class_name = self.target.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name:
+                raise
+            raise ImportError(
+                f"vector store {name!r} is registered, but its module {module_name} is not part of "
+                "this installation of ragspine; upgrade ragspine or pick another vector store"
+            ) from exc
+        cls: type = getattr(module, class_name)
+        return cls
+
+
+VECTOR_STORES: Mapping[str, StoreEntry] = {
+    "in_process": StoreEntry(
+        "ragspine.retrieval.vector.store:InProcessVectorStore", "numpy rows in memory, saved to a folder"
+    ),
+    "pgvector": StoreEntry(
+        "ragspine.retrieval.vector.pgvector_store:PgVectorStore", "a PostgreSQL table (pgvector) [postgres]"
+    ),
+    "qdrant": StoreEntry(
+        "ragspine.retrieval.vector.qdrant_store:QdrantVectorStore", "a Qdrant collection [qdrant]"
+    ),
+}
+
+
+def make_vector_store(spec: str | None = None, **options: Any) -> VectorStore:
+    """The vector store named `spec`, built with `options` (its constructor's arguments).
+    `spec=None` reads RAGSPINE_VECTOR_STORE through `ragspine.config`.
+
+    >>> make_vector_store("in_process", dim=3, model_id="demo")
+    InProcessVectorStore(count=0, dim=3, model_id='demo')
+    >>> try:
+    ...     make_vector_store("faiss")
+    ... except ValueError as exc:
+    ...     print(exc)
+    unknown vector store 'faiss'; valid: in_process, pgvector, qdrant
+    """
+    if spec is None:
+        spec = load_settings().vector_store
+    if not isinstance(spec, str):
+        raise ValueError(f"vector store spec must be a string or None, got {type(spec).__name__}")
+    name = spec.strip().lower()
+    entry = VECTOR_STORES.get(name)
+    if entry is None:
+        raise ValueError(f"unknown vector store {spec!r}; valid: {', '.join(VECTOR_STORES)}")
+    cls = entry.load(name)
+    _check_options(name, cls, options)
+    store: VectorStore = cls(**options)
+    return store
+
+
+def _check_options(name: str, cls: type, options: Mapping[str, Any]) -> None:
+    params = inspect.signature(cls).parameters
+    valid = [p for p, v in params.items() if v.kind in (v.POSITIONAL_OR_KEYWORD, v.KEYWORD_ONLY)]
+    unknown = sorted(set(options) - set(valid))
+    if unknown:
+        raise ValueError(
+            f"vector store {name!r}: unknown option(s) {', '.join(unknown)}; valid: {', '.join(valid)}"
+        )
+    missing = [p for p in valid if params[p].default is params[p].empty and p not in options]
+    if missing:
+        raise ValueError(f"vector store {name!r} needs the option(s) {', '.join(missing)}")
