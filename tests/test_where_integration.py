@@ -32,10 +32,9 @@ DOCS = [
 @pytest.fixture
 def index(store: ChunkStore) -> NarrativeIndex:
     idx = NarrativeIndex(store)
-    for doc_id, period, entity, sensitivity, metadata in DOCS:
-        idx.ingest(f"revenue report {doc_id} revenue", DocumentMeta(
-            doc_id, period=period, entity=entity, sensitivity=sensitivity, metadata=metadata),
-            valid_as_of=f"2024-0{len(doc_id) + DOCS.index(next(x for x in DOCS if x[0] == doc_id))}-15")  # fmt: skip
+    for month, (doc_id, period, entity, sensitivity, metadata) in enumerate(DOCS, start=2):
+        meta = DocumentMeta(doc_id, period=period, entity=entity, sensitivity=sensitivity, metadata=metadata)
+        idx.ingest(f"revenue report {doc_id} revenue", meta, valid_as_of=f"2024-0{month}-15")
     return idx
 
 

@@ -3,7 +3,7 @@
 Invariants:
 - One `POST {base_url}/chat/completions` per attempt, at most `1 + max_retries` attempts; only a
   429, a 5xx, a timeout or a connection error is retried, after an exponential backoff (a numeric
-  `Retry-After` is honoured), each wait capped at MAX_BACKOFF_S.
+  `Retry-After` is honoured), each wait capped at `http_retry.MAX_BACKOFF_S`.
 - Every failure raises `LLMProviderError` naming the endpoint and the cause, never the API key
   (the key is revealed only into the Authorization header).
 - httpx is imported when a provider is built; without it the error names the extra to install.
@@ -16,6 +16,7 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from ragspine.http_retry import EndpointError, excerpt, post_with_retries
 from ragspine.secret import Secret
 
 if TYPE_CHECKING:
@@ -26,25 +27,15 @@ if TYPE_CHECKING:
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_MAX_RETRIES = 2
 DEFAULT_BACKOFF_S = 0.5
-MAX_BACKOFF_S = 8.0
-_EXCERPT_CHARS = 200
+_HINTS = {
+    401: "; check RAGSPINE_LLM_API_KEY",
+    403: "; check RAGSPINE_LLM_API_KEY",
+    404: "; check RAGSPINE_LLM_BASE_URL and RAGSPINE_LLM_MODEL",
+}
 
 
-class LLMProviderError(RuntimeError):
+class LLMProviderError(EndpointError):
     """The LLM endpoint gave no usable answer; `status` is the last HTTP status, if any."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        status: int | None = None,
-        retryable: bool = False,
-        retry_after: float | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.retryable = retryable
-        self.retry_after = retry_after
 
 
 class OpenAICompatibleProvider:
@@ -99,17 +90,11 @@ class OpenAICompatibleProvider:
     def chat(self, messages: list[dict[str, str]], **options: Any) -> str:
         """The assistant's reply to `messages`; `options` (temperature, max_tokens…) are sent as is."""
         payload = {**options, "model": self.model, "messages": messages}
-        for attempt in range(self.max_retries + 1):
-            outcome = self._attempt(payload)
-            if isinstance(outcome, str):
-                return outcome
-            if not outcome.retryable or attempt == self.max_retries:
-                break
-            delay = outcome.retry_after
-            self._sleep(min(MAX_BACKOFF_S, self.backoff * 2**attempt if delay is None else delay))
-        if attempt:
-            outcome.args = (f"{outcome} (after {attempt + 1} attempts)",)
-        raise outcome
+        return post_with_retries(
+            self._client, self._httpx, self.url, payload, label="LLM", timeout=self.timeout,
+            max_retries=self.max_retries, backoff=self.backoff, sleep=self._sleep,
+            parse=lambda response: _reply(self.url, response), error=LLMProviderError, hints=_HINTS,
+        )  # fmt: skip
 
     def close(self) -> None:
         self._client.close()
@@ -125,27 +110,6 @@ class OpenAICompatibleProvider:
     def __repr__(self) -> str:
         return f"OpenAICompatibleProvider(base_url={self.base_url!r}, model={self.model!r})"
 
-    def _attempt(self, payload: dict[str, Any]) -> str | LLMProviderError:
-        """The reply text, or the error of this one attempt."""
-        httpx = self._httpx
-        try:
-            response = self._client.post(self.url, json=payload)
-        except httpx.TimeoutException:
-            return LLMProviderError(f"LLM {self.url}: timed out after {self.timeout:g} s", retryable=True)
-        except httpx.TransportError as exc:
-            return LLMProviderError(f"LLM {self.url}: request failed: {exc}", retryable=True)
-        if response.status_code == 200:
-            return _reply(self.url, response)
-        status = response.status_code
-        hint = "; check RAGSPINE_LLM_API_KEY" if status in (401, 403) else ""
-        hint = "; check RAGSPINE_LLM_BASE_URL and RAGSPINE_LLM_MODEL" if status == 404 else hint
-        return LLMProviderError(
-            f"LLM {self.url}: HTTP {status}: {_excerpt(response)}{hint}",
-            status=status,
-            retryable=status == 429 or status >= 500,
-            retry_after=_retry_after(response),
-        )
-
 
 def make_llm_provider(settings: Settings) -> OpenAICompatibleProvider | None:
     """The configured provider, or None when RAGSPINE_LLM_BASE_URL is unset."""
@@ -156,22 +120,10 @@ def _reply(url: str, response: httpx.Response) -> str | LLMProviderError:
     try:
         content = response.json()["choices"][0]["message"]["content"]
     except (ValueError, KeyError, IndexError, TypeError):
-        return LLMProviderError(f"LLM {url}: malformed chat-completions response: {_excerpt(response)}")
+        return LLMProviderError(f"LLM {url}: malformed chat-completions response: {excerpt(response)}")
     if not isinstance(content, str):
         return LLMProviderError(f"LLM {url}: the reply has no text content")
     return content
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    try:
-        return max(0.0, float(response.headers.get("retry-after", "")))
-    except ValueError:
-        return None
-
-
-def _excerpt(response: httpx.Response) -> str:
-    text = " ".join(response.text.split())
-    return text[:_EXCERPT_CHARS] + ("…" if len(text) > _EXCERPT_CHARS else "") or "(empty body)"
 
 
 def _import_httpx() -> Any:

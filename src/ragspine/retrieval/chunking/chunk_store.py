@@ -181,12 +181,7 @@ class ChunkStore:
             "period": period,
             "language": language,
         }
-        clauses = [f"{name} = ?" for name, value in given.items() if value is not None]
-        params: list[Any] = [value for value in given.values() if value is not None]
-        if not include_inactive:
-            clauses.append("active = 1")
-        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
-        sql = f"SELECT {', '.join(_COLUMNS)} FROM {TABLE}{where} ORDER BY doc_id, version, seq"
+        sql, params = iter_chunks_query(given, include_inactive)
         with self._lock:
             rows = self._conn.execute(sql, params).fetchall()
         return [_stored(row) for row in rows]
@@ -290,6 +285,23 @@ class _Transaction:
 
     def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
         self._conn.execute("ROLLBACK" if exc_type else "COMMIT")
+
+
+def iter_chunks_query(
+    given: dict[str, str | None],
+    include_inactive: bool,
+    *,
+    mark: str = "?",
+    order: str = "doc_id, version, seq",
+) -> tuple[str, list[Any]]:
+    """The SELECT behind `iter_chunks` (shared by every ChunkStore): the given fields AND-ed,
+    active rows only unless asked; `mark` is the driver's placeholder."""
+    clauses = [f"{name} = {mark}" for name, value in given.items() if value is not None]
+    params: list[Any] = [value for value in given.values() if value is not None]
+    if not include_inactive:
+        clauses.append("active = 1")
+    where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+    return f"SELECT {', '.join(_COLUMNS)} FROM {TABLE}{where} ORDER BY {order}", params
 
 
 def _read_only_authorizer(action: int, *_: object) -> int:

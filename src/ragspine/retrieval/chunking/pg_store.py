@@ -20,30 +20,23 @@ import threading
 from urllib.parse import urlsplit
 import uuid
 from collections.abc import Sequence
-from dataclasses import fields
 from datetime import datetime, timezone
 from types import TracebackType
 from typing import Any
 
-from ragspine.retrieval.chunking.chunk_store import (
+from ragspine.retrieval.chunking.chunk_store import (  # one schema for every store
+    _COLUMN_TYPES,
+    _COLUMNS,
     CHANGES_TABLE,
     META_TABLE,
     TABLE,
     StoredChunk,
     _row,
+    iter_chunks_query,
     _stored,
 )
 from ragspine.retrieval.chunking.chunking import Chunk
 
-_COLUMN_TYPES: dict[str, str] = {
-    f.name: (
-        "INTEGER NOT NULL DEFAULT 0" if f.type in ("int", "bool")
-        else "TEXT NOT NULL DEFAULT '{}'" if f.name == "metadata"
-        else "TEXT NOT NULL DEFAULT ''"
-    )
-    for f in fields(StoredChunk)
-}  # fmt: skip
-_COLUMNS: tuple[str, ...] = tuple(_COLUMN_TYPES)
 _SCHEMA_LOCK = 0x52414753  # pg_advisory_xact_lock key: one init_schema at a time ("RAGS")
 _READ_ONLY_SQLSTATES = frozenset({"25006", "42501"})  # read_only_sql_transaction, insufficient_privilege
 
@@ -197,15 +190,9 @@ class PostgresChunkStore:
             "doc_id": doc_id, "topic": topic, "entity": entity,
             "geography": geography, "period": period, "language": language,
         }  # fmt: skip
-        clauses = [f"{name} = %s" for name, value in given.items() if value is not None]
-        params: list[Any] = [value for value in given.values() if value is not None]
-        if not include_inactive:
-            clauses.append("active = 1")
-        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
         # COLLATE "C": byte order, as SQLite orders text.
-        sql = (
-            f"SELECT {', '.join(_COLUMNS)} FROM {TABLE}{where} "
-            'ORDER BY doc_id COLLATE "C", version, seq'
+        sql, params = iter_chunks_query(
+            given, include_inactive, mark="%s", order='doc_id COLLATE "C", version, seq'
         )
         with self._lock:
             rows = self._conn.execute(sql, params).fetchall()

@@ -18,26 +18,14 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
+from ragspine.http_retry import EndpointError
 from ragspine.retrieval.lexical.protocols import EmbeddingBackend
 from ragspine.retrieval.sensitivity import is_restricted
 
 
-class EmbeddingBackendError(RuntimeError):
+class EmbeddingBackendError(EndpointError):
     """A backend could not produce vectors (bad response, model failure); `status` is the last
     HTTP status for remote backends."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        status: int | None = None,
-        retryable: bool = False,
-        retry_after: float | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.retryable = retryable
-        self.retry_after = retry_after
 
 
 class MissingExtraError(ImportError):

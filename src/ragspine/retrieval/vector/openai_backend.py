@@ -7,7 +7,7 @@ Invariants:
   they stay lexical-only.
 - Texts go in batches of at most `batch_size`; at most `1 + max_retries` attempts per batch,
   retrying only a 429, a 5xx, a timeout or a connection error after an exponential backoff
-  (a numeric Retry-After is honoured), each wait capped at MAX_BACKOFF_S.
+  (a numeric Retry-After is honoured), each wait capped at `http_retry.MAX_BACKOFF_S`.
 - A response must hold exactly one finite vector per input (matched by `index`), all of one
   dimension (`dimensions` when given); anything else is an EmbeddingBackendError. Errors name
   the endpoint and the cause, never the API key (revealed only into the Authorization header).
@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Self
 
+from ragspine.http_retry import excerpt, post_with_retries
 from ragspine.retrieval.vector.backend_support import EmbeddingBackendError, check_texts, require
 from ragspine.retrieval.vector.vectors import batches
 from ragspine.secret import Secret
@@ -28,8 +29,11 @@ DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_MAX_RETRIES = 2
 DEFAULT_BACKOFF_S = 0.5
 DEFAULT_BATCH_SIZE = 64
-MAX_BACKOFF_S = 8.0
-_EXCERPT_CHARS = 200
+_HINTS = {
+    401: "; check the API key",
+    403: "; check the API key",
+    404: "; check the base URL and the model name",
+}
 
 
 class OpenAIEmbeddingBackend:
@@ -112,40 +116,12 @@ class OpenAIEmbeddingBackend:
         payload: dict[str, Any] = {"model": self.model, "input": texts, "encoding_format": "float"}
         if self.dimensions:
             payload["dimensions"] = self.dimensions
-        attempt = 0
-        while True:
-            outcome = self._attempt(payload, len(texts))
-            if isinstance(outcome, list):
-                return outcome
-            if not outcome.retryable or attempt == self.max_retries:
-                break
-            wait = outcome.retry_after
-            self._sleep(min(MAX_BACKOFF_S, self.backoff * 2**attempt if wait is None else wait))
-            attempt += 1
-        if attempt:
-            outcome.args = (f"{outcome} (after {attempt + 1} attempts)",)
-        raise outcome
-
-    def _attempt(self, payload: dict[str, Any], n: int) -> list[list[float]] | EmbeddingBackendError:
-        httpx = self._httpx
-        try:
-            response = self._client.post(self.url, json=payload)
-        except httpx.TimeoutException:
-            return EmbeddingBackendError(f"embeddings {self.url}: timed out after {self.timeout:g} s",
-                                         retryable=True)  # fmt: skip
-        except httpx.TransportError as exc:
-            return EmbeddingBackendError(f"embeddings {self.url}: request failed: {exc}", retryable=True)
-        status = response.status_code
-        if status == 200:
-            return self._vectors(response, n)
-        hint = "; check the API key" if status in (401, 403) else ""
-        hint = "; check the base URL and the model name" if status == 404 else hint
-        return EmbeddingBackendError(
-            f"embeddings {self.url}: HTTP {status}: {_excerpt(response)}{hint}",
-            status=status,
-            retryable=status == 429 or status >= 500,
-            retry_after=_retry_after(response),
-        )
+        return post_with_retries(
+            self._client, self._httpx, self.url, payload, label="embeddings", timeout=self.timeout,
+            max_retries=self.max_retries, backoff=self.backoff, sleep=self._sleep,
+            parse=lambda response: self._vectors(response, len(texts)), error=EmbeddingBackendError,
+            hints=_HINTS,
+        )  # fmt: skip
 
     def _vectors(self, response: Any, n: int) -> list[list[float]] | EmbeddingBackendError:
         bad = f"embeddings {self.url}: malformed response"
@@ -153,7 +129,7 @@ class OpenAIEmbeddingBackend:
             items = response.json()["data"]
             by_index = {int(item["index"]): item["embedding"] for item in items}
         except (ValueError, KeyError, TypeError):
-            return EmbeddingBackendError(f"{bad}: {_excerpt(response)}")
+            return EmbeddingBackendError(f"{bad}: {excerpt(response)}")
         if sorted(by_index) != list(range(n)) or len(items) != n:
             return EmbeddingBackendError(f"{bad}: {len(items)} vectors for {n} texts")
         vectors = [by_index[i] for i in range(n)]
@@ -169,15 +145,3 @@ class OpenAIEmbeddingBackend:
 
 def _finite(vector: list[Any]) -> bool:
     return all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in vector)
-
-
-def _retry_after(response: Any) -> float | None:
-    try:
-        return max(0.0, float(response.headers.get("retry-after", "")))
-    except ValueError:
-        return None
-
-
-def _excerpt(response: Any) -> str:
-    text = " ".join(response.text.split())
-    return text[:_EXCERPT_CHARS] + ("…" if len(text) > _EXCERPT_CHARS else "") or "(empty body)"

@@ -43,8 +43,8 @@ from ragspine.retrieval.filters import (
     matches,
     parse_filter,
 )
-from ragspine.retrieval.vector.store import SCORE_DECIMALS, _check_ids, _check_meta, top_k
-from ragspine.retrieval.vector.vectors import as_matrix, as_vector, unit_rows
+from ragspine.retrieval.vector.store import SCORE_DECIMALS, check_upsert, top_k
+from ragspine.retrieval.vector.vectors import as_vector, unit_rows
 
 EXACT_MAX_ROWS = 20_000  # up to this many rows a query scores every (pre-filtered) row
 REGISTRY = "ragspine_vector_tables"
@@ -117,13 +117,7 @@ class PgVectorStore:
         metadata: Sequence[Mapping[str, Any]] | None = None,
     ) -> None:
         """Insert or replace one vector (and its metadata, default {}) per id, in one transaction."""
-        ids = _check_ids(ids)
-        matrix = as_matrix(vectors, dim=self.dim, what=self._what())
-        if matrix.shape[0] != len(ids):
-            raise ValueError(f"{len(ids)} ids but {matrix.shape[0]} vectors")
-        metas = [{} for _ in ids] if metadata is None else [_check_meta(m) for m in metadata]
-        if len(metas) != len(ids):
-            raise ValueError(f"{len(ids)} ids but {len(metas)} metadata records")
+        ids, matrix, metas = check_upsert(ids, vectors, metadata, dim=self.dim, what=self._what())
         if not ids:
             return
         rows = [

@@ -44,9 +44,9 @@ from ragspine.retrieval.filters import (  # the private parsers: pushed-down fil
     parse_filter,
 )
 from ragspine.retrieval.vector.backend_support import require
-from ragspine.retrieval.vector.store import SCORE_DECIMALS, _check_ids, _check_meta, top_k
+from ragspine.retrieval.vector.store import SCORE_DECIMALS, check_upsert, top_k
 from ragspine.retrieval.vector.vector_files import VectorFilesError, VectorFilesMismatch
-from ragspine.retrieval.vector.vectors import as_matrix, as_vector, batches, unit_rows
+from ragspine.retrieval.vector.vectors import as_vector, batches, unit_rows
 
 if TYPE_CHECKING:
     from qdrant_client import QdrantClient
@@ -124,14 +124,8 @@ class QdrantVectorStore:
         metadata: Sequence[Mapping[str, Any]] | None = None,
     ) -> None:
         """Insert or replace one vector (and its metadata, default {}) per id."""
-        ids = _check_ids(ids)
         self._collection_ready()  # adopt a collection another process created meanwhile
-        matrix = as_matrix(vectors, dim=self.dim, what=self._what())
-        if matrix.shape[0] != len(ids):
-            raise ValueError(f"{len(ids)} ids but {matrix.shape[0]} vectors")
-        metas = [{} for _ in ids] if metadata is None else [_check_meta(m) for m in metadata]
-        if len(metas) != len(ids):
-            raise ValueError(f"{len(ids)} ids but {len(metas)} metadata records")
+        ids, matrix, metas = check_upsert(ids, vectors, metadata, dim=self.dim, what=self._what())
         if not ids:
             return
         if self.dim is None:

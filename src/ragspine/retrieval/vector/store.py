@@ -55,6 +55,25 @@ class VectorStore(Protocol):
     def count(self) -> int: ...
 
 
+def check_upsert(
+    ids: Sequence[str],
+    vectors: Sequence[Sequence[float]] | np.ndarray,
+    metadata: Sequence[Mapping[str, Any]] | None,
+    *,
+    dim: int | None,
+    what: str,
+) -> tuple[list[str], np.ndarray, list[dict[str, Any]]]:
+    """Validate an upsert for any VectorStore: (ids, float matrix, metadata records), one each."""
+    checked = _check_ids(ids)
+    matrix = as_matrix(vectors, dim=dim, what=what)
+    if matrix.shape[0] != len(checked):
+        raise ValueError(f"{len(checked)} ids but {matrix.shape[0]} vectors")
+    metas = [{} for _ in checked] if metadata is None else [_check_meta(m) for m in metadata]
+    if len(metas) != len(checked):
+        raise ValueError(f"{len(checked)} ids but {len(metas)} metadata records")
+    return checked, matrix, metas
+
+
 class InProcessVectorStore:
     """Exact cosine search over unit-length numpy rows held in memory. A query costs one
     matrix-vector product over the stored rows (plus a `matches` call per row when `where` is
@@ -84,13 +103,7 @@ class InProcessVectorStore:
         metadata: Sequence[Mapping[str, Any]] | None = None,
     ) -> None:
         """Insert or replace one vector (and its metadata, default {}) per id."""
-        ids = _check_ids(ids)
-        matrix = as_matrix(vectors, dim=self.dim, what=self._what())
-        if matrix.shape[0] != len(ids):
-            raise ValueError(f"{len(ids)} ids but {matrix.shape[0]} vectors")
-        metas = [{} for _ in ids] if metadata is None else [_check_meta(m) for m in metadata]
-        if len(metas) != len(ids):
-            raise ValueError(f"{len(ids)} ids but {len(metas)} metadata records")
+        ids, matrix, metas = check_upsert(ids, vectors, metadata, dim=self.dim, what=self._what())
         if not ids:
             return
         if self.dim is None:
