@@ -1,4 +1,10 @@
-"""Shared fixtures: every store a test opens is closed by the fixture."""
+"""Shared fixtures: every store a test opens is closed by the fixture.
+
+The product's default embedding (RAGSPINE_EMBEDDING=auto) is multilingual-e5 when installed,
+which embeds a few dozen passages per second on a small machine. Tests run with
+RAGSPINE_EMBEDDING=none unless they set it themselves (monkeypatch.setenv/delenv), so only the
+tests about the dense channel pay for it; those name their backend explicitly.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,11 @@ from pathlib import Path
 import pytest
 
 from ragspine.retrieval.chunking.chunk_store import ChunkStore
+
+
+@pytest.fixture(autouse=True)
+def _bm25_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGSPINE_EMBEDDING", "none")
 
 
 @pytest.fixture

@@ -1,7 +1,9 @@
 """The `ragspine` command line: thin wrappers over the public Python API.
 
 Each command opens the store, makes one API call per item, and turns library errors into a
-one-line message and a non-zero exit (never a traceback for bad input).
+one-line message and a non-zero exit (never a traceback for bad input). That includes a vectors
+file made by another embedding model (`VectorModelMismatch`, a ValueError whose message names
+`ragspine embed --reembed`), a missing optional extra and an embedding backend failure.
 """
 
 from __future__ import annotations
@@ -34,11 +36,13 @@ def _user_errors() -> Iterator[None]:
         yield
     except (ValueError, ConfigError, NotAChunkStoreError, PermissionError) as exc:
         raise click.ClickException(str(exc)) from exc
+    except (ImportError, RuntimeError) as exc:
+        # imported here: the backends' module is not needed to start the CLI
+        from ragspine.retrieval.vector.backend_support import EmbeddingBackendError, MissingExtraError
 
-
-def _db_path(db: str | None) -> str:
-    with _user_errors():
-        return db or load_settings().db
+        if isinstance(exc, MissingExtraError | EmbeddingBackendError):
+            raise click.ClickException(str(exc)) from exc
+        raise
 
 
 def _meta_option(name: str) -> Any:
@@ -90,18 +94,90 @@ def ingest(
     version. Per-document metadata comes from NAME.meta.json sidecars or Markdown front matter.
     """
     from ragspine.ingest.pipeline import ingest_paths
+    from ragspine.workspace import embedding_backend_for
 
     with _user_errors():
+        settings = load_settings(flags={"RAGSPINE_DB": db})
+        backend = embedding_backend_for(settings) if "://" not in settings.db else None
         report = ingest_paths(
-            list(paths), _db_path(db), include=include, exclude=exclude, rules=rules,
-            prune=prune, force=force, **meta,
+            list(paths), settings.db, include=include, exclude=exclude, rules=rules,
+            prune=prune, force=force, embedding_backend=backend, **meta,
         )  # fmt: skip
     for failure in report.failures:
         click.echo(f"failed: {failure.path}: {failure.reason}", err=True)
     click.echo(report.headline())
     click.echo(report.summary_table())
+    if report.embedding is not None:
+        click.echo(_embed_summary(report.embedding))
     if report.failures:
         raise SystemExit(1)
+
+
+@main.command()
+@_db_option
+@_config_option
+@click.option("--reembed", is_flag=True,
+              help="Delete the store's vectors file first and embed every chunk again (after changing the "
+                   "embedding model; stop `ragspine serve` on this store first).")  # fmt: skip
+@click.option("--batch-size", default=64, show_default=True, type=click.IntRange(min=1),
+              help="Chunks per embedding call (each batch is committed: an interrupted run resumes).")  # fmt: skip
+def embed(db: str | None, config_file: Path | None, reembed: bool, batch_size: int) -> None:
+    """Embed every active chunk that has no vector yet with the configured backend.
+
+    Vectors go to DB.vectors.sqlite beside the store, for one model; chunks are embedded shortest
+    first with a progress bar. Running it again embeds only what is new. After changing
+    RAGSPINE_EMBEDDING (or its model) run it with --reembed.
+    """
+    from ragspine.retrieval.vector.chunk_vectors import VECTORS_SUFFIX
+    from ragspine.workspace import Workspace
+
+    with _user_errors():
+        settings = load_settings(config_file=config_file, flags={"RAGSPINE_DB": db})
+        if settings.db == ":memory:" or "://" in settings.db:
+            raise ValueError(
+                "ragspine embed keeps vectors in a file beside a SQLite store; an in-memory or "
+                "PostgreSQL store keeps them in memory, made at ingest and at search"
+            )
+        _require_store(settings.db)
+        if settings.embedding_backend is None:
+            raise ValueError(
+                f"no embedding backend to embed with ({settings.embedding_resolution[1]}); set "
+                "RAGSPINE_EMBEDDING (e.g. e5) and a RAGSPINE_RETRIEVAL_MODE other than economy/bm25/lexical"
+            )
+        if reembed:
+            removed = _remove_files(settings.db + VECTORS_SUFFIX)
+            if removed:
+                click.echo(f"removed {', '.join(removed)}", err=True)
+        with Workspace.from_settings(settings) as workspace:
+            report = workspace.embed_pending(batch_size=batch_size)
+            assert report is not None  # a backend was resolved above
+            dense = workspace.retriever.index.dense
+            assert dense is not None
+            where = f"{dense.vectors.path} (model {dense.vectors.model_id})"
+    click.echo(_embed_summary(report))
+    click.echo(f"vectors: {where}")
+
+
+def _remove_files(path: str) -> list[str]:
+    """Delete a SQLite file and its -wal/-shm companions; the names of those that existed."""
+    removed = []
+    for name in (path, path + "-wal", path + "-shm"):
+        try:
+            Path(name).unlink()
+        except FileNotFoundError:
+            continue
+        removed.append(name)
+    return removed
+
+
+def _embed_summary(report: Any) -> str:
+    """One line from an EmbedReport."""
+    rate = f" ({report.embedded / report.seconds:.0f} chunks/s)" if report.embedded and report.seconds > 0 else ""
+    return (
+        f"embedded {report.embedded} chunk(s) in {report.seconds:.1f}s{rate}; already embedded: "
+        f"{report.present}; lexical-only (RESTRICTED, remote backend): {report.lexical_only}; "
+        f"stale vectors removed: {report.removed}"
+    )
 
 
 @main.command()
@@ -205,9 +281,10 @@ def serve(host: str | None, port: int | None, db: str | None, config_file: Path 
             raise ValueError(str(exc)) from exc
         check_bind(settings)
         keys = f"{len(settings.api_keys)} API key(s)" if settings.api_keys else "no API keys (loopback only)"
+        dense = f" with {settings.embedding_backend}" if settings.embedding_backend else ""
         click.echo(
             f"ragspine: serving {settings.db} at http://{settings.host}:{settings.port} "
-            f"(retrieval {settings.effective_retrieval_mode}, {keys})",
+            f"(retrieval {settings.effective_retrieval_mode}{dense}, {keys})",
             err=True,
         )
         run_server(settings, log_level=log_level)

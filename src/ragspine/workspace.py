@@ -7,11 +7,22 @@ Invariants:
   `chunks` drops RESTRICTED rows; `stats` gives only counts.
 - Each ingest or withdraw is one store transaction: a concurrent search sees the old version of a
   document or the new one, never a mix.
+- The dense channel exists only when the settings resolve an embedding backend
+  (`Settings.embedding_backend`; never in economy/bm25/lexical mode, which builds no backend
+  and creates no vectors file). Then every ingest embeds the new document's chunks (vectors in
+  `<db>.vectors.sqlite`, keyed by the backend's model_id), and `embed_pending` embeds whatever
+  a bulk ingest left without a vector. A vectors file made by another model is refused at open
+  (`VectorModelMismatch`, whose message says how to re-embed), never mixed.
+- Local backends are shared by the workspaces of one process that use the same backend and
+  options (a weak cache: a model is loaded once while any workspace uses it).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -20,14 +31,25 @@ from typing import Any
 
 from ragspine.agent.agent import LLMProvider
 from ragspine.answer import DEFAULT_ASK_TOP_K, Answer, ask
-from ragspine.config import DENSE_MODES, RETRIEVAL_MODES, SETTINGS, Settings, load_settings
+from ragspine.config import (
+    LEXICAL_MODES,
+    REMOTE_EMBEDDINGS,
+    RETRIEVAL_MODES,
+    SETTINGS,
+    Settings,
+    embedding_options,
+    load_settings,
+    fusion_from_settings,
+)
 from ragspine.llm import make_llm_provider
 from ragspine.retrieval.chunking.chunk_store import TABLE, ChunkStore
 from ragspine.retrieval.chunking.chunking import DocumentMeta, chunk_document
 from ragspine.retrieval.filter_extraction import make_filter_extractor
 from ragspine.retrieval.lexical.glossary import GlossaryQueryRewriter, load_glossary
+from ragspine.retrieval.lexical.protocols import EmbeddingBackend
 from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever, build_narrative_retriever
 from ragspine.retrieval.sensitivity import is_restricted
+from ragspine.retrieval.vector.chunk_vectors import EmbedReport
 
 DEFAULT_SEARCH_TOP_K = 10
 MAX_DOC_ID_CHARS = 512
@@ -62,21 +84,32 @@ class Workspace:
         provider: LLMProvider | None,
     ) -> None:
         self.settings, self.retriever, self.store, self.provider = settings, retriever, store, provider
+        index = retriever.index
+        # What this workspace runs, from what was built (not re-resolved per request).
+        self.retrieval_mode = (
+            "bm25" if index.dense is None else ("vector" if index.channels == "vector" else "hybrid")
+        )
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Workspace:
-        """The assembly: store → BM25 + RRF → glossary rewriter → listwise LLM judge (when an
-        LLM is configured); the same LLM answers `ask`."""
+        """The assembly: store → BM25 (+ the dense channel when the settings resolve an embedding
+        backend, fused by RAGSPINE_FUSION) → glossary rewriter → listwise LLM judge (when an LLM
+        is configured); the same LLM answers `ask`."""
         glossary = load_glossary(settings.glossary)
-        provider = make_llm_provider(settings)
+        backend = embedding_backend_for(settings)
+        provider = None
         try:
+            provider = make_llm_provider(settings)
             extractor = make_filter_extractor(settings.filter_extractor, provider=provider, glossary=glossary)
             retriever, store = build_narrative_retriever(
                 settings.db, provider, query_rewriter=GlossaryQueryRewriter(glossary),
-                filter_extractor=extractor,
+                filter_extractor=extractor, embedding_backend=backend,
+                fusion=fusion_from_settings(settings),
+                channels="vector" if settings.retrieval_mode == "vector" and backend is not None else "hybrid",
             )  # fmt: skip
         except BaseException:
             _close(provider)
+            _close_backend(backend)
             raise
         return cls(settings, retriever, store, provider)
 
@@ -148,6 +181,12 @@ class Workspace:
         free = filterable(found.free) if found else {}
         return self.ingest_text(loaded.text, doc_id or name, metadata=free, pages=pages, **merged)
 
+    def embed_pending(self, *, progress: bool | None = None, batch_size: int = 64) -> EmbedReport | None:
+        """Embed every active chunk that has no vector yet (shortest first, in committed
+        batches: an interrupted run resumes) and drop vectors of chunks no longer active; None
+        without a dense channel. `progress`: a bar with ETA on stderr (None: on a terminal)."""
+        return self.retriever.index.embed_pending(progress=progress, batch_size=batch_size)
+
     def withdraw(self, doc_id: str) -> int:
         """Remove `doc_id` from the active set; return how many active chunks it had (0: none)."""
         doc_id = _check_doc_id(doc_id)
@@ -185,31 +224,60 @@ class Workspace:
         return ask(self.retriever, question, provider=self.provider, filters=where, top_k=top_k)
 
     def stats(self) -> dict[str, Any]:
-        """Counts (documents, chunks), the index state and the configured channels."""
+        """Counts (documents, chunks), the index state (retrieval mode, embedding model, dense
+        coverage as of the last search) and the configured channels."""
         ((documents, chunks),) = self.store.execute_read(
             f"SELECT COUNT(DISTINCT doc_id), COUNT(*) FROM {TABLE} WHERE active = 1"
         )
-        return {
-            "documents": documents,
-            "chunks": chunks,
-            "index": {"data_version": self.store.data_version(), "retrieval": self.settings.effective_retrieval_mode},
-            "channels": self.settings.channels(),
+        index: dict[str, Any] = {
+            "data_version": self.store.data_version(),
+            "retrieval": self.retrieval_mode,
+            "embedding_model": None,
+            "dense": None,
         }
+        dense = self.retriever.index.dense
+        if dense is not None:
+            coverage = dense.coverage()
+            index["embedding_model"] = dense.vectors.model_id
+            index["dense"] = {
+                "stored_vectors": dense.vectors.count(),
+                # as of the last search (all zero before the first one)
+                "active": coverage.active,
+                "with_vector": coverage.with_vector,
+                "lexical_only": coverage.lexical_only,
+                "missing": coverage.missing,
+            }
+        return {"documents": documents, "chunks": chunks, "index": index, "channels": self.settings.channels()}
 
     def check_mode(self, mode: str | None) -> str:
-        """The mode a search runs in: `mode` if this workspace can run it, else ValueError."""
-        effective = self.settings.effective_retrieval_mode
+        """The mode a search runs in: this workspace's mode (hybrid, vector or bm25) when `mode`
+        is None, auto or a name of it; anything else is a ValueError saying what runs here."""
+        effective = self.retrieval_mode
         if mode is None or mode == "auto":
             return effective
         if mode not in RETRIEVAL_MODES:
             raise ValueError(f"unknown mode {mode!r}; accepted: {', '.join(RETRIEVAL_MODES)}")
-        if mode in DENSE_MODES and effective != "hybrid":
-            raise ValueError(f"mode {mode!r} needs the dense channel, which is not configured; use auto or bm25")
-        return "hybrid" if mode in DENSE_MODES else "bm25"
+        asked = "bm25" if mode in LEXICAL_MODES else mode
+        if asked == effective:
+            return effective
+        if effective == "bm25":
+            raise ValueError(
+                f"mode {mode!r} needs the dense channel, which is not configured here "
+                f"({self.settings.embedding_resolution[1]}); use auto or bm25"
+            )
+        raise ValueError(
+            f"this workspace runs {effective} retrieval (RAGSPINE_RETRIEVAL_MODE="
+            f"{self.settings.retrieval_mode}); a request cannot switch to {mode!r}: use auto or "
+            f"{effective}, or serve another workspace with RAGSPINE_RETRIEVAL_MODE={mode}"
+        )
 
     # -- lifecycle ----------------------------------------------------------------------------
     def close(self) -> None:
+        dense = self.retriever.index.dense
         self.store.close()
+        if dense is not None:
+            dense.vectors.close()
+            _close_backend(dense.backend)
         _close(self.provider)
 
     def __enter__(self) -> Workspace:
@@ -248,6 +316,34 @@ def open_workspace(
     return Workspace.from_settings(load_settings(env, config_file=config, flags=flags))
 
 
+# (registry name, its registry entry, options) → a live local backend
+_SHARED_BACKENDS: weakref.WeakValueDictionary[tuple[Any, ...], Any] = weakref.WeakValueDictionary()
+_SHARED_LOCK = threading.Lock()
+
+
+def embedding_backend_for(settings: Settings) -> EmbeddingBackend | None:
+    """The embedding backend `settings` select (`Settings.embedding_backend`, auto resolved),
+    built with the options from RAGSPINE_EMBEDDING_MODEL / _BASE_URL / _API_KEY; None in
+    economy/bm25/lexical mode or when none resolves. A local backend is shared with the other
+    workspaces of this process that use the same one (built once while any holds it)."""
+    name = settings.embedding_backend
+    if name is None:
+        return None
+    from ragspine.retrieval.vector.embedding_backends import EMBEDDING_BACKENDS, make_embedding_backend
+
+    options = embedding_options(settings, name)
+    if name in REMOTE_EMBEDDINGS:  # one HTTP client per workspace, closed with it
+        return make_embedding_backend(name, **options)
+    key = (name, EMBEDDING_BACKENDS.get(name), tuple(sorted((k, str(v)) for k, v in options.items())))
+    with _SHARED_LOCK:
+        backend = _SHARED_BACKENDS.get(key)
+        if backend is None:
+            backend = make_embedding_backend(name, **options)
+            with contextlib.suppress(TypeError):  # not weak-referenceable: this workspace keeps its own
+                _SHARED_BACKENDS[key] = backend
+    return backend
+
+
 def store_path(target: str | Path) -> str:
     """The store file for a workspace target: a folder (existing, or a new path without a
     suffix) holds `chunks.db`; anything else is the store file itself."""
@@ -279,6 +375,13 @@ def _check_doc_id(doc_id: str) -> str:
 def _chunk_dict(row: dict[str, Any]) -> dict[str, Any]:
     row.pop("active", None)
     return row
+
+
+def _close_backend(backend: object) -> None:
+    """Close a remote backend (its HTTP client: one per workspace); local backends may be shared
+    and hold nothing to close."""
+    if backend is not None and getattr(backend, "is_remote", False):
+        _close(backend)
 
 
 def _close(provider: object) -> None:

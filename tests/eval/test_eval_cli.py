@@ -37,7 +37,7 @@ def test_table_and_json(beir_dir: Path, tmp_path: Path) -> None:
     result = invoke(beir_dir, "--split", "test", "--analyzer", "spec", "--json", out)
     assert result.exit_code == 0, result.output
     assert "ragspine eval  toy / test" in result.output
-    assert "bm25 (auto: no embedding backend configured" in result.output
+    assert "bm25 (auto: no embedding backend" in result.output
     assert "1 blank (empty ranking, scored 0)" in result.output
     for label in ("nDCG@10", "Recall@100", "MRR@10", "queries/s"):
         assert label in result.output
@@ -114,21 +114,35 @@ def test_an_interrupted_ingest_resumes(beir_dir: Path, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("mode", ["hybrid", "vector", "HYBRID"])
 def test_modes_without_a_dense_backend_fail_clearly(beir_dir: Path, mode: str) -> None:
-    result = invoke(beir_dir, "--split", "test", "--mode", mode)
+    result = invoke(beir_dir, "--split", "test", "--mode", mode, "--embedding", "none")
     assert result.exit_code == 1
     assert f"--mode {mode.lower()} needs a dense embedding backend" in result.output
     assert "nDCG" not in result.output
 
 
 def test_unknown_embedding_and_bad_options(beir_dir: Path) -> None:
-    result = invoke(beir_dir, "--split", "test", "--embedding", "onnx")
+    result = invoke(beir_dir, "--split", "test", "--embedding", "word2vec")
     assert result.exit_code == 1 and "no such embedding backend" in result.output
-    assert "valid: none, auto" in result.output
+    assert "valid: none, auto, onnx" in result.output
     auto = invoke(beir_dir, "--split", "test", "--embedding", "auto", "--mode", "bm25")
     assert auto.exit_code == 0 and "bm25 (bm25: requested)" in auto.output
     overlap = invoke(beir_dir, "--split", "test", "--overlap-chars", "10")
     assert overlap.exit_code == 2 and "--overlap-chars needs --chunk-chars" in overlap.output
     assert invoke(beir_dir).exit_code == 2  # --split is required
+
+
+def test_hybrid_and_vector_modes_embed_once_and_reuse_vectors(beir_dir: Path, tmp_path: Path) -> None:
+    db = tmp_path / "eval.db"
+    args = ("--split", "test", "--embedding", "deterministic", "--db", str(db), "--json", "-")
+    first = json_of(invoke(beir_dir, *args, "--mode", "hybrid"))
+    assert first["mode"] == "hybrid" and first["embedding"].startswith("deterministic")
+    assert first["embedded"] == first["chunks"] > 0
+    assert (tmp_path / "eval.db.vectors.sqlite").is_file(), "vectors are kept beside the store"
+    again = json_of(invoke(beir_dir, *args, "--mode", "vector"))
+    assert again["mode"] == "vector" and again["embedded"] == 0, "stored vectors are never recomputed"
+    assert 0.0 <= again["ndcg@10"] <= 1.0
+    auto = invoke(beir_dir, "--split", "test", "--embedding", "deterministic")
+    assert auto.exit_code == 0 and "hybrid (auto: hybrid (--embedding deterministic))" in auto.output
 
 
 def test_layout_errors_name_the_file_and_line(beir_dir: Path) -> None:

@@ -27,7 +27,7 @@ import ragspine
 from ragspine.service import running_server
 from ragspine.workspace import Workspace
 
-from service_helpers import API_KEY, AUTH, STUB_ANSWER
+from service_helpers import API_KEY, AUTH, BM25_ENV, STUB_ANSWER
 
 
 @dataclass
@@ -129,7 +129,8 @@ class Served:
 @pytest.fixture
 def serve(tmp_path: Path) -> Iterator[Callable[..., Served]]:
     """`serve(**settings)` opens a workspace (settings by field name, the process environment
-    ignored) and runs the real uvicorn server for it on 127.0.0.1; all stopped at teardown."""
+    ignored; no dense channel unless `embedding=` is given) and runs the real uvicorn server for
+    it on 127.0.0.1; all stopped at teardown."""
     with ExitStack() as stack:
         count = 0
 
@@ -137,7 +138,7 @@ def serve(tmp_path: Path) -> Iterator[Callable[..., Served]]:
             nonlocal count
             count += 1
             overrides.setdefault("api_keys", [API_KEY])
-            ws = stack.enter_context(ragspine.open(tmp_path / f"ws{count}", env={}, **overrides))
+            ws = stack.enter_context(ragspine.open(tmp_path / f"ws{count}", env=BM25_ENV, **overrides))
             url = stack.enter_context(running_server(ws))
             client = stack.enter_context(httpx.Client(base_url=url, headers=AUTH, timeout=30))
             return Served(url, ws, client)

@@ -8,6 +8,9 @@ API_KEY = "test-key-0123456789abcdef"
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
 STUB_ANSWER = "Revenue fell because export orders dropped [1]."
 LLM_KEY = "sk-stub-secret-value"
+# An environment with nothing set but the dense channel off: `env={}` would resolve
+# RAGSPINE_EMBEDDING=auto to e5 where it is installed (slow, and not what these tests are about).
+BM25_ENV = {"RAGSPINE_EMBEDDING": "none"}
 
 
 def llm_settings(base_url: str, **extra: Any) -> dict[str, Any]:

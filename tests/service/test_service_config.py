@@ -54,10 +54,12 @@ def test_precedence_flag_environment_file_default(tmp_path: Path) -> None:
         ({"RAGSPINE_PORT": "http"}, r"RAGSPINE_PORT='http' \(from environment\): expected an integer from 1 to 65535"),
         ({"RAGSPINE_PORT": "70000"}, "RAGSPINE_PORT='70000'"),
         ({"RAGSPINE_RETRIEVAL_MODE": "fast"}, "accepted: auto, hybrid, vector, economy, bm25, lexical"),
-        ({"RAGSPINE_RETRIEVAL_MODE": "hybrid"}, "needs the dense channel.*use auto or bm25"),
-        ({"RAGSPINE_RETRIEVAL_MODE": "VECTOR"}, "RAGSPINE_RETRIEVAL_MODE='vector'.*needs the dense channel"),
-        ({"RAGSPINE_EMBEDDING": "onnx"}, "dense \\(embedding\\) channel is not available yet; accepted: none, auto"),
-        ({"RAGSPINE_EMBEDDING_BACKEND": "openai"}, "RAGSPINE_EMBEDDING='openai'.*not available yet"),
+        ({"RAGSPINE_RETRIEVAL_MODE": "hybrid", "RAGSPINE_EMBEDDING": "none"},
+         "needs the dense channel.*RAGSPINE_EMBEDDING='none'.*use RAGSPINE_RETRIEVAL_MODE=auto or bm25"),
+        ({"RAGSPINE_RETRIEVAL_MODE": "VECTOR", "RAGSPINE_EMBEDDING": "none"},
+         "RAGSPINE_RETRIEVAL_MODE='vector'.*needs the dense channel"),
+        ({"RAGSPINE_EMBEDDING": "word2vec"}, "RAGSPINE_EMBEDDING='word2vec'.*accepted: none, auto, onnx"),
+        ({"RAGSPINE_EMBEDDING_BACKEND": "openai"}, "RAGSPINE_EMBEDDING='openai'.*needs RAGSPINE_EMBEDDING_BASE_URL"),
         ({"RAGSPINE_EMBEDDING": "none", "RAGSPINE_EMBEDDING_BACKEND": "auto"}, "both set"),
         ({"RAGSPINE_LLM_BASE_URL": "localhost:11434"}, "expected an http:// or https:// URL"),
         ({"RAGSPINE_LLM_BASE_URL": "http://h/v1"}, "RAGSPINE_LLM_MODEL is not"),
@@ -74,10 +76,11 @@ def test_bad_values_name_the_variable_source_and_what_is_accepted(env: dict[str,
         load_settings(env)
 
 
-def test_modes_that_work_today() -> None:
+def test_modes_without_an_embedding_backend() -> None:
     for mode in ("auto", "bm25", "lexical", "economy"):
         settings = load_settings({"RAGSPINE_RETRIEVAL_MODE": mode, "RAGSPINE_EMBEDDING_BACKEND": "none"})
         assert settings.effective_retrieval_mode == "bm25" and settings.embedding == "none"
+        assert settings.embedding_backend is None
 
 
 def test_bad_config_files(tmp_path: Path) -> None:

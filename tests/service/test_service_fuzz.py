@@ -18,7 +18,7 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
-from service_helpers import AUTH, doc
+from service_helpers import AUTH, BM25_ENV, doc
 
 import ragspine
 from ragspine.service import openapi_schema, running_server
@@ -29,7 +29,7 @@ EXAMPLES_PER_OPERATION = 30
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     root: Path = tmp_path_factory.mktemp("fuzz")
-    with ragspine.open(root / "ws", env={}, api_keys=[AUTH["Authorization"].split()[1]]) as ws:
+    with ragspine.open(root / "ws", env=BM25_ENV, api_keys=[AUTH["Authorization"].split()[1]]) as ws:
         with running_server(ws) as url:
             client = httpx.Client(base_url=url, headers=AUTH)
             for i in range(5):

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 from click.testing import CliRunner
-from service_helpers import API_KEY, STUB_ANSWER, llm_settings
+from service_helpers import API_KEY, BM25_ENV, STUB_ANSWER, llm_settings
 
 import ragspine
 from ragspine.cli import main
@@ -25,7 +25,7 @@ REPORT = "# 艾克美年报\n\n营收下滑的原因是出口订单减少。\n"
 
 def test_open_a_folder_ingest_search_ask(tmp_path: Path) -> None:
     (tmp_path / "report.md").write_text(REPORT, "utf-8")
-    with ragspine.open(tmp_path / ".ragspine", env={}) as ws:
+    with ragspine.open(tmp_path / ".ragspine", env=BM25_ENV) as ws:
         assert isinstance(ws, Workspace) and ws.settings.db == str(tmp_path / ".ragspine" / "chunks.db")
         assert ws.ingest(tmp_path / "report.md", entity="ACME_CN").doc_id == "report.md"
         assert ws.ingest(str(tmp_path / "report.md"), doc_id="r2").version == 1
@@ -43,13 +43,13 @@ def test_open_a_folder_ingest_search_ask(tmp_path: Path) -> None:
 
 def test_open_errors_are_clear(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="cannot connect to the PostgreSQL store at db:5432/ragspine") as err:
-        ragspine.open("postgresql://user:hunter2@db/ragspine", env={})
+        ragspine.open("postgresql://user:hunter2@db/ragspine", env=BM25_ENV)
     assert "hunter2" not in str(err.value)
     with pytest.raises(ConfigError, match="postgresql:// URL"):
-        ragspine.open("mysql://user@db/ragspine", env={})
+        ragspine.open("mysql://user@db/ragspine", env=BM25_ENV)
     with pytest.raises(TypeError, match="unknown setting"):
-        ragspine.open(":memory:", env={}, llm_modle="x")
-    with ragspine.open(":memory:", env={}) as ws:
+        ragspine.open(":memory:", env=BM25_ENV, llm_modle="x")
+    with ragspine.open(":memory:", env=BM25_ENV) as ws:
         with pytest.raises(ValueError, match="doc_id"):
             ws.ingest("some text")
         with pytest.raises(ValueError, match="text is empty"):
@@ -62,7 +62,7 @@ def test_open_errors_are_clear(tmp_path: Path) -> None:
 
 
 def test_open_takes_settings_as_keywords_and_uses_the_llm(tmp_path: Path, stub_llm: Any) -> None:
-    with ragspine.open(tmp_path / "ws", env={}, **llm_settings(stub_llm.base_url)) as ws:
+    with ragspine.open(tmp_path / "ws", env=BM25_ENV, **llm_settings(stub_llm.base_url)) as ws:
         ws.ingest(REPORT, doc_id="r")
         answer = ws.ask("为什么营收下滑")
         assert (answer.mode, answer.text) == ("llm", STUB_ANSWER)
@@ -71,7 +71,7 @@ def test_open_takes_settings_as_keywords_and_uses_the_llm(tmp_path: Path, stub_l
 
 def test_cli_ask(tmp_path: Path, stub_llm: Any) -> None:
     db = str(tmp_path / "s.db")
-    with ragspine.open(db, env={}) as ws:
+    with ragspine.open(db, env=BM25_ENV) as ws:
         ws.ingest(REPORT, doc_id="cn/report.md", title="艾克美年报", entity="ACME_CN")
     runner = CliRunner()
     result = runner.invoke(main, ["ask", "为什么营收下滑", "--db", db, "--filter", "entity=ACME_CN"], env={})

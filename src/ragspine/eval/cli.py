@@ -19,10 +19,11 @@ ANALYZERS = ("auto", "spec", "en-stem")
 @click.argument("dataset_dir", type=click.Path(path_type=Path))
 @click.option("--split", required=True, help="Qrels split to score: qrels/SPLIT.tsv (e.g. test, dev, train).")
 @click.option("--mode", type=click.Choice(MODES, case_sensitive=False), default="auto", show_default=True,
-              help="Retrieval mode; auto = hybrid when an embedding backend is configured, else bm25. "
-                   "hybrid and vector need a dense backend (none ships yet).")  # fmt: skip
+              help="Retrieval mode; auto = hybrid when the embedding spec resolves to a backend, else "
+                   "bm25. hybrid and vector need one.")  # fmt: skip
 @click.option("--embedding", default=None, metavar="SPEC",
-              help="Embedding backend spec (none, auto); default none.")  # fmt: skip
+              help="Embedding backend (none, auto, e5, onnx, openai, ...: make_embedding_backend's names); "
+                   "default: RAGSPINE_EMBEDDING, as for search and serve.")  # fmt: skip
 @click.option("--db", default=None, type=click.Path(dir_okay=False),
               help="Keep the ingested store here and reuse it on the next run over the same corpus "
                    "(default: in memory; RAGSPINE_DB is not used).")  # fmt: skip

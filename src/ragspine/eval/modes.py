@@ -1,10 +1,9 @@
 """Which retrieval mode an eval run uses, resolved from --mode and --embedding.
 
 Invariant: a mode that cannot run is an `EvalError` with the reason; it never falls back to
-BM25 under another name. `auto` is hybrid when an embedding backend is configured, else BM25,
-and the resolution says which and why. This version ships no dense embedding backend, so
-`hybrid` and `vector` cannot run yet and the only embedding specs are "none" and "auto"
-(auto: the best available backend, which today is none).
+BM25 under another name. `auto` is hybrid when the embedding spec resolves to a backend (the
+same `make_embedding_backend` registry and `auto` resolution as the CLI and the service),
+else BM25, and the resolution says which and why. The spec defaults to RAGSPINE_EMBEDDING.
 """
 
 from __future__ import annotations
@@ -34,38 +33,52 @@ class EvalMode(str, Enum):
             raise EvalError(f"unknown mode {value!r}; valid: {valid}") from None
 
 
-# Embedding specs this version understands; a real backend factory replaces this table.
-EMBEDDING_SPECS: tuple[str, ...] = ("none", "auto")
-
-
 @dataclass(frozen=True)
 class ResolvedMode:
-    """The mode that runs, what was asked for, and why (shown in the output)."""
+    """The mode that runs, what was asked for, the embedding spec that serves it (None for
+    BM25), and why (shown in the output)."""
 
     mode: EvalMode
     requested: EvalMode
     note: str
+    embedding: str | None = None
 
 
 def resolve_mode(requested: str | EvalMode, embedding: str | None = None) -> ResolvedMode:
-    """Resolve `requested` given the embedding spec; raise EvalError when it cannot run.
+    """Resolve `requested` given the embedding spec (None: RAGSPINE_EMBEDDING); raise EvalError
+    when it cannot run. Nothing heavy is imported or loaded.
 
-    >>> resolve_mode("auto").mode.value
+    >>> resolve_mode("auto", "none").mode.value
     'bm25'
+    >>> resolve_mode("hybrid", "deterministic").embedding
+    'deterministic'
     """
+    from ragspine.retrieval.vector.embedding_backends import EMBEDDING_BACKENDS, resolve_auto
+
     mode = requested if isinstance(requested, EvalMode) else EvalMode.parse(requested)
-    spec = (embedding or "none").strip().lower()
-    if spec not in EMBEDDING_SPECS:
+    if embedding is None:
+        from ragspine.config import load_settings
+
+        embedding = load_settings().embedding
+    spec = embedding.strip().lower()
+    if spec not in EMBEDDING_BACKENDS:
         raise EvalError(
-            f"--embedding {embedding!r}: no such embedding backend; this version of RAGSpine ships "
-            f"no dense backend yet (valid: {', '.join(EMBEDDING_SPECS)})"
-        )
-    if mode in (EvalMode.HYBRID, EvalMode.VECTOR):
-        raise EvalError(
-            f"--mode {mode.value} needs a dense embedding backend, and this version of RAGSpine "
-            "has none (the vector channel is not built yet); use --mode bm25, or --mode auto "
-            "to get hybrid once a backend is available"
+            f"--embedding {embedding!r}: no such embedding backend (valid: {', '.join(EMBEDDING_BACKENDS)})"
         )
     if mode is EvalMode.BM25:
         return ResolvedMode(EvalMode.BM25, mode, "bm25: requested")
-    return ResolvedMode(EvalMode.BM25, mode, f"auto: no embedding backend configured (--embedding {spec})")
+    why = f"--embedding {spec}"
+    if spec == "auto":
+        name, reason = resolve_auto()
+        why = reason
+        spec = name or "none"
+    if spec == "none":
+        if mode is EvalMode.AUTO:
+            return ResolvedMode(EvalMode.BM25, mode, f"auto: no embedding backend ({why})")
+        raise EvalError(
+            f"--mode {mode.value} needs a dense embedding backend, and none is available ({why}); "
+            "name one with --embedding (e.g. e5, onnx), or use --mode bm25"
+        )
+    if mode is EvalMode.AUTO:
+        return ResolvedMode(EvalMode.HYBRID, mode, f"auto: hybrid ({why})", spec)
+    return ResolvedMode(mode, mode, f"{mode.value}: requested ({why})", spec)

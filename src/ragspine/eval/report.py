@@ -10,12 +10,12 @@ def format_report(report: EvalReport) -> str:
     """A short settings block and a metrics table.
 
     >>> from ragspine.eval.runner import EvalReport
-    >>> r = EvalReport("toy", "test", "bm25", "auto: no embedding backend configured (--embedding none)",
-    ...     "spec", "spec: requested", "whole", False, 100, ":memory:", False, 3, 3, 2, 0, 0,
+    >>> r = EvalReport("toy", "test", "bm25", "auto: no embedding backend (--embedding none)",
+    ...     None, "none", "spec", "spec: requested", "whole", False, 100, ":memory:", False, 3, 3, 2, 0, 0,
     ...     0.75, 1.0, 0.5, 0.1, 0.5)
     >>> print(format_report(r))  # doctest: +NORMALIZE_WHITESPACE
     ragspine eval  toy / test
-      mode      bm25 (auto: no embedding backend configured (--embedding none))
+      mode      bm25 (auto: no embedding backend (--embedding none))
       analyzer  spec (spec: requested)
       chunking  whole documents (one chunk per corpus entry); glossary rewriter off
       store     :memory:, ingested 3 docs -> 3 chunks in 0.1 s
@@ -45,6 +45,11 @@ def format_report(report: EvalReport) -> str:
     lines = [
         f"ragspine eval  {report.dataset} / {report.split}",
         f"  mode      {report.mode} ({report.mode_note})",
+        *(
+            [f"  dense     {report.embedding}; fusion {report.fusion}; embedded {report.embedded} now ({report.embed_s:.1f} s)"]
+            if report.embedding
+            else []
+        ),
         f"  analyzer  {report.analyzer} ({report.analyzer_note})",
         f"  chunking  {chunking}; glossary rewriter {'on' if report.glossary else 'off'}",
         f"  store     {store}",

@@ -20,7 +20,7 @@ from tqdm import tqdm
 
 from ragspine.eval.dataset import BeirDataset, CorpusDoc
 from ragspine.eval.metrics import MRR_K, NDCG_K, RECALL_K, evaluate_run
-from ragspine.eval.modes import EvalError, resolve_mode
+from ragspine.eval.modes import EvalError, EvalMode, resolve_mode
 from ragspine.eval.store import (
     IngestFingerprint,
     StoreState,
@@ -40,6 +40,7 @@ from ragspine.retrieval.lexical.retrieval import (
     NarrativeIndex,
     RetrievalResult,
 )
+from ragspine.retrieval.lexical.fusion import Fusion
 
 DEFAULT_EVAL_TOP_K = 100
 WHOLE = "whole"
@@ -77,6 +78,8 @@ class EvalReport:
     split: str
     mode: str
     mode_note: str
+    embedding: str | None
+    fusion: str
     analyzer: str
     analyzer_note: str
     chunking: str
@@ -94,6 +97,8 @@ class EvalReport:
     mrr: float
     ingest_s: float
     query_s: float
+    embed_s: float = 0.0
+    embedded: int = 0
     run: dict[str, list[tuple[str, float]]] = field(default_factory=dict, repr=False)
     per_query: dict[str, dict[str, float]] = field(default_factory=dict, repr=False)
 
@@ -107,6 +112,8 @@ class EvalReport:
             "split": self.split,
             "mode": self.mode,
             "mode_note": self.mode_note,
+            "embedding": self.embedding,
+            "fusion": self.fusion,
             "analyzer": self.analyzer,
             "analyzer_note": self.analyzer_note,
             "chunking": self.chunking,
@@ -126,6 +133,8 @@ class EvalReport:
             f"mrr@{MRR_K}": round(self.mrr, 6),
             "queries_per_s": round(self.queries_per_s, 2),
             "ingest_s": round(self.ingest_s, 2),
+            "embed_s": round(self.embed_s, 2),
+            "embedded": self.embedded,
             "query_s": round(self.query_s, 2),
         }
 
@@ -134,8 +143,11 @@ def run_eval(dataset: BeirDataset, options: EvalOptions = EvalOptions()) -> Eval
     """Ingest (unless a kept store already holds this corpus), query every judged query, score."""
     if options.top_k < 1:
         raise EvalError(f"top_k must be >= 1, got {options.top_k}")
+    from ragspine.config import describe_fusion
+
     resolved = resolve_mode(options.mode, options.embedding)  # fails before any work
     analyzer = make_analyzer(options.analyzer)
+    backend, fusion = _dense_assembly(resolved.embedding)
     fingerprint = IngestFingerprint(
         dataset=dataset.name,
         corpus_sha256=dataset.corpus_sha256,
@@ -153,11 +165,18 @@ def run_eval(dataset: BeirDataset, options: EvalOptions = EvalOptions()) -> Eval
             max_chars=options.chunk_chars or whole_document_budget(dataset),
             overlap_chars=0 if options.chunk_chars is None else options.overlap_chars,
             analyzer=analyzer,
+            embedding_backend=backend,
+            fusion=fusion,
+            channels="vector" if resolved.mode is EvalMode.VECTOR else "hybrid",
+            embed_on_write=False,  # embedded after ingest, in length-sorted batches
         )
         started = time.perf_counter()
         if state is not StoreState.COMPLETE:
             _ingest(store, index, dataset.corpus, fingerprint, state, options.progress)
         ingest_s = time.perf_counter() - started
+        started = time.perf_counter()
+        embedded = index.embed_pending(progress=None if options.progress else False)
+        embed_s = time.perf_counter() - started
         chunks = active_chunk_count(store)
         depth = chunk_depth(options.top_k, chunks, len(dataset.corpus))
         run, query_s = query_all(index, dataset.queries, options.top_k, depth, options.progress)
@@ -169,6 +188,8 @@ def run_eval(dataset: BeirDataset, options: EvalOptions = EvalOptions()) -> Eval
         split=dataset.split,
         mode=resolved.mode.value,
         mode_note=resolved.note,
+        embedding=None if backend is None else getattr(backend, "model_id", type(backend).__name__),
+        fusion="none" if backend is None else describe_fusion(fusion),
         analyzer=analyzer.name,
         analyzer_note=analyzer.note or f"{analyzer.name}: requested",
         chunking=options.chunking,
@@ -186,9 +207,25 @@ def run_eval(dataset: BeirDataset, options: EvalOptions = EvalOptions()) -> Eval
         mrr=metrics.mrr,
         ingest_s=ingest_s,
         query_s=query_s,
+        embed_s=embed_s,
+        embedded=0 if embedded is None else embedded.embedded,
         run=run,
         per_query=metrics.per_query,
     )
+
+
+def _dense_assembly(spec: str | None) -> tuple[object | None, Fusion]:
+    """The embedding backend for the resolved `spec` (None: BM25 only) and the configured
+    fusion, built the way `Workspace.from_settings` builds them for search and serve (same
+    factory, RAGSPINE_EMBEDDING_MODEL/_BASE_URL/_API_KEY options, same fusion settings)."""
+    from ragspine.config import embedding_options, fusion_from_settings, load_settings
+    from ragspine.retrieval.vector.embedding_backends import make_embedding_backend
+
+    settings = load_settings()
+    fusion = fusion_from_settings(settings)
+    if spec is None:
+        return None, fusion
+    return make_embedding_backend(spec, **embedding_options(settings, spec)), fusion
 
 
 def _ingest(

@@ -11,14 +11,22 @@ Invariants:
   longer exist there; a path that does not exist prunes nothing.
 The registry row is written after the chunks; if a run dies between the two, the next run sees
 no matching row and writes the document again (one extra version, never a half-written one).
+
+With an embedding backend, documents are written without vectors and one `embed_pending` pass
+at the end embeds every active chunk that has none (all files' chunks sorted by length into
+batches, each committed, with a progress bar); the report's `embedding` says what it did. A
+vectors file of another model stops that pass with `VectorModelMismatch` after the documents
+are written (they stay; `ragspine embed --reembed` finishes the job).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
@@ -32,7 +40,23 @@ from ragspine.ingest.sensitivity_rules import SensitivityRules
 from ragspine.retrieval.chunking.chunk_store import TABLE, ChunkStore
 from ragspine.retrieval.chunking.chunking import DEFAULT_CHUNK_CHARS, DEFAULT_OVERLAP_CHARS
 
-__all__ = ["IngestReport", "ingest_paths"]
+if TYPE_CHECKING:
+    from ragspine.retrieval.vector.chunk_vectors import EmbedReport
+
+__all__ = ["IngestReport", "IngestRunReport", "ingest_paths"]
+
+
+@dataclass
+class IngestRunReport(IngestReport):
+    """An IngestReport plus the closing embedding pass (None: no embedding backend)."""
+
+    embedding: EmbedReport | None = None
+
+    def headline(self) -> str:
+        line = super().headline()
+        if self.embedding is None:
+            return line
+        return f"{line}; embedded: {self.embedding.embedded} chunk(s)"
 
 
 def ingest_paths(
@@ -53,12 +77,16 @@ def ingest_paths(
     max_chars: int = DEFAULT_CHUNK_CHARS,
     overlap_chars: int = DEFAULT_OVERLAP_CHARS,
     progress: bool | None = None,
-) -> IngestReport:
+    embedding_backend: Any = None,
+    embed_batch_size: int = 64,
+) -> IngestRunReport:
     """Ingest every supported file under `paths` into the store at `db`; see the module docstring.
 
     The metadata arguments are defaults for documents that do not set the field themselves
     (sidecar or front matter). `rules` is a SensitivityRules or a rule-file path; `force`
     re-ingests unchanged files; `progress` None shows a bar only on a terminal.
+    `embedding_backend` (e.g. `ragspine.workspace.embedding_backend_for(settings)`): embed the
+    chunks that lack a vector once all files are written, `embed_batch_size` per call.
     """
     given = {
         "entity": entity, "period": period, "topic": topic, "geography": geography, "language": language
@@ -76,7 +104,7 @@ def ingest_paths(
             "store ingest through ragspine.open(URL).ingest(...) or the HTTP API (POST /documents)"
         )
     found = discover(paths, include=include, exclude=exclude)
-    report = IngestReport(db=db, failures=list(found.failures))
+    report = IngestRunReport(db=db, failures=list(found.failures))
     if not found.files and not (prune and found.roots):
         if found.failures:
             return report
@@ -93,6 +121,27 @@ def ingest_paths(
             if prune:
                 for root in found.roots:
                     run.prune(root)
+        if embedding_backend is not None:
+            report.embedding = _embed_pending(store, embedding_backend, progress, embed_batch_size)
+    return report
+
+
+def _embed_pending(store: ChunkStore, backend: Any, progress: bool | None, batch_size: int) -> EmbedReport:
+    """One embedding pass over the store's active chunks lacking a vector (the same vectors file
+    and model key the retrieval side opens)."""
+    from ragspine.retrieval.lexical.narrative_index import NarrativeIndex
+    from ragspine.retrieval.vector.chunk_vectors import VectorModelMismatch
+
+    try:
+        index = NarrativeIndex(store, embedding_backend=backend, embed_on_write=False)
+        assert index.dense is not None
+        try:
+            report = index.embed_pending(progress=progress, batch_size=batch_size)
+        finally:
+            index.dense.vectors.close()
+    except VectorModelMismatch as exc:
+        raise VectorModelMismatch(f"the documents were ingested but not embedded: {exc}") from exc
+    assert report is not None
     return report
 
 

@@ -55,8 +55,8 @@ def create_app(workspace: Workspace) -> FastAPI:
 
 def openapi_schema(settings: Settings | None = None) -> dict[str, Any]:
     """The OpenAPI schema of the app built from `settings` (default: the defaults), as checked
-    into docs/openapi.json."""
-    with Workspace.from_settings(replace(settings or Settings(), db=":memory:")) as ws:
+    into docs/openapi.json. No embedding backend is built: the schema does not depend on it."""
+    with Workspace.from_settings(replace(settings or Settings(), db=":memory:", embedding="none")) as ws:
         return create_app(ws).openapi()
 
 
@@ -71,7 +71,8 @@ def _routes(ws: Workspace) -> APIRouter:
 
     @router.get("/stats", response_model=m.StatsOut, tags=["service"])
     def stats() -> dict[str, Any]:
-        """Documents and chunks in the active set, the index state and the configured channels."""
+        """Documents and chunks in the active set, the index state (retrieval mode, embedding
+        model, dense coverage) and the configured channels."""
         return ws.stats()
 
     @router.post("/documents", status_code=201, response_model=m.IngestOut, tags=["documents"])

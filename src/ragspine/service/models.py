@@ -106,7 +106,7 @@ class Citation(Snippet):
 
 
 class SearchOut(BaseModel):
-    mode: str = Field(description="What ran: bm25 or hybrid")
+    mode: str = Field(description="What ran: bm25, hybrid (BM25 + dense, fused) or vector (dense alone)")
     snippets: list[Snippet]
 
 
@@ -138,10 +138,29 @@ class HealthOut(BaseModel):
     version: str
 
 
+class DenseOut(BaseModel):
+    """The dense channel's vectors; the coverage counts are as of the last search (all zero
+    before the first one)."""
+
+    stored_vectors: int = Field(description="Vectors in the store's vectors file for this model")
+    active: int = Field(description="Active chunks the last search ranked")
+    with_vector: int
+    lexical_only: int = Field(description="RESTRICTED chunks a remote backend may not see")
+    missing: int = Field(description="Active chunks without a vector (`ragspine embed` fills them)")
+
+
+class IndexOut(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    data_version: int
+    retrieval: Literal["hybrid", "vector", "bm25"] = Field(description="What every search runs")
+    embedding_model: str | None = Field(None, description="model_id of the embedding backend; null: no dense channel")
+    dense: DenseOut | None = None
+
+
 class StatsOut(BaseModel):
     documents: int
     chunks: int
-    index: dict[str, Any]
+    index: IndexOut
     channels: dict[str, str]
 
 

@@ -1,12 +1,16 @@
-"""HybridRetriever: metadata pre-filter → BM25 (+ optional vectors) per query variant → RRF.
+"""HybridRetriever: metadata pre-filter → BM25 (+ dense vectors) per query variant → fusion.
 
-Invariants: the metadata filter is applied before any scoring or embedding; BM25 statistics are
-over every chunk given to the retriever (or every active chunk of the store), the filter only
-restricts which are scored; chunk vectors are computed lazily for surviving candidates and
-cached by chunk_id; ties break by (-fused_score, chunk_id); without an embedding backend a
-chunk that shares no token with any query variant is never returned. RESTRICTED chunks are
-*not* removed here: the two exits (rerank, link) do that. BM25 is served by an inverted index
-(`lexical.index`), so a query costs time in proportion to the postings it touches.
+Invariants: the metadata filter is applied before any scoring or embedding, and both channels
+rank exactly the positions it allows; BM25 statistics are over every chunk given to the
+retriever (or every active chunk of the store), the filter only restricts which are scored;
+chunk vectors come from a `DenseChannel` (persisted per chunk and model, never recomputed per
+query: only the query is embedded); rankings are combined by weighted RRF (`Fusion`; plain
+`rrf_fuse` when every weight is 1); ties break by (-fused_score, chunk_id); without an
+embedding backend a chunk that shares no token with any query variant is never returned.
+channels="vector" ranks by the dense channel alone (BM25 scores are still reported).
+RESTRICTED chunks are *not* removed here: the two exits (rerank, link) do that. BM25 is served
+by an inverted index (`lexical.index`), so a query costs time in proportion to the postings it
+touches.
 """
 
 from __future__ import annotations
@@ -18,12 +22,15 @@ from typing import Any, Protocol
 
 from ragspine.retrieval.chunking.chunking import RESERVED_FIELDS, Chunk, index_field_values
 from ragspine.retrieval.filters import CORE_FIELDS, Filter, fields_of, parse_filter
-from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1
-from ragspine.retrieval.lexical.fusion import DEFAULT_RRF_K, rrf_fuse
+from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1, bm25_idf
+from ragspine.retrieval.lexical.fusion import DEFAULT_RRF_K, Fusion, weighted_rrf
 from ragspine.retrieval.lexical.index.segment import SegmentBuilder
 from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot
 from ragspine.retrieval.lexical.protocols import EmbeddingBackend, QueryRewriter
 from ragspine.retrieval.lexical.tokenize import tokenize
+from ragspine.retrieval.vector.dense import DenseChannel, DenseView
+
+CHANNELS = ("hybrid", "vector")
 
 DEFAULT_TOP_K = 50
 DEFAULT_RANK_DEPTH = 100
@@ -74,8 +81,10 @@ class HybridRetriever:
         b: float = DEFAULT_BM25_B,
         rrf_k: int = DEFAULT_RRF_K,
         rank_depth: int = DEFAULT_RANK_DEPTH,
-        vector_cache: dict[str, list[float]] | None = None,
         analyzer: Callable[[str], list[str]] = tokenize,
+        fusion: Fusion | None = None,
+        channels: str = "hybrid",
+        dense: DenseChannel | None = None,
     ) -> None:
         chunks = list(chunks)
         ids = [c.chunk_id for c in chunks]
@@ -90,7 +99,8 @@ class HybridRetriever:
         self._setup(
             IndexSnapshot([builder.finish()]), ListChunks(chunks),
             embedding_backend=embedding_backend, query_rewriter=query_rewriter, k1=k1, b=b,
-            rrf_k=rrf_k, rank_depth=rank_depth, vector_cache=vector_cache, analyzer=analyzer,
+            rrf_k=rrf_k, rank_depth=rank_depth, analyzer=analyzer, fusion=fusion,
+            channels=channels, dense=dense,
         )  # fmt: skip
 
     @classmethod
@@ -105,16 +115,19 @@ class HybridRetriever:
         b: float = DEFAULT_BM25_B,
         rrf_k: int = DEFAULT_RRF_K,
         rank_depth: int = DEFAULT_RANK_DEPTH,
-        vector_cache: dict[str, list[float]] | None = None,
         analyzer: Callable[[str], list[str]] = tokenize,
+        fusion: Fusion | None = None,
+        channels: str = "hybrid",
+        dense: DenseChannel | None = None,
     ) -> HybridRetriever:
         """A retriever over an existing index whose positions `source` resolves to chunks
-        (the index must have been built with the same `analyzer`)."""
+        (the index must have been built with the same `analyzer`). `dense`, when given, keeps
+        the chunk vectors across snapshots (else one is made for `embedding_backend`)."""
         self = cls.__new__(cls)
         self._setup(
             snapshot, source, embedding_backend=embedding_backend, query_rewriter=query_rewriter,
-            k1=k1, b=b, rrf_k=rrf_k, rank_depth=rank_depth, vector_cache=vector_cache,
-            analyzer=analyzer,
+            k1=k1, b=b, rrf_k=rrf_k, rank_depth=rank_depth, analyzer=analyzer, fusion=fusion,
+            channels=channels, dense=dense,
         )  # fmt: skip
         return self
 
@@ -129,19 +142,30 @@ class HybridRetriever:
         b: float,
         rrf_k: int,
         rank_depth: int,
-        vector_cache: dict[str, list[float]] | None,
         analyzer: Callable[[str], list[str]],
+        fusion: Fusion | None,
+        channels: str,
+        dense: DenseChannel | None,
     ) -> None:
+        if channels not in CHANNELS:
+            raise ValueError(f"unknown channels {channels!r}; valid: {', '.join(CHANNELS)}")
+        if dense is not None and embedding_backend is None:
+            embedding_backend = dense.backend
+        if channels == "vector" and embedding_backend is None:
+            raise ValueError("channels='vector' needs an embedding backend")
         self.index = snapshot
         self._source = source
         self.embedding_backend = embedding_backend
         self.query_rewriter = query_rewriter
         self.k1, self.b = k1, b
-        self.rrf_k = rrf_k
+        self.fusion = fusion if fusion is not None else Fusion(k=rrf_k)
+        self.rrf_k = self.fusion.k
+        self.channels = channels
         self.rank_depth = rank_depth
         self.analyzer = analyzer  # the same function tokenizes chunks and queries
-        # chunk_id → vector; ids carry a content digest, so a cache shared across rebuilds is safe.
-        self._vectors: dict[str, list[float]] = {} if vector_cache is None else vector_cache
+        if embedding_backend is not None and dense is None:
+            dense = DenseChannel(embedding_backend)
+        self.dense: DenseView | None = None if dense is None else dense.attach(snapshot, source)
 
     @property
     def chunks(self) -> list[Chunk]:
@@ -175,23 +199,35 @@ class HybridRetriever:
         filters = {name: value for name, value in given.items() if value is not None}
         variants = self.query_rewriter.rewrite(query) if self.query_rewriter else [query]
         # One ranking alone: RRF keeps its order, so its first k are the answer.
-        single = self.embedding_backend is None and len(variants) == 1
+        single = self.dense is None and len(variants) == 1
         depth = k if single else max(k, self.rank_depth)
         index = self.index
-        rankings: list[list[int]] = []
+        lexical: list[list[int]] = []
         scored: list[tuple[list[str], dict[int, float]]] = []
         for variant in variants:
             tokens = self.analyzer(variant)
             top = index.search(tokens, depth, k1=self.k1, b=self.b, filters=filters, where=typed)
-            rankings.append([p for p, _ in top])
+            lexical.append([p for p, _ in top])
             scored.append((tokens, dict(top)))
-        vector_scores = self._vector_channel(variants, filters, typed, depth, rankings)
-        fused = rrf_fuse(rankings, k=self.rrf_k)  # positions stand in for chunk ids
+        dense, vector_scores, query_vectors = self._dense_channel(variants, filters, typed, depth)
         if single:
-            order = rankings[0][:k]
+            fused = {p: 1.0 / (self.rrf_k + r) for r, p in enumerate(lexical[0][:k], start=1)}
+            order = lexical[0][:k]
         else:
+            first_tokens, first_top = scored[0]
+            match = self.lexical_match(first_tokens, max(first_top.values(), default=0.0))
+            w_lexical, w_dense = self.fusion.weights(match)
+            if self.channels == "vector":
+                w_lexical = 0.0
+            runs = [(r, w_lexical) for r in lexical if w_lexical > 0] + [(r, w_dense) for r in dense]
+            fused = weighted_rrf(runs, k=self.rrf_k)  # positions stand in for chunk ids
             order = sorted(fused, key=lambda i: (-fused[i], index.chunk_id(i)))[:k]
         bm25 = self._best_bm25(order, scored)
+        if self.dense is not None and vector_scores is not None:
+            unscored = [i for i in order if i not in vector_scores]
+            for query_vector in query_vectors if unscored else []:
+                for i, score in self.dense.scores_at(query_vector, unscored).items():
+                    vector_scores[i] = max(score, vector_scores.get(i, -1.0))
         chunks = self._source.chunks_at(order)
         return [
             RetrievalResult(
@@ -202,6 +238,21 @@ class HybridRetriever:
             )
             for i, chunk in zip(order, chunks, strict=True)
         ]
+
+    def lexical_match(self, tokens: Sequence[str], best_score: float) -> float:
+        """How well the lexical channel matched: best BM25 score / Σ idf over the query's tokens
+        (a token the corpus lacks counts with an unseen term's idf), clipped to [0, 1]."""
+        index = self.index
+        if not tokens or not index.n_active:
+            return 0.0
+        terms = index.query_terms(tokens, k1=self.k1, b=self.b)
+        seen = {t.term: t for t in terms}
+        unseen_idf = bm25_idf(index.n_active, 0)
+        total = 0.0
+        for token in tokens:
+            term = seen.get(token)
+            total += term.w1 / (self.k1 + 1.0) if term is not None else unseen_idf
+        return min(1.0, best_score / total) if total > 0 else 0.0
 
     def check_where(self, where: Filter | Mapping[str, Any] | None) -> Filter | None:
         """Parse `where` and check every field it names can be filtered on here."""
@@ -239,37 +290,23 @@ class HybridRetriever:
                 best[i] = max(best[i], top.get(i, 0.0))
         return best
 
-    def _ranked(self, scores: dict[int, float], depth: int) -> list[int]:
-        index = self.index
-        return sorted(scores, key=lambda i: (-scores[i], index.chunk_id(i)))[:depth]
-
-    def _vector_channel(
-        self,
-        variants: list[str],
-        filters: dict[str, str],
-        where: Filter | None,
-        depth: int,
-        rankings: list[list[int]],
-    ) -> dict[int, float] | None:
-        """Cosine ranking per query variant over the same candidates as BM25, appended to
-        `rankings`."""
-        if self.embedding_backend is None:
-            return None
-        candidates = self.index.allowed_positions(filters, where).tolist()
-        ids = {i: self.index.chunk_id(i) for i in candidates}
-        missing = [i for i in candidates if ids[i] not in self._vectors]
-        if missing:
-            texts = [c.text for c in self._source.chunks_at(missing)]
-            vectors = self.embedding_backend.embed_texts(texts)
-            for i, vector in zip(missing, vectors, strict=True):
-                self._vectors[ids[i]] = list(vector)
+    def _dense_channel(
+        self, variants: list[str], filters: dict[str, str], where: Filter | None, depth: int
+    ) -> tuple[list[list[int]], dict[int, float] | None, list[Any]]:
+        """Cosine ranking per query variant over the same allowed positions as BM25, each
+        ranked position's best cosine, and the query vectors."""
+        if self.dense is None:
+            return [], None, []
+        allowed = self.index.allowed_positions(filters, where)
+        rankings: list[list[int]] = []
         best: dict[int, float] = {}
-        for query_vector in self.embedding_backend.embed_texts(variants):
-            scores = {i: cosine(query_vector, self._vectors[ids[i]]) for i in candidates}
-            rankings.append(self._ranked(scores, depth))
+        query_vectors = [self.dense.embed_query(v) for v in variants]
+        for query_vector in query_vectors:
+            ranked, scores = self.dense.rank(query_vector, allowed, depth)
+            rankings.append(ranked)
             for i, score in scores.items():
                 best[i] = max(score, best.get(i, -1.0))
-        return best
+        return rankings, best, query_vectors
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:

@@ -5,6 +5,13 @@ transaction; retrieval always reflects the store's current active set at its cur
 data_version, including writes by other processes: the lexical index (`StoreIndex`, persisted
 beside the store) catches up incrementally from the store's change log, or rebuilds when it
 cannot; rerank only reorders, with RESTRICTED handled by `listwise_rerank`.
+
+With an embedding backend, chunk vectors are computed at ingest (`embed_on_write`, the new
+document's chunks) or in bulk by `embed_pending` (batched, resumable, with a progress bar), and
+kept beside the store in `<db>.vectors.sqlite` keyed by chunk_id and model (`ChunkVectors`; in
+memory for an in-memory or PostgreSQL store). A RESTRICTED chunk is never sent to a remote
+backend. Retrieval never recomputes a stored vector; see `DenseChannel` for what happens to
+chunks that have none.
 """
 
 from __future__ import annotations
@@ -23,13 +30,17 @@ from ragspine.retrieval.chunking.chunking import (
 )
 from ragspine.retrieval.filters import Filter
 from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1
-from ragspine.retrieval.lexical.fusion import DEFAULT_RRF_K
+from ragspine.retrieval.lexical.fusion import DEFAULT_RRF_K, Fusion
 from ragspine.retrieval.lexical.hybrid import DEFAULT_TOP_K, HybridRetriever, RetrievalResult
 from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot
 from ragspine.retrieval.lexical.index.store_index import StoreIndex
 from ragspine.retrieval.lexical.protocols import EmbeddingBackend, QueryRewriter
 from ragspine.retrieval.lexical.tokenize import tokenize
 from ragspine.retrieval.rerank.listwise_rerank import DEFAULT_TOP_N, ListwiseJudge, listwise_rerank
+from ragspine.retrieval.vector.backend_support import can_embed
+from ragspine.retrieval.vector.chunk_vectors import ChunkVectors, EmbedReport, embed_chunks
+from ragspine.retrieval.vector.dense import DenseChannel, vector_key
+from ragspine.retrieval.vector.vectors import as_matrix
 
 
 _ROW_CACHE_MAX = 20_000  # stored rows kept in memory per NarrativeIndex
@@ -61,19 +72,34 @@ class NarrativeIndex:
         top_n: int = DEFAULT_TOP_N,
         analyzer: Callable[[str], list[str]] = tokenize,
         persist_index: bool = True,
+        fusion: Fusion | None = None,
+        channels: str = "hybrid",
+        embed_on_write: bool = True,
     ) -> None:
         self.store = store
         self.embedding_backend = embedding_backend
         self.query_rewriter = query_rewriter
         self.judge = judge
         self.max_chars, self.overlap_chars = max_chars, overlap_chars
-        self.k1, self.b, self.rrf_k, self.top_n = k1, b, rrf_k, top_n
+        self.k1, self.b, self.top_n = k1, b, top_n
+        self.fusion = fusion if fusion is not None else Fusion(k=rrf_k)
+        self.rrf_k = self.fusion.k
+        self.channels = channels
+        self.embed_on_write = embed_on_write
         self.analyzer = analyzer
         self._lock = threading.Lock()
         self._retriever: HybridRetriever | None = None
         self._snapshot: IndexSnapshot | None = None
-        self._vector_cache: dict[str, list[float]] = {}
         self._row_cache: dict[int, Chunk] = {}
+        self.dense: DenseChannel | None = None
+        if embedding_backend is not None:
+            key = vector_key(embedding_backend)
+            vectors = (
+                ChunkVectors.beside(store, model_id=key, dim=getattr(embedding_backend, "dim", None))
+                if key is not None
+                else None
+            )  # a backend without a model_id gets in-memory vectors only
+            self.dense = DenseChannel(embedding_backend, vectors)
         # The lexical index: files beside the store (`<db>.bm25/`) unless persist_index=False
         # or the store is in memory.
         self.lexical_index = StoreIndex(store, analyzer, persist=persist_index)
@@ -92,8 +118,31 @@ class NarrativeIndex:
     def replace_chunks(self, doc_id: str, chunks: Sequence[Chunk], valid_as_of: str = "") -> int:
         """Make already-made chunks (e.g. with page locators) the active version of `doc_id`."""
         written = self.store.replace_doc_chunks(doc_id, chunks, valid_as_of=valid_as_of)
+        if self.dense is not None and self.embed_on_write:
+            self._embed(chunks)
         self._after_write()
         return written
+
+    def _embed(self, chunks: Sequence[Chunk]) -> None:
+        """Vectors for the chunks that have none (RESTRICTED ones stay lexical-only on a remote
+        backend)."""
+        assert self.dense is not None
+        backend, vectors = self.dense.backend, self.dense.vectors
+        todo = [c for c in chunks if can_embed(backend, c.sensitivity)]
+        missing = set(vectors.missing([c.chunk_id for c in todo]))
+        todo = [c for c in todo if c.chunk_id in missing]
+        if todo:
+            vectors.add([c.chunk_id for c in todo], as_matrix(backend.embed_texts([c.text for c in todo])))
+
+    def embed_pending(self, *, progress: bool | None = None, batch_size: int = 64) -> EmbedReport | None:
+        """Embed every active chunk that has no vector yet (batched by length, each batch
+        committed: an interrupted run resumes), and drop vectors of chunks no longer active.
+        None when there is no embedding backend."""
+        if self.dense is None:
+            return None
+        return embed_chunks(
+            self.store, self.dense.vectors, self.dense.backend, batch_size=batch_size, progress=progress
+        )
 
     def withdraw(self, doc_id: str) -> None:
         """Remove a document from the active set (its rows stay, inactive, for lineage)."""
@@ -151,9 +200,10 @@ class NarrativeIndex:
                     query_rewriter=self.query_rewriter,
                     k1=self.k1,
                     b=self.b,
-                    rrf_k=self.rrf_k,
-                    vector_cache=self._vector_cache,
                     analyzer=self.analyzer,
+                    fusion=self.fusion,
+                    channels=self.channels,
+                    dense=self.dense,
                 )
                 self._snapshot = snapshot
             return self._retriever

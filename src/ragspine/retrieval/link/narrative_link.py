@@ -19,6 +19,7 @@ from ragspine.retrieval.chunking.stores import open_chunk_store
 from ragspine.retrieval.chunking.chunking import FILTER_FIELDS
 from ragspine.retrieval.filter_extraction import FilterExtractor, combine, narrowing, safe_extract
 from ragspine.retrieval.filters import Filter, parse_filter, to_dict
+from ragspine.retrieval.lexical.fusion import Fusion
 from ragspine.retrieval.lexical.glossary import GlossaryQueryRewriter
 from ragspine.retrieval.lexical.hybrid import DEFAULT_TOP_K, RetrievalResult
 from ragspine.retrieval.lexical.narrative_index import NarrativeIndex
@@ -144,10 +145,16 @@ def build_narrative_retriever(
     embedding_backend: EmbeddingBackend | None = None,
     query_rewriter: QueryRewriter | None = None,
     filter_extractor: FilterExtractor | None = None,
+    fusion: Fusion | None = None,
+    channels: str = "hybrid",
+    embed_on_write: bool = True,
 ) -> tuple[NarrativeIndexRetriever, ChunkStore]:
-    """The default assembly: store (schema ensured) → BM25 + RRF (+ vectors when a backend is
-    given) → glossary multi-query (the configured glossary unless `query_rewriter` is given) →
-    listwise rerank when a provider is given. The caller closes the returned store."""
+    """The default assembly: store (schema ensured) → BM25 + RRF (+ the dense channel when a
+    backend is given: chunk vectors in `<db>.vectors.sqlite`, rankings fused by `fusion`;
+    `channels="vector"` ranks by the dense channel alone) → glossary multi-query (the configured
+    glossary unless `query_rewriter` is given) → listwise rerank when a provider is given. The
+    caller closes the returned store (and `retriever.index.dense.vectors`, when there is one);
+    on error nothing is left open."""
     store = open_chunk_store(chunk_db)  # SQLite path, or a postgresql:// URL
     try:
         store.init_schema()
@@ -156,6 +163,9 @@ def build_narrative_retriever(
             embedding_backend=embedding_backend,
             query_rewriter=query_rewriter or GlossaryQueryRewriter(),
             judge=ProviderListwiseJudge(provider) if provider is not None else None,
+            fusion=fusion,
+            channels=channels,
+            embed_on_write=embed_on_write,
         )
     except BaseException:
         store.close()

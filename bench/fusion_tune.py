@@ -1,0 +1,134 @@
+"""Tune the dense/lexical fusion on train/dev splits (never test) of BEIR folders.
+
+    python -m bench.fusion_tune collect ../shared/eval/scifact --split train --db /tmp/rsb/e5/scifact.db
+    python -m bench.fusion_tune grid /tmp/rsb/tune/*.pkl
+
+`collect` reads an eval store (built by `ragspine eval --db`, vectors by `ragspine eval --mode
+hybrid` or `embed_chunks`), ranks every query of the split once per channel (BM25 top 200 with
+the eval's analyzer, dense top 200 with the configured embedding backend; only queries are
+embedded here), records each query's lexical `match`, and pickles the rankings beside
+`--out`. `grid` fuses those rankings with `Fusion.weights` + `weighted_rrf` exactly as
+`HybridRetriever` does, for a grid of settings, and prints nDCG@10 per set (and BM25 alone,
+dense alone), best settings first by the worst set's gain over BM25, then the mean gain.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import pickle
+import time
+from pathlib import Path
+
+import numpy as np
+
+DEPTH = 200
+
+
+def collect(dataset_dir: Path, split: str, db: str, out: Path, embedding: str) -> None:
+    from ragspine.eval.dataset import load_beir
+    from ragspine.retrieval.chunking.chunk_store import ChunkStore
+    from ragspine.retrieval.lexical.analyzers import make_analyzer
+    from ragspine.retrieval.lexical.narrative_index import NarrativeIndex
+    from ragspine.retrieval.vector.embedding_backends import make_embedding_backend
+
+    dataset = load_beir(dataset_dir, split)
+    store = ChunkStore(db)
+    backend = make_embedding_backend(embedding)
+    index = NarrativeIndex(store, embedding_backend=backend, analyzer=make_analyzer("auto"), embed_on_write=False)
+    retriever = index.retriever()
+    assert retriever.dense is not None
+    coverage = index.dense.coverage() if index.dense else None
+    print(f"{dataset.name}/{split}: {len(dataset.queries)} queries, dense coverage {coverage}", flush=True)
+    qids = [q for q, text in dataset.queries.items() if text.strip()]
+    started = time.perf_counter()
+    vectors = np.asarray(backend.embed_queries([dataset.queries[q] for q in qids]), dtype=np.float32)  # type: ignore[union-attr]
+    print(f"embedded {len(qids)} queries in {time.perf_counter() - started:.1f} s", flush=True)
+    snap = retriever.index
+    allowed = snap.active_positions()
+    doc_of = dict(zip(allowed.tolist(), (c.doc_id for c in retriever._source.chunks_at(allowed.tolist())), strict=True))
+    records = {}
+    for qid, qv in zip(qids, vectors, strict=True):
+        tokens = retriever.analyzer(dataset.queries[qid])
+        lexical = snap.search(tokens, DEPTH, k1=retriever.k1, b=retriever.b)
+        dense, scores = retriever.dense.rank(qv / max(np.linalg.norm(qv), 1e-12), allowed, DEPTH)
+        match = retriever.lexical_match(tokens, lexical[0][1] if lexical else 0.0)
+        records[qid] = {  # whole-document chunks: one chunk per document
+            "lexical": [(doc_of[p], s) for p, s in lexical],
+            "dense": [(doc_of[p], scores[p]) for p in dense],
+            "match": match,
+        }
+    with open(out, "wb") as fh:
+        pickle.dump({"dataset": dataset.name, "split": split, "qrels": dataset.qrels, "records": records}, fh)
+    print(f"wrote {out}", flush=True)
+
+
+def fuse(record: dict, fusion) -> list[str]:  # type: ignore[no-untyped-def]
+    from ragspine.retrieval.lexical.fusion import weighted_rrf
+
+    w_lex, w_dense = fusion.weights(record["match"])
+    runs = [([d for d, _ in record["lexical"]], w_lex), ([d for d, _ in record["dense"]], w_dense)]
+    fused = weighted_rrf([(r, w) for r, w in runs if w > 0], k=fusion.k)
+    return sorted(fused, key=lambda d: (-fused[d], d))[:100]
+
+
+def ndcg(sets: list[dict], ranker) -> list[float]:  # type: ignore[no-untyped-def]
+    from ragspine.eval.metrics import evaluate_run
+
+    out = []
+    for data in sets:
+        run = {q: ranker(r) for q, r in data["records"].items()}
+        out.append(evaluate_run(run, data["qrels"]).ndcg)
+    return out
+
+
+def grid(paths: list[Path]) -> None:
+    from ragspine.retrieval.lexical.fusion import Fusion
+
+    sets = [pickle.loads(p.read_bytes()) for p in paths]
+    names = [f"{d['dataset']}/{d['split']}" for d in sets]
+    bm25 = ndcg(sets, lambda r: [d for d, _ in r["lexical"]][:100])
+    dense = ndcg(sets, lambda r: [d for d, _ in r["dense"]][:100])
+    print("sets        " + "  ".join(f"{n:>22}" for n in names))
+    print("bm25        " + "  ".join(f"{v:>22.4f}" for v in bm25))
+    print("dense       " + "  ".join(f"{v:>22.4f}" for v in dense))
+    for data, name in zip(sets, names, strict=True):
+        matches = np.array([r["match"] for r in data["records"].values()])
+        print(f"match quantiles {name}: " + " ".join(f"{q:.2f}" for q in np.quantile(matches, [0.1, 0.25, 0.5, 0.75, 0.9])))
+    rows = []
+    for w in (0.2, 0.3, 0.5, 0.7, 1.0):
+        f = Fusion(method="weighted", dense_weight=w)
+        rows.append((f"weighted dense={w}", ndcg(sets, lambda r, f=f: fuse(r, f))))
+    for lo, hi, m_lo, m_hi in itertools.product((0.1, 0.2, 0.3, 0.5), (1.0, 2.0, 4.0), (0.1, 0.2, 0.3, 0.4), (0.4, 0.5, 0.6, 0.7, 0.8)):
+        if m_lo >= m_hi:
+            continue
+        f = Fusion(method="adaptive", dense_low=lo, dense_high=hi, match_low=m_lo, match_high=m_hi)
+        rows.append((f"adaptive {lo},{hi},{m_lo},{m_hi}", ndcg(sets, lambda r, f=f: fuse(r, f))))
+    rows.sort(key=lambda row: (min(v - b for v, b in zip(row[1], bm25)), float(np.mean(row[1]) - np.mean(bm25))), reverse=True)
+    for label, values in rows[:25]:
+        gains = [v - b for v, b in zip(values, bm25)]
+        print(f"{label:<30}" + "  ".join(f"{v:.4f}({g:+.4f})" for v, g in zip(values, gains)))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("collect")
+    c.add_argument("dataset_dir", type=Path)
+    c.add_argument("--split", required=True)
+    c.add_argument("--db", required=True)
+    c.add_argument("--out", type=Path, required=True)
+    c.add_argument("--embedding", default="e5")
+    g = sub.add_parser("grid")
+    g.add_argument("paths", type=Path, nargs="+")
+    args = parser.parse_args()
+    if args.command == "collect":
+        if args.split == "test":
+            parser.error("tune on train/dev splits only")
+        collect(args.dataset_dir, args.split, args.db, args.out, args.embedding)
+    else:
+        grid(args.paths)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,254 @@
+"""`DenseChannel`: the cosine ranking of a lexical index's positions, from persisted chunk vectors.
+
+The lexical index (`IndexSnapshot`) decides which positions exist, which are active and which a
+filter allows; this channel only adds a vector row to each position, so both channels always
+rank the same candidate set.
+
+Invariants:
+- A chunk's vector comes from `ChunkVectors` (keyed by chunk_id and model): it is computed once,
+  at ingest or lazily, and never per query. Only the query is embedded (`embed_queries`).
+- Positions without a vector are embedded lazily when the snapshot changes, if there are at most
+  `lazy_limit` of them (logged at INFO). More than that is an explicit, logged fallback (WARNING
+  with the count and the command that embeds them): those chunks are ranked by BM25 only until
+  embedded. `coverage()` reports how many active positions have a vector.
+- A RESTRICTED chunk is never sent to a remote backend (`can_embed`): it stays lexical-only.
+- `rank` returns positions by (-cosine rounded to SCORE_DECIMALS, chunk_id): exact cosine over
+  every allowed position that has a vector, no approximation.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from ragspine.retrieval.chunking.chunking import Chunk
+from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot
+from ragspine.retrieval.lexical.protocols import EmbeddingBackend
+from ragspine.retrieval.vector.backend_support import can_embed, embed_queries
+from ragspine.retrieval.vector.chunk_vectors import ChunkVectors
+from ragspine.retrieval.vector.store import SCORE_DECIMALS
+from ragspine.retrieval.vector.vectors import as_matrix, unit_rows
+
+log = logging.getLogger(__name__)
+
+DEFAULT_LAZY_LIMIT = 1_000  # chunks a query may embed on the spot; more is a logged fallback
+_NO_VECTOR = -1  # not embedded (yet)
+_LEXICAL_ONLY = -2  # RESTRICTED on a remote backend: never embedded
+
+
+class ChunkSource(Protocol):
+    """The chunks behind an index's positions."""
+
+    def chunks_at(self, positions: Sequence[int]) -> list[Chunk]: ...
+
+
+def vector_key(backend: Any) -> str | None:
+    """The backend's `model_id` (the key of its persisted vectors), or None when it has none."""
+    model_id = getattr(backend, "model_id", None)
+    return model_id if isinstance(model_id, str) and model_id else None
+
+
+@dataclass(frozen=True)
+class DenseCoverage:
+    """How many active positions the dense channel can rank."""
+
+    active: int
+    with_vector: int
+    lexical_only: int  # RESTRICTED chunks a remote backend may not see
+
+    @property
+    def missing(self) -> int:
+        return self.active - self.with_vector - self.lexical_only
+
+
+class DenseChannel:
+    """Vectors aligned to an `IndexSnapshot`'s positions; exact cosine ranking.
+
+    >>> from ragspine.retrieval.lexical.index.segment import SegmentBuilder
+    >>> from ragspine.retrieval.lexical.hybrid import ListChunks
+    >>> from ragspine.retrieval.vector.deterministic_backend import DeterministicEmbeddingBackend
+    >>> chunks = [Chunk("a:0", "a", 0, "cat food", "a#p1@0-8"), Chunk("b:0", "b", 0, "dog", "b#p1@0-3")]
+    >>> builder = SegmentBuilder(first=0); builder.add([["cat", "food"], ["dog"]], chunk_ids=["a:0", "b:0"])
+    >>> snapshot = IndexSnapshot([builder.finish()])
+    >>> channel = DenseChannel(DeterministicEmbeddingBackend(dim=16))
+    >>> view = channel.attach(snapshot, ListChunks(chunks))
+    >>> ranked, _ = view.rank(view.embed_query("cat food"), snapshot.active_positions(), 2)
+    >>> [snapshot.chunk_id(p) for p in ranked]
+    ['a:0', 'b:0']
+    """
+
+    def __init__(
+        self,
+        backend: EmbeddingBackend,
+        vectors: ChunkVectors | None = None,
+        *,
+        lazy_limit: int = DEFAULT_LAZY_LIMIT,
+        embed_hint: str = "ragspine embed",
+    ) -> None:
+        self.backend = backend
+        key = vector_key(backend)
+        if vectors is None:
+            vectors = ChunkVectors(None, model_id=key or f"unnamed:{type(backend).__qualname__}")
+        elif key is not None and vectors.model_id != key:
+            raise ValueError(f"vectors of model {vectors.model_id!r} cannot serve backend model {key!r}")
+        self.vectors = vectors
+        self.lazy_limit = lazy_limit
+        self.embed_hint = embed_hint
+        self._lock = threading.Lock()
+        self._row_of: dict[str, int] = {}
+        self._matrix = np.zeros((0, 0), dtype=np.float32)
+        self._count = 0
+        self._version = -1
+        self._segment_rows: dict[int, tuple[Any, np.ndarray]] = {}  # id(segment) → (segment, rows)
+        self._coverage = DenseCoverage(0, 0, 0)
+
+    # -- keeping up with the store ---------------------------------------------------------------
+    def attach(self, snapshot: IndexSnapshot, source: ChunkSource) -> DenseView:
+        """Align to `snapshot`: load vectors written since the last call, embed what is missing
+        (within `lazy_limit`), and map every position to its vector row. The returned view ranks
+        that snapshot's positions and is not changed by later attaches."""
+        with self._lock:
+            self._load_new()
+            rows = self._align(snapshot)
+            active = snapshot.active_positions()
+            missing = active[rows[active] == _NO_VECTOR]
+            if len(missing):
+                self._fill(snapshot, source, missing, rows)
+            on = rows[active]
+            self._coverage = DenseCoverage(
+                int(len(active)), int(np.count_nonzero(on >= 0)), int(np.count_nonzero(on == _LEXICAL_ONLY))
+            )
+            return DenseView(self.backend, snapshot, rows, self._matrix, self._count)
+
+    def coverage(self) -> DenseCoverage:
+        return self._coverage
+
+    def _load_new(self) -> None:
+        if self._version < 0:
+            ids, matrix = self.vectors.load_all()
+            self._version = self.vectors.version()
+            self._add_rows(ids, matrix)
+            return
+        version, added, _deleted = self.vectors.changed_since(self._version)
+        if added:
+            matrix, present = self.vectors.get(added)
+            self._add_rows([i for i, ok in zip(added, present, strict=True) if ok], matrix[present])
+        self._version = version  # deleted ids keep their rows: an id's text (so vector) never changes
+
+    def _add_rows(self, ids: Sequence[str], matrix: np.ndarray) -> None:
+        if not len(ids):
+            return
+        matrix = np.asarray(matrix, dtype=np.float32)
+        if self._matrix.shape[1] == 0:
+            self._matrix = np.zeros((max(1024, len(ids)), matrix.shape[1]), dtype=np.float32)
+        for chunk_id, vector in zip(ids, matrix, strict=True):
+            row = self._row_of.get(chunk_id)
+            if row is None:
+                if self._count == len(self._matrix):
+                    grown = np.zeros((2 * len(self._matrix), self._matrix.shape[1]), dtype=np.float32)
+                    grown[: self._count] = self._matrix[: self._count]
+                    self._matrix = grown
+                row = self._row_of[chunk_id] = self._count
+                self._count += 1
+            self._matrix[row] = vector
+
+    def _align(self, snapshot: IndexSnapshot) -> np.ndarray:
+        parts = []
+        kept: dict[int, tuple[Any, np.ndarray]] = {}
+        row_of = self._row_of
+        for segment in snapshot.segments:
+            cached = self._segment_rows.get(id(segment))
+            if cached is not None and cached[0] is segment:
+                rows = cached[1]
+                unknown = rows < 0
+                if unknown.any():  # vectors may have arrived since
+                    ids = segment.chunk_ids
+                    for i in np.flatnonzero(unknown).tolist():
+                        rows[i] = row_of.get(ids[i], rows[i])
+            else:
+                ids = segment.chunk_ids.to_list()
+                rows = np.fromiter((row_of.get(c, _NO_VECTOR) for c in ids), dtype=np.int64, count=len(ids))
+            kept[id(segment)] = (segment, rows)
+            parts.append(rows)
+        self._segment_rows = kept
+        return np.concatenate(parts).copy() if parts else np.zeros(0, dtype=np.int64)
+
+    def _fill(self, snapshot: IndexSnapshot, source: ChunkSource, missing: np.ndarray, rows: np.ndarray) -> None:
+        chunks = source.chunks_at(missing.tolist())
+        allowed = [can_embed(self.backend, c.sensitivity) for c in chunks]
+        for position, ok in zip(missing.tolist(), allowed, strict=True):
+            if not ok:
+                rows[position] = _LEXICAL_ONLY
+        todo = [(p, c) for p, c, ok in zip(missing.tolist(), chunks, allowed, strict=True) if ok]
+        if not todo:
+            return
+        if len(todo) > self.lazy_limit:
+            log.warning(
+                "%d chunks have no vector for %s: they are ranked by BM25 only until embedded; "
+                "run `%s` to embed them",
+                len(todo), self.vectors.model_id, self.embed_hint,
+            )  # fmt: skip
+            return
+        log.info("embedding %d chunks that have no vector yet (%s)", len(todo), self.vectors.model_id)
+        ids = [c.chunk_id for _, c in todo]
+        vectors = unit_rows(as_matrix(self.backend.embed_texts([c.text for _, c in todo]), what="chunk vectors"))
+        self.vectors.add(ids, vectors)
+        self._add_rows(ids, vectors)
+        self._version = self.vectors.version()
+        for (position, _), chunk_id in zip(todo, ids, strict=True):
+            rows[position] = self._row_of[chunk_id]
+
+
+@dataclass(frozen=True)
+class DenseView:
+    """One snapshot's positions mapped to rows of the vector matrix (rows < 0: no vector)."""
+
+    backend: EmbeddingBackend
+    snapshot: IndexSnapshot
+    rows: np.ndarray
+    matrix: np.ndarray
+    count: int
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """The unit query vector (the backend's query side when it has one)."""
+        matrix = unit_rows(as_matrix(embed_queries(self.backend, [text]), what="query vector"))
+        return matrix[0]
+
+    def rank(self, query: np.ndarray, allowed: np.ndarray, depth: int) -> tuple[list[int], dict[int, float]]:
+        """The best `depth` allowed positions with a vector, and their cosines."""
+        rows = self.rows[allowed]
+        has = rows >= 0
+        positions, rows = allowed[has], rows[has]
+        if not len(rows) or depth <= 0:
+            return [], {}
+        if self.matrix.shape[1] != len(query):
+            raise ValueError(f"query vector has dimension {len(query)}, stored vectors {self.matrix.shape[1]}")
+        if len(rows) * 2 >= self.count:
+            scores = (self.matrix[: self.count] @ query)[rows]
+        else:
+            scores = self.matrix[rows] @ query
+        scores = np.round(scores.astype(np.float64), SCORE_DECIMALS)
+        if len(scores) > depth:
+            kth = np.partition(scores, len(scores) - depth)[len(scores) - depth]
+            keep = scores >= kth  # every tie of the depth-th score, so ids can break ties exactly
+            positions, scores = positions[keep], scores[keep]
+        snapshot = self.snapshot
+        order = sorted(range(len(positions)), key=lambda i: (-scores[i], snapshot.chunk_id(int(positions[i]))))
+        top = [int(positions[i]) for i in order[:depth]]
+        values = {int(positions[i]): float(scores[i]) for i in order[:depth]}
+        return top, values
+
+    def scores_at(self, query: np.ndarray, positions: Sequence[int]) -> dict[int, float]:
+        """Cosine of each given position that has a vector (rounded like `rank`)."""
+        pos = np.asarray(positions, dtype=np.int64)
+        rows = self.rows[pos] if len(pos) else pos
+        has = rows >= 0
+        if not has.any():
+            return {}
+        scores = np.round((self.matrix[rows[has]] @ query).astype(np.float64), SCORE_DECIMALS)
+        return dict(zip(pos[has].tolist(), scores.tolist(), strict=True))

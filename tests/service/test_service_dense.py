@@ -1,0 +1,41 @@
+"""The HTTP service with the dense channel on (the deterministic backend, a real server)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from service_helpers import doc
+
+
+def test_hybrid_search_and_stats_over_http(serve: Any) -> None:
+    served = serve(embedding="deterministic")
+    client = served.client
+    for body in (doc("en", "Borealis gross margin fell because of a recall."),
+                 doc("cn", "营收下滑的原因是出口订单减少。", entity="ACME_CN")):  # fmt: skip
+        assert client.post("/documents", json=body).status_code == 201
+    stats = client.get("/stats").json()
+    assert stats["index"]["retrieval"] == "hybrid"
+    assert stats["index"]["embedding_model"] == "deterministic:blake2b-tokens-v1;dim=256"
+    assert stats["index"]["dense"]["stored_vectors"] == 2
+    assert stats["channels"]["retrieval_mode"] == "auto -> hybrid" and stats["channels"]["dense"] == "deterministic"
+
+    found = client.post("/search", json={"query": "gross margin recall", "top_k": 2}).json()
+    assert found["mode"] == "hybrid" and found["snippets"][0]["doc_id"] == "en"
+    assert all(isinstance(s["scores"]["vector"], float) for s in found["snippets"])
+    assert client.get("/stats").json()["index"]["dense"] == {
+        "stored_vectors": 2, "active": 2, "with_vector": 2, "lexical_only": 0, "missing": 0,
+    }  # fmt: skip
+
+    refused = client.post("/search", json={"query": "margin", "mode": "bm25"})
+    assert refused.status_code == 400 and "runs hybrid retrieval" in refused.json()["message"]
+    assert client.post("/search", json={"query": "margin", "mode": "hybrid"}).json()["mode"] == "hybrid"
+
+
+def test_economy_service_reports_no_dense_channel(serve: Any) -> None:
+    served = serve(embedding="deterministic", retrieval_mode="economy")
+    served.client.post("/documents", json=doc("en", "Borealis margin fell."))
+    stats = served.client.get("/stats").json()
+    assert stats["index"]["retrieval"] == "bm25" and stats["index"]["embedding_model"] is None
+    assert stats["index"]["dense"] is None and stats["channels"]["dense"] == "none"
+    found = served.client.post("/search", json={"query": "margin"}).json()
+    assert found["mode"] == "bm25" and found["snippets"][0]["scores"]["vector"] is None

@@ -1,0 +1,160 @@
+"""The dense channel inside NarrativeIndex: vectors made at ingest, persisted beside the store,
+never recomputed, filled lazily or with a logged fallback, RESTRICTED kept from remote backends."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from ragspine.retrieval.chunking.chunk_store import ChunkStore
+from ragspine.retrieval.chunking.chunking import Chunk, DocumentMeta
+from ragspine.retrieval.lexical.hybrid import HybridRetriever
+from ragspine.retrieval.lexical.fusion import Fusion
+from ragspine.retrieval.lexical.narrative_index import NarrativeIndex
+from ragspine.retrieval.vector.chunk_vectors import VectorModelMismatch
+from ragspine.retrieval.vector.deterministic_backend import DeterministicEmbeddingBackend
+
+DOCS = {
+    "rev": "Revenue fell because export demand weakened in the third quarter.",
+    "hire": "The company hired two hundred engineers for its new battery plant.",
+    "zh": "营收下滑的主要原因是海外需求减弱。",
+    "memo": "Board memo: the dividend will be cut next year.",
+}
+
+
+class Recording(DeterministicEmbeddingBackend):
+    """The deterministic test backend, recording every text it is given (test-only)."""
+
+    def __init__(self, *, remote: bool = False, dim: int = 32) -> None:
+        super().__init__(dim=dim)
+        self.is_remote = remote
+        self.seen: list[str] = []
+
+    def embed_texts(self, texts: list[str]) -> list[list[float]]:
+        self.seen.extend(texts)
+        return super().embed_texts(texts)
+
+
+def _ingest(index: NarrativeIndex) -> None:
+    for doc_id, text in DOCS.items():
+        sensitivity = "RESTRICTED" if doc_id == "memo" else "INTERNAL"
+        index.ingest(text, DocumentMeta(doc_id, sensitivity=sensitivity))
+
+
+def test_vectors_are_made_at_ingest_persisted_and_never_recomputed(db_path: Path) -> None:
+    backend = Recording()
+    with ChunkStore(db_path) as store:
+        store.init_schema()
+        _ingest(NarrativeIndex(store, embedding_backend=backend))
+    assert sorted(backend.seen) == sorted(DOCS.values()), "each chunk embedded once, at ingest"
+    assert Path(f"{db_path}.vectors.sqlite").is_file()
+    again = Recording()
+    with ChunkStore(db_path) as store:  # a new process: vectors come from the file
+        index = NarrativeIndex(store, embedding_backend=again)
+        results = index.retrieve("why did revenue fall", top_k=4)
+        assert again.seen == ["why did revenue fall"], "only the query is embedded"
+        assert results[0].chunk.doc_id == "rev" and results[0].vector_score is not None
+        assert index.dense is not None and index.dense.coverage().with_vector == 4
+
+
+def test_restricted_chunks_never_reach_a_remote_backend(db_path: Path) -> None:
+    remote = Recording(remote=True)
+    with ChunkStore(db_path) as store:
+        store.init_schema()
+        index = NarrativeIndex(store, embedding_backend=remote)
+        _ingest(index)
+        results = index.retrieve("dividend cut memo", top_k=4)
+        assert DOCS["memo"] not in remote.seen
+        memo = [r for r in results if r.chunk.doc_id == "memo"]
+        assert memo and memo[0].vector_score is None, "RESTRICTED stays lexical-only"
+        assert index.dense is not None and index.dense.coverage().lexical_only == 1
+    local = Recording()
+    with ChunkStore(db_path.parent / "local.db") as store:
+        store.init_schema()
+        _ingest(NarrativeIndex(store, embedding_backend=local))
+        assert DOCS["memo"] in local.seen, "a local backend may embed it: the vector stays here"
+
+
+def test_missing_vectors_are_filled_lazily_or_reported(db_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    with ChunkStore(db_path) as store:
+        store.init_schema()
+        _ingest(NarrativeIndex(store))  # BM25 only: no vectors at all
+        backend = Recording()
+        index = NarrativeIndex(store, embedding_backend=backend)
+        with caplog.at_level(logging.INFO, logger="ragspine.retrieval.vector.dense"):
+            index.retrieve("revenue", top_k=2)
+        assert "embedding 4 chunks that have no vector yet" in caplog.text
+        assert len(backend.seen) == 5  # four chunks, then the query
+        caplog.clear()
+        index.ingest("Another text about factories.", DocumentMeta("late"))
+        fallback = NarrativeIndex(store, embedding_backend=Recording(dim=32))
+        assert fallback.dense is not None
+        fallback.dense.lazy_limit = 0
+        fallback.embed_on_write = False
+        fallback.ingest("Freight costs rose sharply.", DocumentMeta("freight"))
+        with caplog.at_level(logging.WARNING, logger="ragspine.retrieval.vector.dense"):
+            results = fallback.retrieve("freight costs", top_k=6)
+        assert "1 chunks have no vector" in caplog.text and "ragspine embed" in caplog.text
+        assert results[0].chunk.doc_id == "freight" and results[0].vector_score is None
+        report = fallback.embed_pending(progress=False)
+        assert report is not None and report.embedded == 1 and report.present == 5
+
+
+def test_another_model_is_refused_with_the_fix(db_path: Path) -> None:
+    with ChunkStore(db_path) as store:
+        store.init_schema()
+        _ingest(NarrativeIndex(store, embedding_backend=Recording(dim=32)))
+        with pytest.raises(VectorModelMismatch, match="ragspine embed --db"):
+            NarrativeIndex(store, embedding_backend=Recording(dim=16))
+
+
+def test_vector_mode_and_fusion_methods(db_path: Path) -> None:
+    with ChunkStore(db_path) as store:
+        store.init_schema()
+        backend = Recording()
+        _ingest(NarrativeIndex(store, embedding_backend=backend))
+        vector = NarrativeIndex(store, embedding_backend=backend, channels="vector")
+        dense_only = vector.retrieve("export demand weakened", top_k=4)
+        order = [r.chunk.doc_id for r in dense_only]
+        scores = [r.vector_score for r in dense_only]
+        assert scores == sorted(scores, reverse=True), "vector mode ranks by cosine alone"
+        assert order[0] == "rev"
+        for method in ("rrf", "weighted", "adaptive"):
+            index = NarrativeIndex(store, embedding_backend=backend, fusion=Fusion(method=method))
+            assert index.retrieve("export demand", top_k=1)[0].chunk.doc_id == "rev"
+
+
+def test_cross_lingual_query_leans_on_vectors(db_path: Path) -> None:
+    """A query the corpus vocabulary does not cover gets a lexical match of 0, so the adaptive
+    fusion gives the dense ranking its highest weight."""
+    with ChunkStore(db_path) as store:
+        store.init_schema()
+        index = NarrativeIndex(store, embedding_backend=Recording())
+        _ingest(index)
+        retriever = index.retriever()
+        tokens = retriever.analyzer("完全没有出现过的词语")
+        assert retriever.lexical_match(tokens, 0.0) == 0.0
+        assert retriever.fusion.weights(0.0)[1] == retriever.fusion.dense_high
+        full = retriever.analyzer("revenue fell because export demand weakened")
+        best = retriever.index.search(full, 1, k1=retriever.k1, b=retriever.b)[0][1]
+        assert retriever.lexical_match(full, best) > 0.5
+
+
+class Constant:
+    """Every text gets the same vector (test-only): every cosine ties."""
+
+    model_id = "constant"
+    is_remote = False
+
+    def embed_texts(self, texts: list[str]) -> list[list[float]]:
+        return [[1.0, 2.0, 2.0] for _ in texts]
+
+
+def test_dense_ranking_breaks_ties_by_chunk_id() -> None:
+    chunks = [Chunk(f"{c}:0", c, 0, f"text {c}", f"{c}#p1@0-6") for c in "dbca"]
+    retriever = HybridRetriever(chunks, embedding_backend=Constant(), channels="vector")
+    results = retriever.search("anything at all", top_k=3)
+    assert [r.chunk.chunk_id for r in results] == ["a:0", "b:0", "c:0"]
+    assert all(r.vector_score == pytest.approx(1.0) for r in results)
