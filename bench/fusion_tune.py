@@ -51,7 +51,8 @@ def collect(dataset_dir: Path, split: str, db: str, out: Path, embedding: str) -
     for qid, qv in zip(qids, vectors, strict=True):
         tokens = retriever.analyzer(dataset.queries[qid])
         lexical = snap.search(tokens, DEPTH, k1=retriever.k1, b=retriever.b)
-        dense, scores = retriever.dense.rank(qv / max(np.linalg.norm(qv), 1e-12), allowed, DEPTH)
+        qv = retriever.dense.centre_query(qv / max(np.linalg.norm(qv), 1e-12), dataset.queries[qid])
+        dense, scores = retriever.dense.rank(qv, allowed, DEPTH)
         match = retriever.lexical_match(tokens, lexical[0][1] if lexical else 0.0)
         records[qid] = {  # whole-document chunks: one chunk per document
             "lexical": [(doc_of[p], s) for p, s in lexical],
@@ -66,8 +67,10 @@ def collect(dataset_dir: Path, split: str, db: str, out: Path, embedding: str) -
 def fuse(record: dict, fusion) -> list[str]:  # type: ignore[no-untyped-def]
     from ragspine.retrieval.lexical.fusion import weighted_rrf
 
-    w_lex, w_dense = fusion.weights(record["match"])
-    runs = [([d for d, _ in record["lexical"]], w_lex), ([d for d, _ in record["dense"]], w_dense)]
+    from ragspine.retrieval.lexical.hybrid import lexical_gap
+
+    w_lex, w_dense = fusion.weights(record["match"], lexical_gap([s for _, s in record["lexical"][:2]]))
+    runs = [([d for d, _ in record["lexical"][:100]], w_lex), ([d for d, _ in record["dense"][:100]], w_dense)]
     fused = weighted_rrf([(r, w) for r, w in runs if w > 0], k=fusion.k)
     return sorted(fused, key=lambda d: (-fused[d], d))[:100]
 
@@ -99,15 +102,17 @@ def grid(paths: list[Path]) -> None:
     for w in (0.2, 0.3, 0.5, 0.7, 1.0):
         f = Fusion(method="weighted", dense_weight=w)
         rows.append((f"weighted dense={w}", ndcg(sets, lambda r, f=f: fuse(r, f))))
-    for lo, hi, m_lo, m_hi in itertools.product((0.1, 0.2, 0.3, 0.5), (1.0, 2.0, 4.0), (0.1, 0.2, 0.3, 0.4), (0.4, 0.5, 0.6, 0.7, 0.8)):
-        if m_lo >= m_hi:
-            continue
-        f = Fusion(method="adaptive", dense_low=lo, dense_high=hi, match_low=m_lo, match_high=m_hi)
-        rows.append((f"adaptive {lo},{hi},{m_lo},{m_hi}", ndcg(sets, lambda r, f=f: fuse(r, f))))
+    names_ = ("dense_low", "dense_mid", "dense_high", "match_low", "match_high", "gap_high", "lexical_low")
+    grid_values = itertools.product(
+        (0.0, 0.1, 0.2), (0.3, 0.6, 1.0), (2.0,), (0.15, 0.25), (0.35, 0.5), (0.15, 0.3, 0.5), (0.2, 1.0)
+    )
+    for values in grid_values:
+        f = Fusion(method="adaptive", **dict(zip(names_, values, strict=True)))
+        rows.append(("adaptive " + ",".join(f"{v:g}" for v in values), ndcg(sets, lambda r, f=f: fuse(r, f))))
     rows.sort(key=lambda row: (min(v - b for v, b in zip(row[1], bm25)), float(np.mean(row[1]) - np.mean(bm25))), reverse=True)
     for label, values in rows[:25]:
         gains = [v - b for v, b in zip(values, bm25)]
-        print(f"{label:<30}" + "  ".join(f"{v:.4f}({g:+.4f})" for v, g in zip(values, gains)))
+        print(f"{label:<44}" + "  ".join(f"{v:.4f}({g:+.4f})" for v, g in zip(values, gains)))
 
 
 def main() -> None:

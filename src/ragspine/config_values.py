@@ -112,7 +112,7 @@ def float_list(count: int, names: str, *, minimum: float | None = None) -> Parse
 
 
 def _example(count: int) -> str:
-    return ",".join(["1", "0.5", "0.2", "0.6"][:count])
+    return ",".join((["1", "0.5", "0.2", "0.6"] + ["0.3"] * count)[:count])
 
 
 def _http_url(raw: str) -> str:

@@ -1,8 +1,11 @@
 """`ragspine demo`: ingest the bundled sample corpus and answer three example questions.
 
 The corpus (src/ragspine/data/sample_corpus/, written for this project about invented
-companies) holds one RESTRICTED memo; the third question's best lexical match is that memo,
-and the demo shows it is withheld at the exit and never printed.
+companies) holds one RESTRICTED memo; the third question's best raw match is that memo, and the
+demo shows it is withheld at the exit and never printed. Retrieval is the configured default
+(`RAGSPINE_EMBEDDING` / `RAGSPINE_RETRIEVAL_MODE` / `RAGSPINE_FUSION`, as for search and
+serve): hybrid BM25 + multilingual-e5 where it is installed, BM25 otherwise; the first line
+says which.
 """
 
 from __future__ import annotations
@@ -14,11 +17,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ragspine.config import fusion_from_settings, load_settings
 from ragspine.render import format_snippets
 from ragspine.retrieval.chunking.chunking import DocumentMeta
 from ragspine.retrieval.lexical.glossary import GlossaryQueryRewriter, Glossary
 from ragspine.retrieval.link.narrative_link import build_narrative_retriever, split_filters
 from ragspine.retrieval.sensitivity import is_restricted
+from ragspine.retrieval.vector.backend_support import model_id_of
+from ragspine.workspace import embedding_backend_for
 
 TOP_K = 5
 
@@ -32,10 +38,18 @@ def run_demo(db: str | None = None, *, echo: Callable[[str], Any] = print) -> li
     )
     with tempfile.TemporaryDirectory(prefix="ragspine-demo-") as tmp:
         path = db or str(Path(tmp) / "demo.db")
+        settings = load_settings()
+        backend = embedding_backend_for(settings)
         retriever, store = build_narrative_retriever(
-            path, query_rewriter=GlossaryQueryRewriter(glossary)
+            path,
+            query_rewriter=GlossaryQueryRewriter(glossary),
+            embedding_backend=backend,
+            fusion=fusion_from_settings(settings),
+            channels="vector" if settings.retrieval_mode == "vector" else "hybrid",
         )
         try:
+            mode = "BM25 only" if backend is None else f"hybrid BM25 + {model_id_of(backend)}"
+            echo(f"== Retrieval: {mode}")
             echo(f"== Ingesting the sample corpus into {path}")
             for doc in manifest["documents"]:
                 fields = {k: v for k, v in doc.items() if k != "file"}
@@ -47,6 +61,8 @@ def run_demo(db: str | None = None, *, echo: Callable[[str], Any] = print) -> li
             for number, question in enumerate(manifest["questions"], start=1):
                 shown.extend(_ask(retriever, number, question, echo))
         finally:
+            if retriever.index.dense is not None:
+                retriever.index.dense.vectors.close()
             store.close()
     restricted_ids = {d["doc_id"] for d in manifest["documents"] if is_restricted(d["sensitivity"])}
     leaked = [s for s in shown if s["doc_id"] in restricted_ids or is_restricted(s["sensitivity"])]

@@ -45,19 +45,34 @@ def weighted_rrf(rankings: Iterable[tuple[Sequence[K], float]], k: int = DEFAULT
 FUSION_METHODS = ("adaptive", "weighted", "rrf")
 
 
+def _ramp(value: float, high: float, low: float) -> float:
+    """1.0 at or below `low`, 0.0 at or above `high`, linear in between."""
+    if value >= high:
+        return 0.0
+    if value <= low:
+        return 1.0
+    return (high - value) / (high - low)
+
+
 @dataclass(frozen=True)
 class Fusion:
     """How the lexical and dense rankings are combined (weighted RRF in every method).
 
     - rrf: every ranking weight 1.0 (`rrf_fuse`).
     - weighted: lexical rankings weigh `lexical_weight`, dense rankings `dense_weight`.
-    - adaptive: the dense weight follows how well the lexical channel matched this query:
-      `match` = best BM25 score / Σ idf of the query's tokens (tokens the corpus lacks count with
-      the idf of an unseen term), clipped to [0, 1]. match >= match_high → dense weight
-      `dense_low`; match <= match_low → `dense_high`; linear in between. A query the corpus's
-      vocabulary covers well (Chinese question over Chinese text) leans on BM25; one it does not
-      (a Chinese question over English text, a paraphrase) leans on the vectors.
-    Deterministic and cheap: the statistics come from the lexical index already in memory.
+    - adaptive: the weights follow two facts about this query's BM25 result, both read from
+      the lexical index already in memory (deterministic, no extra search):
+      `match` = best BM25 score / Σ idf of the query's tokens (a token the corpus lacks counts
+      with an unseen term's idf), clipped to [0, 1]: how much of the query the best lexical hit
+      covers; `gap` = (best − second best BM25 score) / best: how clearly BM25 picked a winner.
+      With t_match = 1 at match <= match_low, 0 at match >= match_high (linear between) and
+      t_gap = 1 at gap 0, 0 at gap >= gap_high:
+        dense  = d + t_match · (dense_high − d), where d = dense_low + t_gap · (dense_mid − dense_low)
+        lexical = lexical_weight + t_match · (lexical_low − lexical_weight)
+      A query the corpus vocabulary covers, with a clear BM25 winner (a Chinese question quoting
+      a Chinese passage) leans on BM25; a close BM25 race lets the vectors break it; a query the
+      vocabulary does not cover (a Chinese question over English text) leans on the vectors,
+      and BM25's matches on common words stop outvoting them.
     """
 
     method: str = "adaptive"
@@ -65,32 +80,38 @@ class Fusion:
     lexical_weight: float = 1.0
     dense_weight: float = 1.0
     dense_low: float = 0.3
+    dense_mid: float = 1.0
     dense_high: float = 3.0
     match_low: float = 0.2
     match_high: float = 0.6
+    gap_high: float = 0.3
+    lexical_low: float = 1.0
 
     def __post_init__(self) -> None:
         if self.method not in FUSION_METHODS:
             raise ValueError(f"unknown fusion method {self.method!r}; valid: {', '.join(FUSION_METHODS)}")
         if self.k < 0:
             raise ValueError(f"RRF k must be >= 0, got {self.k}")
-        weights = (self.lexical_weight, self.dense_weight, self.dense_low, self.dense_high)
+        weights = (self.lexical_weight, self.dense_weight, self.dense_low, self.dense_mid, self.dense_high, self.lexical_low)
         if min(weights) < 0:
             raise ValueError("fusion weights must be >= 0")
         if not 0.0 <= self.match_low < self.match_high <= 1.0:
             raise ValueError(
                 f"need 0 <= match_low < match_high <= 1, got {self.match_low} and {self.match_high}"
             )
+        if not 0.0 < self.gap_high <= 1.0:
+            raise ValueError(f"need 0 < gap_high <= 1, got {self.gap_high}")
 
-    def weights(self, match: float) -> tuple[float, float]:
-        """(lexical weight, dense weight) for a query whose lexical match is `match`."""
+    def weights(self, match: float, gap: float = 1.0) -> tuple[float, float]:
+        """(lexical weight, dense weight) for a query whose lexical match and gap are given."""
         if self.method == "rrf":
             return 1.0, 1.0
         if self.method == "weighted":
             return self.lexical_weight, self.dense_weight
-        if match >= self.match_high:
-            return self.lexical_weight, self.dense_low
-        if match <= self.match_low:
-            return self.lexical_weight, self.dense_high
-        t = (self.match_high - match) / (self.match_high - self.match_low)
-        return self.lexical_weight, self.dense_low + t * (self.dense_high - self.dense_low)
+        t_match = _ramp(match, self.match_high, self.match_low)
+        t_gap = _ramp(gap, self.gap_high, 0.0)
+        settled = self.dense_low + t_gap * (self.dense_mid - self.dense_low)
+        return (
+            self.lexical_weight + t_match * (self.lexical_low - self.lexical_weight),
+            settled + t_match * (self.dense_high - settled),
+        )

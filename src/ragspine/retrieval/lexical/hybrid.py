@@ -215,8 +215,10 @@ class HybridRetriever:
             order = lexical[0][:k]
         else:
             first_tokens, first_top = scored[0]
-            match = self.lexical_match(first_tokens, max(first_top.values(), default=0.0))
-            w_lexical, w_dense = self.fusion.weights(match)
+            best = sorted(first_top.values(), reverse=True)[:2]
+            match = self.lexical_match(first_tokens, best[0] if best else 0.0)
+            gap = lexical_gap(best)
+            w_lexical, w_dense = self.fusion.weights(match, gap) if self.dense is not None else (1.0, 0.0)
             if self.channels == "vector":
                 w_lexical = 0.0
             runs = [(r, w_lexical) for r in lexical if w_lexical > 0] + [(r, w_dense) for r in dense]
@@ -307,6 +309,19 @@ class HybridRetriever:
             for i, score in scores.items():
                 best[i] = max(score, best.get(i, -1.0))
         return rankings, best, query_vectors
+
+
+def lexical_gap(best: Sequence[float]) -> float:
+    """(best − second best) / best of the top BM25 scores given (1.0 with one hit, 0.0 with none).
+
+    >>> lexical_gap([4.0, 3.0]), lexical_gap([2.0]), lexical_gap([])
+    (0.25, 1.0, 0.0)
+    """
+    if not best or best[0] <= 0:
+        return 0.0
+    if len(best) == 1:
+        return 1.0
+    return (best[0] - best[1]) / best[0]
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:

@@ -14,6 +14,14 @@ Invariants:
 - A RESTRICTED chunk is never sent to a remote backend (`can_embed`): it stays lexical-only.
 - `rank` returns positions by (-cosine rounded to SCORE_DECIMALS, chunk_id): exact cosine over
   every allowed position that has a vector, no approximation.
+- Language centring: small multilingual encoders place texts of one language near each other
+  whatever they say, so in a mixed corpus a Chinese question prefers any Chinese passage to the
+  English passage that answers it. When at least two languages (`detect_language` on the chunk
+  text) each hold >= MIN_LANGUAGE_SHARE of the vectors, every vector is compared after
+  subtracting its language's mean passage vector (the query: the mean of its own language;
+  Libovický et al. 2020, "On the language neutrality of pre-trained multilingual
+  representations"), then re-normalised. A corpus in one language is ranked by plain cosine
+  (centring measured slightly worse there: CMRC2018 dev dense nDCG@10 0.9365 → 0.9316).
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ragspine.ingest.language import detect_language
 from ragspine.retrieval.chunking.chunking import Chunk
 from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot
 from ragspine.retrieval.lexical.protocols import EmbeddingBackend
@@ -39,6 +48,10 @@ log = logging.getLogger(__name__)
 DEFAULT_LAZY_LIMIT = 1_000  # chunks a query may embed on the spot; more is a logged fallback
 _NO_VECTOR = -1  # not embedded (yet)
 _LEXICAL_ONLY = -2  # RESTRICTED on a remote backend: never embedded
+LANGUAGES = ("zh", "en", "other", "")  # detect_language's answers; the index is the group code
+MIN_LANGUAGE_SHARE = 0.05  # of the active vectors, for a language to count towards centring
+MIN_LANGUAGE_VECTORS = 10
+_TEXT_BATCH = 5_000  # chunk texts read at a time to find their language
 
 
 class ChunkSource(Protocol):
@@ -104,7 +117,8 @@ class DenseChannel:
         self._matrix = np.zeros((0, 0), dtype=np.float32)
         self._count = 0
         self._version = -1
-        self._segment_rows: dict[int, tuple[Any, np.ndarray]] = {}  # id(segment) → (segment, rows)
+        # id(segment) → (segment, matrix row per position, language code per position)
+        self._segment_rows: dict[int, tuple[Any, np.ndarray, np.ndarray]] = {}
         self._coverage = DenseCoverage(0, 0, 0)
 
     # -- keeping up with the store ---------------------------------------------------------------
@@ -114,7 +128,7 @@ class DenseChannel:
         that snapshot's positions and is not changed by later attaches."""
         with self._lock:
             self._load_new()
-            rows = self._align(snapshot)
+            rows, groups = self._align(snapshot, source)
             active = snapshot.active_positions()
             missing = active[rows[active] == _NO_VECTOR]
             if len(missing):
@@ -123,7 +137,44 @@ class DenseChannel:
             self._coverage = DenseCoverage(
                 int(len(active)), int(np.count_nonzero(on >= 0)), int(np.count_nonzero(on == _LEXICAL_ONLY))
             )
-            return DenseView(self.backend, snapshot, rows, self._matrix, self._count)
+            centres, inverse_norms = self._centring(rows[active], groups[active], rows, groups)
+            return DenseView(
+                self.backend, snapshot, rows, self._matrix, self._count, groups, centres, inverse_norms
+            )
+
+    def _centring(
+        self, active_rows: np.ndarray, active_groups: np.ndarray, rows: np.ndarray, groups: np.ndarray
+    ) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """Per-language mean vectors (row g: language code g; the overall mean for a language
+        too small to count) and 1 / |v - mean| per position, or (None, None) for plain cosine."""
+        has = active_rows >= 0
+        counted = [
+            g for g in range(len(LANGUAGES) - 1)  # "" (no letters) never counts
+            if (n := int(np.count_nonzero(has & (active_groups == g)))) >= MIN_LANGUAGE_VECTORS
+            and n >= MIN_LANGUAGE_SHARE * max(1, int(np.count_nonzero(has)))
+        ]  # fmt: skip
+        if len(counted) < 2:
+            return None, None
+        dim = self._matrix.shape[1]
+        sums = np.zeros((len(LANGUAGES), dim), dtype=np.float64)
+        counts = np.zeros(len(LANGUAGES), dtype=np.int64)
+        for start in range(0, len(active_rows), 8192):
+            part_rows, part_groups = active_rows[start : start + 8192], active_groups[start : start + 8192]
+            keep = part_rows >= 0
+            np.add.at(sums, part_groups[keep], self._matrix[part_rows[keep]])
+            counts += np.bincount(part_groups[keep], minlength=len(LANGUAGES))
+        overall = sums.sum(axis=0) / max(1, int(counts.sum()))
+        centres = np.tile(overall, (len(LANGUAGES), 1))
+        for g in counted:
+            centres[g] = sums[g] / counts[g]
+        centres = centres.astype(np.float32)
+        # |v - c|² = 1 - 2 v·c + |c|² for unit v; per position, from its row and language.
+        dots = self._matrix[: self._count] @ centres.T  # (rows, languages)
+        inverse = np.zeros(len(rows), dtype=np.float32)
+        ok = rows >= 0
+        sq = 1.0 - 2.0 * dots[rows[ok], groups[ok]] + (centres * centres).sum(axis=1)[groups[ok]]
+        inverse[ok] = 1.0 / np.sqrt(np.maximum(sq, 1e-12))
+        return centres, inverse
 
     def coverage(self) -> DenseCoverage:
         return self._coverage
@@ -157,14 +208,15 @@ class DenseChannel:
                 self._count += 1
             self._matrix[row] = vector
 
-    def _align(self, snapshot: IndexSnapshot) -> np.ndarray:
-        parts = []
-        kept: dict[int, tuple[Any, np.ndarray]] = {}
+    def _align(self, snapshot: IndexSnapshot, source: ChunkSource) -> tuple[np.ndarray, np.ndarray]:
+        """(matrix row, language code) of every position; segments seen before are reused."""
+        parts, langs = [], []
+        kept: dict[int, tuple[Any, np.ndarray, np.ndarray]] = {}
         row_of = self._row_of
         for segment in snapshot.segments:
             cached = self._segment_rows.get(id(segment))
             if cached is not None and cached[0] is segment:
-                rows = cached[1]
+                _, rows, groups = cached
                 unknown = rows < 0
                 if unknown.any():  # vectors may have arrived since
                     ids = segment.chunk_ids
@@ -173,10 +225,23 @@ class DenseChannel:
             else:
                 ids = segment.chunk_ids.to_list()
                 rows = np.fromiter((row_of.get(c, _NO_VECTOR) for c in ids), dtype=np.int64, count=len(ids))
-            kept[id(segment)] = (segment, rows)
+                groups = self._languages(source, segment.first, len(ids))
+            kept[id(segment)] = (segment, rows, groups)
             parts.append(rows)
+            langs.append(groups)
         self._segment_rows = kept
-        return np.concatenate(parts).copy() if parts else np.zeros(0, dtype=np.int64)
+        if not parts:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        return np.concatenate(parts).copy(), np.concatenate(langs)
+
+    @staticmethod
+    def _languages(source: ChunkSource, first: int, n: int) -> np.ndarray:
+        codes = np.zeros(n, dtype=np.int64)
+        for start in range(0, n, _TEXT_BATCH):
+            positions = list(range(first + start, first + min(n, start + _TEXT_BATCH)))
+            for i, chunk in enumerate(source.chunks_at(positions)):
+                codes[start + i] = language_code(chunk.text)
+        return codes
 
     def _fill(self, snapshot: IndexSnapshot, source: ChunkSource, missing: np.ndarray, rows: np.ndarray) -> None:
         chunks = source.chunks_at(missing.tolist())
@@ -213,11 +278,35 @@ class DenseView:
     rows: np.ndarray
     matrix: np.ndarray
     count: int
+    groups: np.ndarray  # language code per position
+    centres: np.ndarray | None = None  # per-language mean vectors; None: plain cosine
+    inverse_norms: np.ndarray | None = None  # 1 / |v - centre| per position
 
     def embed_query(self, text: str) -> np.ndarray:
-        """The unit query vector (the backend's query side when it has one)."""
+        """The unit query vector (the backend's query side when it has one), centred on its
+        language's mean when the view centres."""
         matrix = unit_rows(as_matrix(embed_queries(self.backend, [text]), what="query vector"))
-        return matrix[0]
+        return self.centre_query(matrix[0], text)
+
+    def centre_query(self, vector: np.ndarray, text: str) -> np.ndarray:
+        """`vector` (unit) minus the mean of `text`'s language, re-normalised; unchanged when
+        the view does not centre."""
+        if self.centres is None:
+            return vector
+        centred = vector - self.centres[language_code(text)]
+        norm = float(np.linalg.norm(centred))
+        return centred / norm if norm > 0 else vector
+
+    def _scores(self, query: np.ndarray, positions: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Cosines (centred or plain) of positions whose matrix rows are `rows`."""
+        if len(rows) * 2 >= self.count:
+            raw = (self.matrix[: self.count] @ query)[rows]
+        else:
+            raw = self.matrix[rows] @ query
+        if self.centres is not None and self.inverse_norms is not None:
+            offsets = self.centres @ query
+            raw = (raw - offsets[self.groups[positions]]) * self.inverse_norms[positions]
+        return np.round(raw.astype(np.float64), SCORE_DECIMALS)
 
     def rank(self, query: np.ndarray, allowed: np.ndarray, depth: int) -> tuple[list[int], dict[int, float]]:
         """The best `depth` allowed positions with a vector, and their cosines."""
@@ -228,11 +317,7 @@ class DenseView:
             return [], {}
         if self.matrix.shape[1] != len(query):
             raise ValueError(f"query vector has dimension {len(query)}, stored vectors {self.matrix.shape[1]}")
-        if len(rows) * 2 >= self.count:
-            scores = (self.matrix[: self.count] @ query)[rows]
-        else:
-            scores = self.matrix[rows] @ query
-        scores = np.round(scores.astype(np.float64), SCORE_DECIMALS)
+        scores = self._scores(query, positions, rows)
         if len(scores) > depth:
             kth = np.partition(scores, len(scores) - depth)[len(scores) - depth]
             keep = scores >= kth  # every tie of the depth-th score, so ids can break ties exactly
@@ -250,5 +335,10 @@ class DenseView:
         has = rows >= 0
         if not has.any():
             return {}
-        scores = np.round((self.matrix[rows[has]] @ query).astype(np.float64), SCORE_DECIMALS)
+        scores = self._scores(query, pos[has], rows[has])
         return dict(zip(pos[has].tolist(), scores.tolist(), strict=True))
+
+
+def language_code(text: str) -> int:
+    """The index in LANGUAGES of `detect_language(text)`."""
+    return LANGUAGES.index(detect_language(text))
