@@ -172,7 +172,7 @@ def _remove_files(path: str) -> list[str]:
 
 def _embed_summary(report: Any) -> str:
     """One line from an EmbedReport."""
-    rate = f" ({report.embedded / report.seconds:.0f} chunks/s)" if report.embedded and report.seconds > 0 else ""
+    rate = f" ({report.embedded / report.seconds:.1f} chunks/s)" if report.embedded and report.seconds > 0 else ""
     return (
         f"embedded {report.embedded} chunk(s) in {report.seconds:.1f}s{rate}; already embedded: "
         f"{report.present}; lexical-only (RESTRICTED, remote backend): {report.lexical_only}; "

@@ -7,7 +7,9 @@ chunk vectors come from a `DenseChannel` (persisted per chunk and model, never r
 query: only the query is embedded); rankings are combined by weighted RRF (`Fusion`; plain
 `rrf_fuse` when every weight is 1); ties break by (-fused_score, chunk_id); without an
 embedding backend a chunk that shares no token with any query variant is never returned.
-channels="vector" ranks by the dense channel alone (BM25 scores are still reported).
+channels="vector" ranks by the dense channel alone (BM25 scores are still reported). When the
+dense channel's best chunk is in another language than the query, the query counts as one
+BM25 did not match (`match` 0 for the adaptive fusion): BM25 cannot find a translation.
 RESTRICTED chunks are *not* removed here: the two exits (rerank, link) do that. BM25 is served
 by an inverted index (`lexical.index`), so a query costs time in proportion to the postings it
 touches.
@@ -218,9 +220,14 @@ class HybridRetriever:
             best = sorted(first_top.values(), reverse=True)[:2]
             match = self.lexical_match(first_tokens, best[0] if best else 0.0)
             gap = lexical_gap(best)
-            w_lexical, w_dense = self.fusion.weights(match, gap) if self.dense is not None else (1.0, 0.0)
+            if self.dense is not None and dense and dense[0] and self.dense.crosses_language(query, dense[0][0]):
+                match = 0.0  # the vectors' best answer is in another language: BM25 cannot see it
             if self.channels == "vector":
-                w_lexical = 0.0
+                w_lexical, w_dense = 0.0, 1.0  # the dense rankings alone, whatever the fusion
+            elif self.dense is None:
+                w_lexical, w_dense = 1.0, 0.0
+            else:
+                w_lexical, w_dense = self.fusion.weights(match, gap)
             runs = [(r, w_lexical) for r in lexical if w_lexical > 0] + [(r, w_dense) for r in dense]
             fused = weighted_rrf(runs, k=self.rrf_k)  # positions stand in for chunk ids
             order = sorted(fused, key=lambda i: (-fused[i], index.chunk_id(i)))[:k]

@@ -45,7 +45,7 @@ from ragspine.retrieval.vector.vectors import as_matrix, unit_rows
 
 log = logging.getLogger(__name__)
 
-DEFAULT_LAZY_LIMIT = 1_000  # chunks a query may embed on the spot; more is a logged fallback
+DEFAULT_LAZY_LIMIT = 64  # chunks a query may embed on the spot (seconds with e5 on a CPU); more: logged fallback
 _NO_VECTOR = -1  # not embedded (yet)
 _LEXICAL_ONLY = -2  # RESTRICTED on a remote backend: never embedded
 LANGUAGES = ("zh", "en", "other", "")  # detect_language's answers; the index is the group code
@@ -296,6 +296,12 @@ class DenseView:
         centred = vector - self.centres[language_code(text)]
         norm = float(np.linalg.norm(centred))
         return centred / norm if norm > 0 else vector
+
+    def crosses_language(self, text: str, position: int) -> bool:
+        """Whether `text` and the chunk at `position` are in different languages (both known)."""
+        query, chunk = language_code(text), int(self.groups[position])
+        unknown = LANGUAGES.index("")
+        return query != unknown and chunk != unknown and query != chunk
 
     def _scores(self, query: np.ndarray, positions: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Cosines (centred or plain) of positions whose matrix rows are `rows`."""
