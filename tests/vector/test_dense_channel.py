@@ -27,7 +27,7 @@ DOCS = {
 class Recording(DeterministicEmbeddingBackend):
     """The deterministic test backend, recording every text it is given (test-only)."""
 
-    def __init__(self, *, remote: bool = False, dim: int = 32) -> None:
+    def __init__(self, *, remote: bool = False, dim: int = 256) -> None:
         super().__init__(dim=dim)
         self.is_remote = remote
         self.seen: list[str] = []
@@ -89,7 +89,7 @@ def test_missing_vectors_are_filled_lazily_or_reported(db_path: Path, caplog: py
         assert len(backend.seen) == 5  # four chunks, then the query
         caplog.clear()
         index.ingest("Another text about factories.", DocumentMeta("late"))
-        fallback = NarrativeIndex(store, embedding_backend=Recording(dim=32))
+        fallback = NarrativeIndex(store, embedding_backend=Recording(dim=256))
         assert fallback.dense is not None
         fallback.dense.lazy_limit = 0
         fallback.embed_on_write = False
@@ -105,7 +105,7 @@ def test_missing_vectors_are_filled_lazily_or_reported(db_path: Path, caplog: py
 def test_another_model_is_refused_with_the_fix(db_path: Path) -> None:
     with ChunkStore(db_path) as store:
         store.init_schema()
-        _ingest(NarrativeIndex(store, embedding_backend=Recording(dim=32)))
+        _ingest(NarrativeIndex(store, embedding_backend=Recording(dim=256)))
         with pytest.raises(VectorModelMismatch, match="ragspine embed --db"):
             NarrativeIndex(store, embedding_backend=Recording(dim=16))
 
