@@ -160,3 +160,44 @@ def test_dense_ranking_breaks_ties_by_chunk_id() -> None:
     results = retriever.search("anything at all", top_k=3)
     assert [r.chunk.chunk_id for r in results] == ["a:0", "b:0", "c:0"]
     assert all(r.vector_score == pytest.approx(1.0) for r in results)
+
+
+def test_a_zero_fusion_weight_still_orders_what_only_that_channel_found(db_path: Path) -> None:
+    """Weight 0 for BM25 (vectors decide) must not drop chunks that have no vector, and weight 0
+    for the vectors must leave dense-only hits in cosine order, not chunk_id order."""
+    with ChunkStore(db_path) as store:
+        store.init_schema()
+        backend = Recording()
+        _ingest(NarrativeIndex(store, embedding_backend=backend))
+        vectors_decide = Fusion(method="weighted", lexical_weight=0.0, dense_weight=1.0)
+        index = NarrativeIndex(store, embedding_backend=backend, fusion=vectors_decide)
+        assert index.dense is not None
+        index.dense.lazy_limit = 0
+        index.embed_on_write = False
+        index.ingest("Quarterly freight surcharge notice.", DocumentMeta("freight"))
+        results = index.retrieve("freight surcharge revenue", top_k=10)
+        assert [r.chunk.doc_id for r in results][-1] == "freight", "no vector: still returned, last"
+        assert results[-1].vector_score is None and results[-1].bm25_score > 0
+        bm25_decides = Fusion(method="weighted", lexical_weight=1.0, dense_weight=0.0)
+        ranked = NarrativeIndex(store, embedding_backend=backend, fusion=bm25_decides).retrieve("revenue", top_k=10)
+        dense_only = [r.vector_score for r in ranked if r.bm25_score == 0.0 and r.vector_score is not None]
+        assert dense_only == sorted(dense_only, reverse=True), "dense-only hits in cosine order"
+
+
+def test_vectors_written_by_another_writer_are_picked_up(db_path: Path) -> None:
+    from ragspine.retrieval.vector.chunk_vectors import ChunkVectors, embed_chunks
+
+    backend = Recording()
+    with ChunkStore(db_path) as store:
+        store.init_schema()
+        _ingest(NarrativeIndex(store))  # no vectors yet
+        index = NarrativeIndex(store, embedding_backend=backend)
+        assert index.dense is not None
+        index.dense.lazy_limit = 0  # this process will not embed them itself
+        index.retrieve("revenue", top_k=2)
+        assert index.dense.coverage().with_vector == 0
+        with ChunkVectors.beside(store, model_id=backend.model_id) as other:  # e.g. `ragspine embed`
+            embed_chunks(store, other, backend, progress=False)
+        index.ingest("A later note.", DocumentMeta("later"))  # the next snapshot catches up
+        index.retrieve("revenue", top_k=2)
+        assert index.dense.coverage().with_vector == 5

@@ -56,18 +56,19 @@ def resolve_mode(requested: str | EvalMode, embedding: str | None = None) -> Res
     from ragspine.retrieval.vector.embedding_backends import EMBEDDING_BACKENDS, resolve_auto
 
     mode = requested if isinstance(requested, EvalMode) else EvalMode.parse(requested)
+    source = "--embedding"
     if embedding is None:
         from ragspine.config import load_settings
 
-        embedding = load_settings().embedding
+        embedding, source = load_settings().embedding, "RAGSPINE_EMBEDDING"
     spec = embedding.strip().lower()
     if spec not in EMBEDDING_BACKENDS:
         raise EvalError(
-            f"--embedding {embedding!r}: no such embedding backend (valid: {', '.join(EMBEDDING_BACKENDS)})"
+            f"{source} {embedding!r}: no such embedding backend (valid: {', '.join(EMBEDDING_BACKENDS)})"
         )
     if mode is EvalMode.BM25:
         return ResolvedMode(EvalMode.BM25, mode, "bm25: requested")
-    why = f"--embedding {spec}"
+    why = f"{source} {spec}"
     if spec == "auto":
         name, reason = resolve_auto()
         why = reason

@@ -155,6 +155,7 @@ def run_eval(dataset: BeirDataset, options: EvalOptions = EvalOptions()) -> Eval
         chunking=options.chunking,
     )
     store = open_store(options.db)
+    index: NarrativeIndex | None = None
     try:
         state = check_store(store, fingerprint)  # refuses a store of another corpus up front
         # build_narrative_retriever's assembly (store → NarrativeIndex), with eval's chunking and
@@ -181,6 +182,8 @@ def run_eval(dataset: BeirDataset, options: EvalOptions = EvalOptions()) -> Eval
         depth = chunk_depth(options.top_k, chunks, len(dataset.corpus))
         run, query_s = query_all(index, dataset.queries, options.top_k, depth, options.progress)
     finally:
+        if index is not None:
+            index.close()
         store.close()
     metrics = evaluate_run({q: [d for d, _ in r] for q, r in run.items()}, dataset.qrels)
     return EvalReport(

@@ -33,6 +33,7 @@ from ragspine.retrieval.lexical.tokenize import tokenize
 from ragspine.retrieval.vector.dense import DenseChannel, DenseView
 
 CHANNELS = ("hybrid", "vector")
+TIE_WEIGHT = 1e-6  # stands in for a fusion weight of 0
 
 DEFAULT_TOP_K = 50
 DEFAULT_RANK_DEPTH = 100
@@ -228,7 +229,13 @@ class HybridRetriever:
                 w_lexical, w_dense = 1.0, 0.0
             else:
                 w_lexical, w_dense = self.fusion.weights(match, gap)
-            runs = [(r, w_lexical) for r in lexical if w_lexical > 0] + [(r, w_dense) for r in dense]
+            # A zero weight becomes a tiny one: that channel then only orders the chunks the
+            # other did not rank (a chunk without a vector still comes back, behind the rest).
+            if self.channels == "vector":
+                runs = [(r, w_dense) for r in dense]
+            else:
+                runs = [(r, max(w_lexical, TIE_WEIGHT)) for r in lexical]
+                runs += [(r, max(w_dense, TIE_WEIGHT)) for r in dense]
             fused = weighted_rrf(runs, k=self.rrf_k)  # positions stand in for chunk ids
             order = sorted(fused, key=lambda i: (-fused[i], index.chunk_id(i)))[:k]
         bm25 = self._best_bm25(order, scored)

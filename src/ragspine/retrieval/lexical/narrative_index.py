@@ -149,6 +149,11 @@ class NarrativeIndex:
         self.store.replace_doc_chunks(doc_id, [])
         self._after_write()
 
+    def close(self) -> None:
+        """Close the chunk vectors file (the store stays the caller's to close)."""
+        if self.dense is not None:
+            self.dense.vectors.close()
+
     def refresh(self) -> None:
         """Bring the lexical index (and its files) up to date with the store now."""
         self.retriever()
@@ -227,11 +232,13 @@ class StoreChunks:
         row_ids = self._row_ids[list(positions)].tolist()
         cache = self._cache
         if len(cache) + len(row_ids) > _ROW_CACHE_MAX:
-            cache.clear()  # before working out what is missing, so nothing needed is dropped
-        missing = [r for r in row_ids if r not in cache]
+            cache.clear()
+        # Answer from a local dict: another thread may clear the shared cache meanwhile.
+        found = {r: c for r in row_ids if (c := cache.get(r)) is not None}
+        missing = [r for r in row_ids if r not in found]
         if missing:
             for row_id, row in zip(missing, self.store.chunks_by_row_ids(missing), strict=True):
                 if row is None:
                     raise RuntimeError("the chunk store lost rows its lexical index still holds")
-                cache[row_id] = row
-        return [cache[r] for r in row_ids]
+                found[row_id] = cache[row_id] = row
+        return [found[r] for r in row_ids]

@@ -85,6 +85,9 @@ class ChunkVectors:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA busy_timeout=10000")
             self._open_schema()
+        except sqlite3.OperationalError as exc:  # locked, read-only, …: say what SQLite said
+            self._conn.close()
+            raise ValueError(f"cannot open chunk vectors file {self.path}: {exc}") from exc
         except sqlite3.DatabaseError as exc:
             self._conn.close()
             raise ValueError(f"{self.path} is not a SQLite database: {exc}") from exc

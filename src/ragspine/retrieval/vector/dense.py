@@ -168,12 +168,13 @@ class DenseChannel:
         for g in counted:
             centres[g] = sums[g] / counts[g]
         centres = centres.astype(np.float32)
-        # |v - c|² = 1 - 2 v·c + |c|² for unit v; per position, from its row and language.
-        dots = self._matrix[: self._count] @ centres.T  # (rows, languages)
+        # |v - c| per position, computed directly (1 - 2 v·c + |c|² loses precision near c).
         inverse = np.zeros(len(rows), dtype=np.float32)
-        ok = rows >= 0
-        sq = 1.0 - 2.0 * dots[rows[ok], groups[ok]] + (centres * centres).sum(axis=1)[groups[ok]]
-        inverse[ok] = 1.0 / np.sqrt(np.maximum(sq, 1e-12))
+        ok = np.flatnonzero(rows >= 0)
+        for start in range(0, len(ok), 8192):
+            part = ok[start : start + 8192]
+            norms = np.linalg.norm(self._matrix[rows[part]] - centres[groups[part]], axis=1)
+            inverse[part] = 1.0 / np.maximum(norms, 1e-6)
         return centres, inverse
 
     def coverage(self) -> DenseCoverage:
@@ -181,8 +182,9 @@ class DenseChannel:
 
     def _load_new(self) -> None:
         if self._version < 0:
+            version = self.vectors.version()  # before reading: a write in between is re-read next time
             ids, matrix = self.vectors.load_all()
-            self._version = self.vectors.version()
+            self._version = version
             self._add_rows(ids, matrix)
             return
         version, added, _deleted = self.vectors.changed_since(self._version)
@@ -263,8 +265,7 @@ class DenseChannel:
         ids = [c.chunk_id for _, c in todo]
         vectors = unit_rows(as_matrix(self.backend.embed_texts([c.text for _, c in todo]), what="chunk vectors"))
         self.vectors.add(ids, vectors)
-        self._add_rows(ids, vectors)
-        self._version = self.vectors.version()
+        self._add_rows(ids, vectors)  # the version is left alone: other writers' rows still come
         for (position, _), chunk_id in zip(todo, ids, strict=True):
             rows[position] = self._row_of[chunk_id]
 
