@@ -98,15 +98,18 @@ def grid(paths: list[Path]) -> None:
     print("bm25        " + "  ".join(f"{v:>22.4f}" for v in bm25))
     print("dense       " + "  ".join(f"{v:>22.4f}" for v in dense))
     for data, name in zip(sets, names, strict=True):
-        matches = np.array([r["match"] for r in data["records"].values()])
-        print(f"match quantiles {name}: " + " ".join(f"{q:.2f}" for q in np.quantile(matches, [0.1, 0.25, 0.5, 0.75, 0.9])))
+        describe_signals(data, name)
+    fixed = [
+        ("plain rrf", Fusion(method="rrf")),
+        *((f"weighted dense={w}", Fusion(method="weighted", dense_weight=w)) for w in (0.1, 0.2, 0.5)),
+        ("adaptive (the Fusion defaults)", Fusion()),
+    ]
+    for label, f in fixed:
+        print(f"{label:<32}" + "  ".join(f"{v:>22.4f}" for v in ndcg(sets, lambda r, f=f: fuse(r, f))))
     rows = []
-    for w in (0.2, 0.3, 0.5, 0.7, 1.0):
-        f = Fusion(method="weighted", dense_weight=w)
-        rows.append((f"weighted dense={w}", ndcg(sets, lambda r, f=f: fuse(r, f))))
     names_ = ("dense_low", "dense_mid", "dense_high", "match_low", "match_high", "gap_high", "lexical_low")
     grid_values = itertools.product(
-        (0.0, 0.05), (0.4, 0.5, 0.6, 0.8, 1.0), (2.0,), (0.15, 0.25), (0.35,), (0.1, 0.12, 0.15), (0.2,)
+        (0.0, 0.05), (0.4, 0.5, 0.6, 0.8, 1.0), (2.0,), (0.15, 0.25), (0.35,), (0.1, 0.12, 0.15), (0.0, 0.2)
     )
     for values in grid_values:
         f = Fusion(method="adaptive", **dict(zip(names_, values, strict=True)))
@@ -123,6 +126,30 @@ def grid(paths: list[Path]) -> None:
     for label, values in rows[:25]:
         gains = [v - b for v, b in zip(values, bm25)]
         print(f"{label:<44}" + "  ".join(f"{v:.4f}({g:+.4f})" for v, g in zip(values, gains)))
+
+
+def describe_signals(data: dict, name: str) -> None:  # type: ignore[type-arg]
+    """Quantiles of `match` and `gap`, and how often each channel's first hit is relevant per
+    quartile of `gap` (the evidence behind the adaptive fusion's shape)."""
+    from ragspine.retrieval.lexical.hybrid import lexical_gap
+
+    matches, gaps, lex1, dense1 = [], [], [], []
+    for qid, r in data["records"].items():
+        relevant = {d for d, g in data["qrels"].get(qid, {}).items() if g > 0}
+        matches.append(r["match"])
+        gaps.append(lexical_gap([s for _, s in r["lexical"][:2]]))
+        lex1.append(bool(r["lexical"]) and r["lexical"][0][0] in relevant)
+        dense1.append(bool(r["dense"]) and r["dense"][0][0] in relevant)
+    quantiles = lambda x, q: " ".join(f"{v:.2f}" for v in np.quantile(x, q))  # noqa: E731
+    print(f"{name}: match quantiles (10/25/50/75/90%) {quantiles(matches, [0.1, 0.25, 0.5, 0.75, 0.9])}")
+    edges = np.quantile(gaps, [0.25, 0.5, 0.75])
+    quartile = np.digitize(gaps, edges)
+    shares = [
+        f"Q{q + 1}: bm25 {np.mean(np.array(lex1)[quartile == q]):.2f} dense {np.mean(np.array(dense1)[quartile == q]):.2f}"
+        for q in range(4)
+        if np.any(quartile == q)
+    ]
+    print(f"{name}: gap quartile edges {quantiles(gaps, [0.25, 0.5, 0.75])}; first hit relevant: " + "; ".join(shares))
 
 
 def main() -> None:

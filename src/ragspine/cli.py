@@ -38,7 +38,8 @@ def _user_errors() -> Iterator[None]:
         raise click.ClickException(str(exc)) from exc
     except (ImportError, RuntimeError) as exc:
         # imported here: the backends' module is not needed to start the CLI
-        from ragspine.retrieval.vector.backend_support import EmbeddingBackendError, MissingExtraError
+        from ragspine.extras import MissingExtraError
+        from ragspine.retrieval.vector.backend_support import EmbeddingBackendError
 
         if isinstance(exc, MissingExtraError | EmbeddingBackendError):
             raise click.ClickException(str(exc)) from exc

@@ -140,7 +140,6 @@ def _api_keys(raw: str) -> tuple[Secret, ...]:
 
 
 TEXT = Parser(_text, "text")
-PATH = Parser(_text, "path")
 DB = Parser(_db, "SQLite file path, `:memory:` or a `postgresql://` URL")
 EXISTING_FILE = Parser(_existing_file, "path of an existing file")
 HTTP_URL = Parser(_http_url, "http(s) URL")

@@ -45,7 +45,7 @@ def run_demo(db: str | None = None, *, echo: Callable[[str], Any] = print) -> li
             query_rewriter=GlossaryQueryRewriter(glossary),
             embedding_backend=backend,
             fusion=fusion_from_settings(settings),
-            channels="vector" if settings.retrieval_mode == "vector" else "hybrid",
+            channels="vector" if settings.effective_retrieval_mode == "vector" else "hybrid",
         )
         try:
             mode = "BM25 only" if backend is None else f"hybrid BM25 + {model_id_of(backend)}"

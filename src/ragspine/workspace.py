@@ -105,7 +105,7 @@ class Workspace:
                 settings.db, provider, query_rewriter=GlossaryQueryRewriter(glossary),
                 filter_extractor=extractor, embedding_backend=backend,
                 fusion=fusion_from_settings(settings),
-                channels="vector" if settings.retrieval_mode == "vector" and backend is not None else "hybrid",
+                channels="vector" if settings.effective_retrieval_mode == "vector" else "hybrid",
             )  # fmt: skip
         except BaseException:
             _close(provider)

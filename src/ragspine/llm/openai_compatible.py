@@ -16,6 +16,7 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from ragspine.extras import require
 from ragspine.http_retry import EndpointError, excerpt, post_with_retries
 from ragspine.secret import Secret
 
@@ -57,7 +58,7 @@ class OpenAICompatibleProvider:
         backoff: float = DEFAULT_BACKOFF_S,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        httpx = _import_httpx()
+        httpx = require("httpx", extra="llm", purpose="OpenAICompatibleProvider")
         if not model:
             raise ValueError("model must be a non-empty model name")
         if max_retries < 0 or timeout <= 0 or backoff < 0:
@@ -124,13 +125,3 @@ def _reply(url: str, response: httpx.Response) -> str | LLMProviderError:
     if not isinstance(content, str):
         return LLMProviderError(f"LLM {url}: the reply has no text content")
     return content
-
-
-def _import_httpx() -> Any:
-    try:
-        import httpx
-    except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        raise ImportError(
-            "OpenAICompatibleProvider needs httpx: pip install 'ragspine[llm]' (or 'ragspine[service]')"
-        ) from exc
-    return httpx

@@ -19,7 +19,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ragspine.ingest.loaders import MissingExtraError
+from ragspine.extras import MissingExtraError
 
 _LOG = logging.getLogger("ragspine.service")
 

@@ -9,11 +9,11 @@ non-overlapping `(start, end)` spans of that text, one per page that has text, a
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import ModuleType
 from typing import Any
+
+from ragspine.extras import MissingExtraError as MissingExtraError, require as require  # re-exported for the loaders
 
 Span = tuple[int, int]
 
@@ -29,21 +29,6 @@ class LoadedDocument:
     page_spans: tuple[Span, ...] = ()
     page_numbers: tuple[int, ...] = ()
     metadata: Mapping[str, Any] = field(default_factory=dict)
-
-
-class MissingExtraError(ImportError):
-    """An optional dependency a loader needs is not installed; the message names the extra."""
-
-
-def require(module: str, *, extra: str, purpose: str) -> ModuleType:
-    """Import `module`, or raise MissingExtraError naming `pip install 'ragspine[extra]'`."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise MissingExtraError(
-            f"{purpose} needs the optional package {module.split('.')[0]!r}: "
-            f"pip install 'ragspine[{extra}]'"
-        ) from exc
 
 
 def clean_text(text: str) -> str:

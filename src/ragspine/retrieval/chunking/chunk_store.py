@@ -262,8 +262,8 @@ class ChunkStore:
     ) -> None:
         self.close()
 
-    def _transaction(self) -> _Transaction:
-        return _Transaction(self._conn)
+    def _transaction(self) -> Transaction:
+        return Transaction(self._conn)
 
     def _has_table(self, name: str) -> bool:
         return (
@@ -274,7 +274,7 @@ class ChunkStore:
         )
 
 
-class _Transaction:
+class Transaction:
     """BEGIN IMMEDIATE … COMMIT, or ROLLBACK on any exception."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:

@@ -24,6 +24,7 @@ from datetime import datetime, timezone
 from types import TracebackType
 from typing import Any
 
+from ragspine.extras import require
 from ragspine.retrieval.chunking.chunk_store import (  # one schema for every store
     _COLUMN_TYPES,
     _COLUMNS,
@@ -42,13 +43,7 @@ _READ_ONLY_SQLSTATES = frozenset({"25006", "42501"})  # read_only_sql_transactio
 
 
 def _psycopg() -> Any:
-    try:
-        import psycopg
-    except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        raise ImportError(
-            "PostgresChunkStore needs psycopg 3: pip install 'ragspine[postgres]'"
-        ) from exc
-    return psycopg
+    return require("psycopg", extra="postgres", purpose="PostgresChunkStore")
 
 
 def qmark_to_format(sql: str) -> str:

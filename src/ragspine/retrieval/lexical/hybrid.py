@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from ragspine.retrieval.chunking.chunking import RESERVED_FIELDS, Chunk, index_field_values
 from ragspine.retrieval.filters import CORE_FIELDS, Filter, fields_of, parse_filter
@@ -28,7 +28,7 @@ from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1, bm2
 from ragspine.retrieval.lexical.fusion import DEFAULT_RRF_K, Fusion, weighted_rrf
 from ragspine.retrieval.lexical.index.segment import SegmentBuilder
 from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot
-from ragspine.retrieval.lexical.protocols import EmbeddingBackend, QueryRewriter
+from ragspine.retrieval.lexical.protocols import ChunkSource, EmbeddingBackend, QueryRewriter
 from ragspine.retrieval.lexical.tokenize import tokenize
 from ragspine.retrieval.vector.dense import DenseChannel, DenseView
 
@@ -47,12 +47,6 @@ class RetrievalResult:
     bm25_score: float
     vector_score: float | None
     fused_score: float
-
-
-class ChunkSource(Protocol):
-    """The chunks behind an index's positions."""
-
-    def chunks_at(self, positions: Sequence[int]) -> list[Chunk]: ...
 
 
 class ListChunks:

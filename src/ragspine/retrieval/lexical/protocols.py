@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from ragspine.retrieval.chunking.chunking import Chunk
 
 
 @runtime_checkable
@@ -17,3 +21,9 @@ class QueryRewriter(Protocol):
     """Expands a query into variants; the original query is always first."""
 
     def rewrite(self, query: str) -> list[str]: ...
+
+
+class ChunkSource(Protocol):
+    """The chunks behind a lexical index's positions."""
+
+    def chunks_at(self, positions: Sequence[int]) -> list[Chunk]: ...

@@ -13,11 +13,12 @@ Invariants:
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
+from ragspine import extras
+from ragspine.extras import MissingExtraError as MissingExtraError  # re-exported: the one class
 from ragspine.http_retry import EndpointError
 from ragspine.retrieval.lexical.protocols import EmbeddingBackend
 from ragspine.retrieval.sensitivity import is_restricted
@@ -28,18 +29,9 @@ class EmbeddingBackendError(EndpointError):
     HTTP status for remote backends."""
 
 
-class MissingExtraError(ImportError):
-    """An optional dependency of a backend is not installed; the message names the extra."""
-
-
 def require(module: str, *, extra: str, backend: str) -> ModuleType:
-    """Import `module`, or raise MissingExtraError saying `pip install 'ragspine[extra]'`."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise MissingExtraError(
-            f"{backend} needs the Python package {module!r}: pip install 'ragspine[{extra}]'"
-        ) from exc
+    """`ragspine.extras.require` with the backend's name as the purpose."""
+    return extras.require(module, extra=extra, purpose=backend)
 
 
 def check_texts(texts: Sequence[str]) -> list[str]:

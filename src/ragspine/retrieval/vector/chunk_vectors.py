@@ -36,7 +36,7 @@ from typing import Any, Self
 import numpy as np
 from tqdm import tqdm
 
-from ragspine.retrieval.chunking.chunk_store import ChunkStore, StoredChunk
+from ragspine.retrieval.chunking.chunk_store import ChunkStore, StoredChunk, Transaction
 from ragspine.retrieval.vector.backend_support import (
     EmbeddingBackendError,
     can_embed,
@@ -116,7 +116,7 @@ class ChunkVectors:
             return
         rows = unit_rows(matrix).astype("<f4", copy=False)
         dim = int(rows.shape[1])
-        with self._lock, _Transaction(self._conn):
+        with self._lock, Transaction(self._conn):
             stored_dim = self._meta("dim")
             if stored_dim is not None and int(stored_dim) != dim:
                 raise ValueError(f"vectors have dimension {dim}, expected {stored_dim}")
@@ -139,7 +139,7 @@ class ChunkVectors:
         """Delete every vector whose chunk_id is not in `keep_ids` (one transaction); return
         how many were deleted."""
         keep = set(keep_ids)
-        with self._lock, _Transaction(self._conn):
+        with self._lock, Transaction(self._conn):
             stored = [row[0] for row in self._conn.execute(f"SELECT chunk_id FROM {_VECTORS}")]
             doomed = [cid for cid in stored if cid not in keep]
             if not doomed:
@@ -267,7 +267,7 @@ class ChunkVectors:
     # -- internals ----------------------------------------------------------------------------
     def _open_schema(self) -> None:
         """Create the tables, or check an existing file against (model_id, dim)."""
-        with self._lock, _Transaction(self._conn):
+        with self._lock, Transaction(self._conn):
             tables = {
                 row[0]
                 for row in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
@@ -434,19 +434,6 @@ def embed_chunks(
         removed=removed,
         seconds=time.perf_counter() - started,
     )
-
-
-class _Transaction:
-    """BEGIN IMMEDIATE … COMMIT, or ROLLBACK on any exception."""
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self._conn = conn
-
-    def __enter__(self) -> None:
-        self._conn.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
-        self._conn.execute("ROLLBACK" if exc_type else "COMMIT")
 
 
 class _Snapshot:

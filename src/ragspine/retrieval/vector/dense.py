@@ -30,14 +30,13 @@ import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from ragspine.ingest.language import detect_language
-from ragspine.retrieval.chunking.chunking import Chunk
 from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot
-from ragspine.retrieval.lexical.protocols import EmbeddingBackend
+from ragspine.retrieval.lexical.protocols import ChunkSource, EmbeddingBackend
 from ragspine.retrieval.vector.backend_support import can_embed, embed_queries
 from ragspine.retrieval.vector.chunk_vectors import ChunkVectors
 from ragspine.retrieval.vector.store import SCORE_DECIMALS
@@ -52,12 +51,6 @@ LANGUAGES = ("zh", "en", "other", "")  # detect_language's answers; the index is
 MIN_LANGUAGE_SHARE = 0.05  # of the active vectors, for a language to count towards centring
 MIN_LANGUAGE_VECTORS = 10
 _TEXT_BATCH = 5_000  # chunk texts read at a time to find their language
-
-
-class ChunkSource(Protocol):
-    """The chunks behind an index's positions."""
-
-    def chunks_at(self, positions: Sequence[int]) -> list[Chunk]: ...
 
 
 def vector_key(backend: Any) -> str | None:
@@ -83,6 +76,7 @@ class DenseChannel:
     """Vectors aligned to an `IndexSnapshot`'s positions; exact cosine ranking.
 
     >>> from ragspine.retrieval.lexical.index.segment import SegmentBuilder
+    >>> from ragspine.retrieval.chunking.chunking import Chunk
     >>> from ragspine.retrieval.lexical.hybrid import ListChunks
     >>> from ragspine.retrieval.vector.deterministic_backend import DeterministicEmbeddingBackend
     >>> chunks = [Chunk("a:0", "a", 0, "cat food", "a#p1@0-8"), Chunk("b:0", "b", 0, "dog", "b#p1@0-3")]
@@ -101,7 +95,6 @@ class DenseChannel:
         vectors: ChunkVectors | None = None,
         *,
         lazy_limit: int = DEFAULT_LAZY_LIMIT,
-        embed_hint: str = "ragspine embed",
     ) -> None:
         self.backend = backend
         key = vector_key(backend)
@@ -111,7 +104,6 @@ class DenseChannel:
             raise ValueError(f"vectors of model {vectors.model_id!r} cannot serve backend model {key!r}")
         self.vectors = vectors
         self.lazy_limit = lazy_limit
-        self.embed_hint = embed_hint
         self._lock = threading.Lock()
         self._row_of: dict[str, int] = {}
         self._matrix = np.zeros((0, 0), dtype=np.float32)
@@ -160,9 +152,10 @@ class DenseChannel:
         counts = np.zeros(len(LANGUAGES), dtype=np.int64)
         for start in range(0, len(active_rows), 8192):
             part_rows, part_groups = active_rows[start : start + 8192], active_groups[start : start + 8192]
-            keep = part_rows >= 0
-            np.add.at(sums, part_groups[keep], self._matrix[part_rows[keep]])
-            counts += np.bincount(part_groups[keep], minlength=len(LANGUAGES))
+            for g in np.unique(part_groups[part_rows >= 0]).tolist():
+                chosen = part_rows[(part_groups == g) & (part_rows >= 0)]
+                sums[g] += self._matrix[chosen].sum(axis=0, dtype=np.float64)
+                counts[g] += len(chosen)
         overall = sums.sum(axis=0) / max(1, int(counts.sum()))
         centres = np.tile(overall, (len(LANGUAGES), 1))
         for g in counted:
@@ -257,8 +250,8 @@ class DenseChannel:
         if len(todo) > self.lazy_limit:
             log.warning(
                 "%d chunks have no vector for %s: they are ranked by BM25 only until embedded; "
-                "run `%s` to embed them",
-                len(todo), self.vectors.model_id, self.embed_hint,
+                "run `ragspine embed` to embed them",
+                len(todo), self.vectors.model_id,
             )  # fmt: skip
             return
         log.info("embedding %d chunks that have no vector yet (%s)", len(todo), self.vectors.model_id)

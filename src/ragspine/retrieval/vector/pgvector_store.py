@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from ragspine.extras import require
 from ragspine.retrieval.filters import (
     And,
     Filter,
@@ -53,14 +54,8 @@ _MAX_EF_SEARCH = 1000  # pgvector's upper bound for hnsw.ef_search
 
 
 def _drivers() -> tuple[Any, Any]:
-    try:
-        import psycopg
-        from pgvector.psycopg import register_vector
-    except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        raise ImportError(
-            "PgVectorStore needs psycopg 3 and pgvector: pip install 'ragspine[postgres]'"
-        ) from exc
-    return psycopg, register_vector
+    psycopg = require("psycopg", extra="postgres", purpose="PgVectorStore")
+    return psycopg, require("pgvector.psycopg", extra="postgres", purpose="PgVectorStore").register_vector
 
 
 class PgVectorStore:

@@ -36,10 +36,10 @@ def compile_filter(
 
         return combined
     name = spec.field if spec.field in CORE_FIELDS else "metadata"
-    _, codes = field(name)
+    table, codes = field(name)
     ok = cache.get(spec)
     if ok is None:
-        ok = cache[spec] = _judge_values(spec, *field(name))
+        ok = cache[spec] = _judge_values(spec, table)
     return lambda docs: ok[codes[docs]]
 
 
@@ -52,7 +52,7 @@ def metadata_keys(field: Callable[[str], FieldTable]) -> set[str]:
     return keys
 
 
-def _judge_values(spec: Predicate, table: dict[str, int], _codes: np.ndarray) -> np.ndarray:
+def _judge_values(spec: Predicate, table: dict[str, int]) -> np.ndarray:
     ok = np.zeros(max(len(table), 1), dtype=bool)
     if spec.field in CORE_FIELDS:
         for value, code in table.items():
