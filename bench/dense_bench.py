@@ -22,9 +22,9 @@ from pathlib import Path
 import numpy as np
 
 from bench.prepare import prepare
-from ragspine.retrieval.chunking.chunk_store import ChunkStore
-from ragspine.retrieval.lexical.narrative_index import NarrativeIndex
-from ragspine.retrieval.vector.chunk_vectors import ChunkVectors
+from ragspine.retrieval.store.sqlite import ChunkStore
+from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex
+from ragspine.retrieval.vector.dense.chunk_vectors import ChunkVectors
 
 DIM = 384
 

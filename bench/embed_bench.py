@@ -20,8 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ragspine.retrieval.chunking.chunking import DocumentMeta, chunk_document
-from ragspine.retrieval.vector.e5_backend import MultilingualE5EmbeddingBackend
+from ragspine.retrieval.chunking.chunking import chunk_document
+from ragspine.retrieval.model import DocumentMeta
+from ragspine.retrieval.vector.embeddings.e5 import MultilingualE5EmbeddingBackend
 
 FLOPS_PER_TOKEN = 2 * 12 * (4 * 384 * 384 + 2 * 384 * 1536)  # dense layers of e5-small, forward
 

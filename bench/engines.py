@@ -40,8 +40,8 @@ def main(engine: str, folder: Path, passes: int) -> dict[str, Any]:
 
 # -- ragspine -------------------------------------------------------------------------------
 def _open(folder: Path):  # type: ignore[no-untyped-def]
-    from ragspine.retrieval.chunking.chunk_store import ChunkStore
-    from ragspine.retrieval.lexical.narrative_index import NarrativeIndex
+    from ragspine.retrieval.store.sqlite import ChunkStore
+    from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex
 
     store = ChunkStore(folder / "chunks.db")
     store.init_schema()
@@ -190,7 +190,8 @@ def update(folder: Path, queries: list[str], passes: int) -> dict[str, Any]:
     """Replace one document (its text re-chunked, ~10 chunks) at a time in a copy of the store
     and index: the store's write, then the index brought up to date (persisted)."""
     from bench.corpus import synthetic_chunks
-    from ragspine.retrieval.chunking.chunking import DocumentMeta, chunk_document
+    from ragspine.retrieval.chunking.chunking import chunk_document
+    from ragspine.retrieval.model import DocumentMeta
 
     with tempfile.TemporaryDirectory(dir=folder) as tmp:
         copy = Path(tmp)

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from bench.prepare import prepare
-from ragspine.retrieval.chunking.chunk_store import ChunkStore
-from ragspine.retrieval.lexical.narrative_index import NarrativeIndex
+from ragspine.retrieval.store.sqlite import ChunkStore
+from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex
 
 EXACT = {"topic": "revenue", "period": "2020"}
 VARIANTS = {

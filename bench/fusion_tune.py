@@ -29,10 +29,10 @@ MIN_GAIN = 0.001  # nDCG@10 over BM25 that every tuning set must keep
 
 def collect(dataset_dir: Path, split: str, db: str, out: Path, embedding: str) -> None:
     from ragspine.eval.dataset import load_beir
-    from ragspine.retrieval.chunking.chunk_store import ChunkStore
+    from ragspine.retrieval.store.sqlite import ChunkStore
     from ragspine.retrieval.lexical.analyzers import make_analyzer
-    from ragspine.retrieval.lexical.narrative_index import NarrativeIndex
-    from ragspine.retrieval.vector.embedding_backends import make_embedding_backend
+    from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex
+    from ragspine.retrieval.vector.embeddings.factory import make_embedding_backend
 
     dataset = load_beir(dataset_dir, split)
     store = ChunkStore(db)
@@ -67,9 +67,9 @@ def collect(dataset_dir: Path, split: str, db: str, out: Path, embedding: str) -
 
 
 def fuse(record: dict, fusion) -> list[str]:  # type: ignore[no-untyped-def]
-    from ragspine.retrieval.lexical.fusion import weighted_rrf
+    from ragspine.retrieval.fusion.rrf import weighted_rrf
 
-    from ragspine.retrieval.lexical.hybrid import lexical_gap
+    from ragspine.retrieval.pipeline.hybrid import lexical_gap
 
     w_lex, w_dense = fusion.weights(record["match"], lexical_gap([s for _, s in record["lexical"][:2]]))
     runs = [([d for d, _ in record["lexical"][:100]], w_lex), ([d for d, _ in record["dense"][:100]], w_dense)]
@@ -88,7 +88,7 @@ def ndcg(sets: list[dict], ranker) -> list[float]:  # type: ignore[no-untyped-de
 
 
 def grid(paths: list[Path]) -> None:
-    from ragspine.retrieval.lexical.fusion import Fusion
+    from ragspine.retrieval.fusion.rrf import Fusion
 
     sets = [pickle.loads(p.read_bytes()) for p in paths]
     names = [f"{d['dataset']}/{d['split']}" for d in sets]
@@ -131,7 +131,7 @@ def grid(paths: list[Path]) -> None:
 def describe_signals(data: dict, name: str) -> None:  # type: ignore[type-arg]
     """Quantiles of `match` and `gap`, and how often each channel's first hit is relevant per
     quartile of `gap` (the evidence behind the adaptive fusion's shape)."""
-    from ragspine.retrieval.lexical.hybrid import lexical_gap
+    from ragspine.retrieval.pipeline.hybrid import lexical_gap
 
     matches, gaps, lex1, dense1 = [], [], [], []
     for qid, r in data["records"].items():

@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from bench.corpus import CHUNKS_PER_DOC, scifact, synthetic_chunks, synthetic_queries
-from ragspine.retrieval.chunking.chunk_store import _COLUMNS, ChunkStore, _row  # bench only
-from ragspine.retrieval.chunking.chunking import Chunk, DocumentMeta, make_chunk_id
-from ragspine.retrieval.lexical.narrative_index import NarrativeIndex
+from ragspine.retrieval.store.sqlite import _COLUMNS, ChunkStore, _row  # bench only
+from ragspine.retrieval.model import Chunk, DocumentMeta, make_chunk_id
+from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex
 from ragspine.retrieval.lexical.tokenize import tokenize
 
 N_QUERIES = 300

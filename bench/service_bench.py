@@ -33,8 +33,8 @@ from pathlib import Path
 
 import httpx
 
-from ragspine.retrieval.chunking.chunk_store import ChunkStore
-from ragspine.retrieval.chunking.chunking import Chunk
+from ragspine.retrieval.store.sqlite import ChunkStore
+from ragspine.retrieval.model import Chunk
 
 SEED = 20241130
 CHUNKS_PER_DOC = 100

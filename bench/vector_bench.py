@@ -19,8 +19,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "server"))
 
-from ragspine.retrieval.vector.pgvector_store import PgVectorStore  # noqa: E402
-from ragspine.retrieval.vector.store import InProcessVectorStore  # noqa: E402
+from ragspine.retrieval.vector.stores.pgvector import PgVectorStore  # noqa: E402
+from ragspine.retrieval.vector.stores.inprocess import InProcessVectorStore  # noqa: E402
 
 DIM, SEED, CLUSTERS = 384, 20261130, 1000
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ragspine.retrieval.chunking.chunk_store import ChunkStore
+from ragspine.retrieval.store.sqlite import ChunkStore
 
 
 @pytest.fixture(autouse=True)

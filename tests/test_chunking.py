@@ -9,11 +9,10 @@ from hypothesis import strategies as st
 from ragspine.retrieval.chunking.chunking import (
     DEFAULT_CHUNK_CHARS,
     DEFAULT_OVERLAP_CHARS,
-    Chunk,
-    DocumentMeta,
     chunk_document,
     paragraph_spans,
 )
+from ragspine.retrieval.model import Chunk, DocumentMeta
 
 META = DocumentMeta("doc", title="T", topic="t", entity="E", geography="G", period="2024",
                     language="zh", sensitivity="PUBLIC")  # fmt: skip

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 import ragspine
 from ragspine.cli import main
-from ragspine.config import (
+from ragspine.settings.config import (
     SETTINGS,
     ConfigError,
     describe_fusion,
@@ -20,10 +20,10 @@ from ragspine.config import (
     load_settings,
     fusion_from_settings,
 )
-from ragspine.retrieval.lexical.fusion import Fusion
-from ragspine.retrieval.vector import embedding_backends as eb
-from ragspine.retrieval.vector.chunk_vectors import VECTORS_SUFFIX, ChunkVectors
-from ragspine.retrieval.vector.deterministic_backend import DeterministicEmbeddingBackend
+from ragspine.retrieval.fusion.rrf import Fusion
+from ragspine.retrieval.vector.embeddings import factory as eb
+from ragspine.retrieval.vector.dense.chunk_vectors import VECTORS_SUFFIX, ChunkVectors
+from ragspine.retrieval.vector.embeddings.deterministic import DeterministicEmbeddingBackend
 from ragspine.workspace import embedding_backend_for
 
 DOCS = {

@@ -4,14 +4,14 @@ from typing import Any
 
 import pytest
 
-from ragspine.retrieval.filter_extraction import (
+from ragspine.retrieval.query.filter_extraction import (
     LLMFilterExtractor,
     RuleFilterExtractor,
     combine,
     safe_extract,
 )
 from ragspine.retrieval.filters import And, Predicate, parse_filter
-from ragspine.retrieval.lexical.glossary import Glossary
+from ragspine.retrieval.query.glossary import Glossary
 
 GLOSSARY = Glossary.from_dict(
     {"entities": {"ACME_CN": ["艾克美中国", "艾克美"], "ACME_HK": ["艾克美香港"], "BOREALIS": ["Borealis"]},

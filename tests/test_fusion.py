@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ragspine.retrieval.lexical.fusion import Fusion, rrf_fuse, weighted_rrf
+from ragspine.retrieval.fusion.rrf import Fusion, rrf_fuse, weighted_rrf
 
 rankings = st.lists(st.lists(st.sampled_from("abcdefgh"), unique=True, max_size=8), max_size=4)
 

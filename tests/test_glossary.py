@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from ragspine.config import ConfigError, load_settings
-from ragspine.retrieval.lexical.glossary import Glossary, GlossaryQueryRewriter, load_glossary
+from ragspine.settings.config import ConfigError, load_settings
+from ragspine.retrieval.query.glossary import Glossary, GlossaryQueryRewriter, load_glossary
 
 
 def test_builtin_glossary_knows_revenue_synonyms() -> None:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragspine.retrieval.chunking.chunking import Chunk
+from ragspine.retrieval.model import Chunk
 from ragspine.retrieval.lexical.retrieval import (
     DEFAULT_BM25_B,
     DEFAULT_BM25_K1,

@@ -8,9 +8,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ragspine.agent.agent import LLMProvider, NarrativeRetriever
-from ragspine.retrieval.chunking.chunk_store import ChunkStore
-from ragspine.retrieval.chunking.chunking import DocumentMeta
-from ragspine.retrieval.lexical.narrative_index import NarrativeIndex
+from ragspine.retrieval.store.sqlite import ChunkStore
+from ragspine.retrieval.model import DocumentMeta
+from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex
 from ragspine.retrieval.link.narrative_link import (
     RESTRICTED_SENSITIVITY,
     NarrativeIndexRetriever,

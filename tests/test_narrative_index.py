@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from ragspine.retrieval.chunking.chunk_store import ChunkStore
-from ragspine.retrieval.chunking.chunking import DocumentMeta
-from ragspine.retrieval.lexical.narrative_index import NarrativeIndex
+from ragspine.retrieval.store.sqlite import ChunkStore
+from ragspine.retrieval.model import DocumentMeta
+from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex
 
 
 def test_ingest_returns_chunk_count_and_retrieves(store: ChunkStore) -> None:
@@ -55,7 +55,7 @@ def test_rerank_flag_without_judge_is_plain_ranking(store: ChunkStore) -> None:
 
 
 def test_row_cache_overflow_keeps_rows_in_use(store: ChunkStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ragspine.retrieval.lexical import narrative_index
+    from ragspine.retrieval.pipeline import narrative_index
 
     monkeypatch.setattr(narrative_index, "_ROW_CACHE_MAX", 5)
     index = NarrativeIndex(store)

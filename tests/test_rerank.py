@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragspine.retrieval.chunking.chunking import Chunk
-from ragspine.retrieval.lexical.hybrid import RetrievalResult
+from ragspine.retrieval.model import Chunk
+from ragspine.retrieval.pipeline.hybrid import RetrievalResult
 from ragspine.retrieval.rerank.listwise_rerank import (
     DEFAULT_TOP_N,
     ListwiseJudge,

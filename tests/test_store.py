@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from ragspine.retrieval.chunking.chunk_store import ChunkStore, NotAChunkStoreError, StoredChunk
-from ragspine.retrieval.chunking.chunking import Chunk, DocumentMeta, chunk_document
+from ragspine.retrieval.store.sqlite import ChunkStore, NotAChunkStoreError, StoredChunk
+from ragspine.retrieval.chunking.chunking import chunk_document
+from ragspine.retrieval.model import Chunk, DocumentMeta
 
 
 def _chunks(doc_id: str, texts: list[str], **meta: str) -> list[Chunk]:

@@ -12,12 +12,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ragspine.cli import main
-from ragspine.retrieval.chunking.chunk_store import ChunkStore
-from ragspine.retrieval.chunking.chunking import DocumentMeta
-from ragspine.retrieval.filter_extraction import RuleFilterExtractor
+from ragspine.retrieval.store.sqlite import ChunkStore
+from ragspine.retrieval.model import DocumentMeta
+from ragspine.retrieval.query.filter_extraction import RuleFilterExtractor
 from ragspine.retrieval.filters import matches, parse_filter
-from ragspine.retrieval.lexical.glossary import Glossary
-from ragspine.retrieval.lexical.narrative_index import NarrativeIndex
+from ragspine.retrieval.query.glossary import Glossary
+from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex
 from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever
 
 DOCS = [

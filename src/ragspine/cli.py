@@ -17,10 +17,10 @@ from typing import Any
 import click
 
 from ragspine import __version__
-from ragspine.config import ConfigError, load_settings
-from ragspine.retrieval.chunking.chunk_store import NotAChunkStoreError
+from ragspine.settings.config import ConfigError, load_settings
+from ragspine.retrieval.store.sqlite import NotAChunkStoreError
 from ragspine.render import format_snippets
-from ragspine.retrieval.chunking.chunking import FILTER_FIELDS
+from ragspine.retrieval.model import FILTER_FIELDS
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -39,7 +39,7 @@ def _user_errors() -> Iterator[None]:
     except (ImportError, RuntimeError) as exc:
         # imported here: the backends' module is not needed to start the CLI
         from ragspine.extras import MissingExtraError
-        from ragspine.retrieval.vector.backend_support import EmbeddingBackendError
+        from ragspine.retrieval.vector.embeddings.support import EmbeddingBackendError
 
         if isinstance(exc, MissingExtraError | EmbeddingBackendError):
             raise click.ClickException(str(exc)) from exc
@@ -129,7 +129,7 @@ def embed(db: str | None, config_file: Path | None, reembed: bool, batch_size: i
     first with a progress bar. Running it again embeds only what is new. After changing
     RAGSPINE_EMBEDDING (or its model) run it with --reembed.
     """
-    from ragspine.retrieval.vector.chunk_vectors import VECTORS_SUFFIX
+    from ragspine.retrieval.vector.dense.chunk_vectors import VECTORS_SUFFIX
     from ragspine.workspace import Workspace
 
     with _user_errors():
@@ -343,7 +343,7 @@ def config_show(
 ) -> None:
     """Print each setting's effective value and where it came from (default, environment,
     file, flag); secrets are masked. Flags preview what `serve`/`ask` would use."""
-    from ragspine.config import describe, resolve_settings
+    from ragspine.settings.config import describe, resolve_settings
 
     flags = {"RAGSPINE_DB": db, "RAGSPINE_HOST": host, "RAGSPINE_PORT": port}
     with _user_errors():

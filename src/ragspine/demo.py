@@ -17,13 +17,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ragspine.config import fusion_from_settings, load_settings
+from ragspine.settings.config import fusion_from_settings, load_settings
 from ragspine.render import format_snippets
-from ragspine.retrieval.chunking.chunking import DocumentMeta
-from ragspine.retrieval.lexical.glossary import GlossaryQueryRewriter, Glossary
+from ragspine.retrieval.model import DocumentMeta
+from ragspine.retrieval.query.glossary import GlossaryQueryRewriter, Glossary
 from ragspine.retrieval.link.narrative_link import build_narrative_retriever, split_filters
 from ragspine.retrieval.sensitivity import is_restricted
-from ragspine.retrieval.vector.backend_support import model_id_of
+from ragspine.retrieval.vector.embeddings.support import model_id_of
 from ragspine.workspace import embedding_backend_for
 
 TOP_K = 5

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ragspine.config import Settings
+from ragspine.settings.config import Settings
 from ragspine.retrieval.link.multi_index import KeywordRouter, LibraryIndex, MultiIndexRetriever
 
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from ragspine.agent.agent import LLMProvider
 from ragspine.answer import DEFAULT_ASK_TOP_K, Answer, ask
-from ragspine.config import (
+from ragspine.settings.config import (
     LEXICAL_MODES,
     REMOTE_EMBEDDINGS,
     RETRIEVAL_MODES,
@@ -42,14 +42,15 @@ from ragspine.config import (
     fusion_from_settings,
 )
 from ragspine.llm import make_llm_provider
-from ragspine.retrieval.chunking.chunk_store import TABLE, ChunkStore
-from ragspine.retrieval.chunking.chunking import DocumentMeta, chunk_document
-from ragspine.retrieval.filter_extraction import make_filter_extractor
-from ragspine.retrieval.lexical.glossary import GlossaryQueryRewriter, load_glossary
-from ragspine.retrieval.lexical.protocols import EmbeddingBackend
+from ragspine.retrieval.store.sqlite import TABLE, ChunkStore
+from ragspine.retrieval.chunking.chunking import chunk_document
+from ragspine.retrieval.model import DocumentMeta
+from ragspine.retrieval.query.filter_extraction import make_filter_extractor
+from ragspine.retrieval.query.glossary import GlossaryQueryRewriter, load_glossary
+from ragspine.retrieval.types import EmbeddingBackend
 from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever, build_narrative_retriever
 from ragspine.retrieval.sensitivity import is_restricted
-from ragspine.retrieval.vector.chunk_vectors import EmbedReport
+from ragspine.retrieval.vector.dense.chunk_vectors import EmbedReport
 
 DEFAULT_SEARCH_TOP_K = 10
 MAX_DOC_ID_CHARS = 512
@@ -151,7 +152,7 @@ class Workspace:
         if not isinstance(text, str) or not text.strip():
             raise ValueError("text is empty: nothing to ingest (use withdraw to remove a document)")
         if not meta.get("language"):
-            from ragspine.ingest.language import detect_language
+            from ragspine.retrieval.language import detect_language
 
             meta = {**meta, "language": detect_language(text)}
         fields = {k: v for k, v in meta.items() if v is not None}
@@ -329,7 +330,7 @@ def embedding_backend_for(settings: Settings) -> EmbeddingBackend | None:
     name = settings.embedding_backend
     if name is None:
         return None
-    from ragspine.retrieval.vector.embedding_backends import EMBEDDING_BACKENDS, make_embedding_backend
+    from ragspine.retrieval.vector.embeddings.factory import EMBEDDING_BACKENDS, make_embedding_backend
 
     options = embedding_options(settings, name)
     if name in REMOTE_EMBEDDINGS:  # one HTTP client per workspace, closed with it

@@ -14,8 +14,8 @@ from ragspine.cli import main
 from ragspine.eval.dataset import load_beir
 from ragspine.eval.runner import ingest_corpus, whole_document_budget
 from ragspine.eval.store import IngestFingerprint, StoreState, mark_ingest, open_store
-from ragspine.retrieval.chunking.chunk_store import ChunkStore
-from ragspine.retrieval.chunking.chunking import Chunk
+from ragspine.retrieval.store.sqlite import ChunkStore
+from ragspine.retrieval.model import Chunk
 from ragspine.retrieval.lexical.retrieval import NarrativeIndex
 
 REQUIRED_KEYS = {"dataset", "split", "mode", "docs", "queries", "ndcg@10", "recall@100", "mrr@10", "queries_per_s"}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ragspine.eval.runner import chunk_depth, documents_by_best_chunk, rank_documents
-from ragspine.retrieval.chunking.chunking import Chunk
+from ragspine.retrieval.model import Chunk
 from ragspine.retrieval.lexical.retrieval import RetrievalResult
 
 

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 from ingest_fixtures import write_pdf
 
 from ragspine.cli import main
-from ragspine.retrieval.chunking.chunk_store import ChunkStore
+from ragspine.retrieval.store.sqlite import ChunkStore
 
 
 def _run(*args: str) -> tuple[int, str, str]:

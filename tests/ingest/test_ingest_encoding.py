@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from ingest_fixtures import BIG5_TEXT, GBK_TEXT
 
 from ragspine.ingest.encoding import decode_bytes
-from ragspine.ingest.language import detect_language
+from ragspine.retrieval.language import detect_language
 
 MIXED = "ACME 2023 年报：营收 12.5 亿元，gross margin 下降。"
 

@@ -15,9 +15,9 @@ from ragspine.ingest.loaders import load_document
 from ragspine.ingest.pipeline import ingest_paths
 from ragspine.ingest.registry import DocumentRegistry
 from ragspine.ingest.sensitivity_rules import SensitivityRule, SensitivityRules
-from ragspine.retrieval.chunking import chunk_store
-from ragspine.retrieval.chunking.chunk_store import ChunkStore, StoredChunk
-from ragspine.retrieval.lexical.narrative_index import NarrativeIndex
+from ragspine.retrieval.store import sqlite as chunk_store
+from ragspine.retrieval.store.sqlite import ChunkStore, StoredChunk
+from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex
 
 _SPAN = re.compile(r"@(\d+)-(\d+)(?:;pages=(\d+)(?:-(\d+))?)?$")
 

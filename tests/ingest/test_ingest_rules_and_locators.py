@@ -9,7 +9,8 @@ import pytest
 from ragspine.ingest.globs import glob_match
 from ragspine.ingest.pages import page_range, with_pages
 from ragspine.ingest.sensitivity_rules import SensitivityRule, SensitivityRules
-from ragspine.retrieval.chunking.chunking import DocumentMeta, chunk_document
+from ragspine.retrieval.chunking.chunking import chunk_document
+from ragspine.retrieval.model import DocumentMeta
 
 
 @pytest.mark.parametrize(

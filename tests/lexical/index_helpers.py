@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ragspine.retrieval.chunking.chunk_store import ChunkStore
+from ragspine.retrieval.store.sqlite import ChunkStore
 from ragspine.retrieval.lexical.bm25 import bm25_scores
 from ragspine.retrieval.lexical.tokenize import tokenize
 

@@ -3,11 +3,11 @@ statistics (N, df, avgdl stay those of every active chunk)."""
 
 from __future__ import annotations
 
-from ragspine.retrieval.chunking.chunk_store import ChunkStore
-from ragspine.retrieval.chunking.chunking import Chunk, DocumentMeta
+from ragspine.retrieval.store.sqlite import ChunkStore
+from ragspine.retrieval.model import Chunk, DocumentMeta
 from ragspine.retrieval.lexical.bm25 import bm25_scores
-from ragspine.retrieval.lexical.hybrid import HybridRetriever
-from ragspine.retrieval.lexical.narrative_index import NarrativeIndex
+from ragspine.retrieval.pipeline.hybrid import HybridRetriever
+from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex
 from ragspine.retrieval.lexical.tokenize import tokenize
 
 from index_helpers import assert_same_ranking, close, ranked, reference_scores

@@ -8,9 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ragspine.retrieval.chunking.chunk_store import ChunkStore
-from ragspine.retrieval.chunking.chunking import DocumentMeta
-from ragspine.retrieval.lexical.narrative_index import NarrativeIndex
+from ragspine.retrieval.store.sqlite import ChunkStore
+from ragspine.retrieval.model import DocumentMeta
+from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex
 
 TEXTS = {
     "r1": "营收下滑的原因是出口减少。\n\nACME revenue fell because exports dropped.",
@@ -57,8 +57,8 @@ def test_a_new_process_loads_instead_of_tokenizing(store: ChunkStore, db_path: P
     expected = _ids(index, "exports 出口")
     script = (
         "import json, sys\n"
-        "from ragspine.retrieval.chunking.chunk_store import ChunkStore\n"
-        "from ragspine.retrieval.lexical.narrative_index import NarrativeIndex\n"
+        "from ragspine.retrieval.store.sqlite import ChunkStore\n"
+        "from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex\n"
         "store = ChunkStore(sys.argv[1]); store.init_schema()\n"
         "index = NarrativeIndex(store)\n"
         "ids = [r.chunk.chunk_id for r in index.retrieve('exports 出口', rerank=False)]\n"

@@ -11,11 +11,11 @@ from unittest import mock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragspine.retrieval.chunking.chunk_store import ChunkStore
-from ragspine.retrieval.chunking.chunking import DocumentMeta
+from ragspine.retrieval.store.sqlite import ChunkStore
+from ragspine.retrieval.model import DocumentMeta
 from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1
 from ragspine.retrieval.lexical.index import scoring, snapshot, store_index
-from ragspine.retrieval.lexical.narrative_index import NarrativeIndex
+from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex
 from ragspine.retrieval.lexical.tokenize import tokenize
 
 from index_helpers import assert_same_ranking, assert_same_scores, ranked, reference_scores

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from ragspine.retrieval.chunking.chunk_store import ChunkStore
-from ragspine.retrieval.chunking.chunking import DocumentMeta
-from ragspine.retrieval.lexical.narrative_index import NarrativeIndex
+from ragspine.retrieval.store.sqlite import ChunkStore
+from ragspine.retrieval.model import DocumentMeta
+from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex
 
 from index_helpers import assert_same_ranking, ranked, reference_scores
 

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from ragspine.retrieval.chunking.chunking import Chunk, DocumentMeta, chunk_document
+from ragspine.retrieval.chunking.chunking import chunk_document
+from ragspine.retrieval.model import Chunk, DocumentMeta
 from ragspine.retrieval.lexical.index.store_reads import (
     active_fingerprint,
     active_pages,

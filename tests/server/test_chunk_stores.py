@@ -10,11 +10,11 @@ from typing import Any
 import psycopg
 import pytest
 
-from ragspine.retrieval.chunking.chunk_store import ChunkStore
-from ragspine.retrieval.chunking.chunking import DocumentMeta
-from ragspine.retrieval.chunking.pg_store import PostgresChunkStore, qmark_to_format
-from ragspine.retrieval.chunking.stores import is_postgres_url, open_chunk_store
-from ragspine.retrieval.lexical.narrative_index import NarrativeIndex
+from ragspine.retrieval.store.sqlite import ChunkStore
+from ragspine.retrieval.model import DocumentMeta
+from ragspine.retrieval.store.postgres import PostgresChunkStore, qmark_to_format
+from ragspine.retrieval.store.factory import is_postgres_url, open_chunk_store
+from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex
 
 from chunk_store_suite import ChunkStoreSuite, Second
 

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from ragspine.retrieval.filters import matches, parse_filter
-from ragspine.retrieval.vector import pgvector_store
-from ragspine.retrieval.vector.pgvector_store import PgVectorStore, to_sql
-from ragspine.retrieval.vector.store import InProcessVectorStore, VectorStore
+from ragspine.retrieval.vector.stores import pgvector as pgvector_store
+from ragspine.retrieval.vector.stores.pgvector import PgVectorStore, to_sql
+from ragspine.retrieval.vector.stores.inprocess import InProcessVectorStore, VectorStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "vector"))
 from vector_store_suite import FILTERS, RECORDS, NewStore, Reopen, VectorStoreSuite  # noqa: E402

@@ -7,8 +7,8 @@ from types import ModuleType
 
 import pytest
 
-from ragspine.retrieval.chunking import pg_store, stores
-from ragspine.retrieval.vector import pgvector_store
+from ragspine.retrieval.store import factory as stores, postgres as pg_store
+from ragspine.retrieval.vector.stores import pgvector as pgvector_store
 
 
 @pytest.mark.parametrize(

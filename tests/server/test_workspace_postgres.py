@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 import ragspine
 from ragspine.cli import main
-from ragspine.config import ConfigError, load_settings
+from ragspine.settings.config import ConfigError, load_settings
 
 
 def test_open_ingest_search_ask_over_postgres(pg_url: str) -> None:

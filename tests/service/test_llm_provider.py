@@ -9,9 +9,9 @@ import pytest
 from service_helpers import LLM_KEY, STUB_ANSWER
 
 from ragspine.agent.agent import LLMProvider
-from ragspine.config import Settings, load_settings
+from ragspine.settings.config import Settings, load_settings
 from ragspine.llm import LLMProviderError, OpenAICompatibleProvider, make_llm_provider
-from ragspine.retrieval.chunking.chunking import DocumentMeta
+from ragspine.retrieval.model import DocumentMeta
 from ragspine.retrieval.link.narrative_link import build_narrative_retriever
 
 MESSAGES = [{"role": "user", "content": "why?"}]

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from ragspine.cli import main
-from ragspine.config import (
+from ragspine.settings.config import (
     SETTINGS,
     ConfigError,
     Settings,
@@ -140,7 +140,7 @@ def test_docs_table_matches_the_registry() -> None:
     assert match, "docs/configuration.md lost its settings-table markers"
     assert match.group(1) == markdown_table(), (
         "docs/configuration.md is stale: paste the output of "
-        "`.venv/bin/python -c 'from ragspine.config import markdown_table; print(markdown_table(), end=\"\")'`"
+        "`.venv/bin/python -c 'from ragspine.settings.config import markdown_table; print(markdown_table(), end=\"\")'`"
     )
     for setting in SETTINGS:
         assert f"`{setting.env}`" in text

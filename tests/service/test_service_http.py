@@ -10,7 +10,7 @@ import httpx
 import pytest
 from service_helpers import API_KEY, LLM_KEY, STUB_ANSWER, doc, llm_settings
 
-from ragspine.config import ConfigError, Settings
+from ragspine.settings.config import ConfigError, Settings
 from ragspine.service import check_bind, openapi_schema
 
 SECRET_TOKEN = "zebracodeword"  # only in the RESTRICTED memo

@@ -17,7 +17,7 @@ from service_helpers import API_KEY, BM25_ENV, STUB_ANSWER, llm_settings
 
 import ragspine
 from ragspine.cli import main
-from ragspine.config import ConfigError
+from ragspine.settings.config import ConfigError
 from ragspine.workspace import Workspace, store_path
 
 REPORT = "# 艾克美年报\n\n营收下滑的原因是出口订单减少。\n"

@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ragspine.retrieval.lexical.protocols import EmbeddingBackend
-from ragspine.retrieval.vector.embedding_backends import embed_queries
+from ragspine.retrieval.types import EmbeddingBackend
+from ragspine.retrieval.vector.embeddings.factory import embed_queries
 
 TEXTS = [
     "营收下滑的主要原因是海外需求减弱。",

@@ -10,17 +10,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragspine.retrieval.chunking.chunk_store import ChunkStore
-from ragspine.retrieval.chunking.chunking import Chunk, DocumentMeta, chunk_document
-from ragspine.retrieval.vector import chunk_vectors
-from ragspine.retrieval.vector.backend_support import EmbeddingBackendError
-from ragspine.retrieval.vector.chunk_vectors import (
+from ragspine.retrieval.store.sqlite import ChunkStore
+from ragspine.retrieval.chunking.chunking import chunk_document
+from ragspine.retrieval.model import Chunk, DocumentMeta
+from ragspine.retrieval.vector.dense import chunk_vectors
+from ragspine.retrieval.vector.embeddings.support import EmbeddingBackendError
+from ragspine.retrieval.vector.dense.chunk_vectors import (
     ChunkVectors,
     EmbedReport,
     VectorModelMismatch,
     embed_chunks,
 )
-from ragspine.retrieval.vector.deterministic_backend import (
+from ragspine.retrieval.vector.embeddings.deterministic import (
     DeterministicEmbeddingBackend,
 )
 

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from ragspine.retrieval.chunking.chunk_store import ChunkStore
-from ragspine.retrieval.chunking.chunking import Chunk, DocumentMeta
-from ragspine.retrieval.lexical.hybrid import HybridRetriever
-from ragspine.retrieval.lexical.fusion import Fusion
-from ragspine.retrieval.lexical.narrative_index import NarrativeIndex
-from ragspine.retrieval.vector.chunk_vectors import VectorModelMismatch
-from ragspine.retrieval.vector.deterministic_backend import DeterministicEmbeddingBackend
+from ragspine.retrieval.store.sqlite import ChunkStore
+from ragspine.retrieval.model import Chunk, DocumentMeta
+from ragspine.retrieval.pipeline.hybrid import HybridRetriever
+from ragspine.retrieval.fusion.rrf import Fusion
+from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex
+from ragspine.retrieval.vector.dense.chunk_vectors import VectorModelMismatch
+from ragspine.retrieval.vector.embeddings.deterministic import DeterministicEmbeddingBackend
 
 DOCS = {
     "rev": "Revenue fell because export demand weakened in the third quarter.",
@@ -83,7 +83,7 @@ def test_missing_vectors_are_filled_lazily_or_reported(db_path: Path, caplog: py
         _ingest(NarrativeIndex(store))  # BM25 only: no vectors at all
         backend = Recording()
         index = NarrativeIndex(store, embedding_backend=backend)
-        with caplog.at_level(logging.INFO, logger="ragspine.retrieval.vector.dense"):
+        with caplog.at_level(logging.INFO, logger="ragspine.retrieval.vector.dense.channel"):
             index.retrieve("revenue", top_k=2)
         assert "embedding 4 chunks that have no vector yet" in caplog.text
         assert len(backend.seen) == 5  # four chunks, then the query
@@ -94,7 +94,7 @@ def test_missing_vectors_are_filled_lazily_or_reported(db_path: Path, caplog: py
         fallback.dense.lazy_limit = 0
         fallback.embed_on_write = False
         fallback.ingest("Freight costs rose sharply.", DocumentMeta("freight"))
-        with caplog.at_level(logging.WARNING, logger="ragspine.retrieval.vector.dense"):
+        with caplog.at_level(logging.WARNING, logger="ragspine.retrieval.vector.dense.channel"):
             results = fallback.retrieve("freight costs", top_k=6)
         assert "1 chunks have no vector" in caplog.text and "ragspine embed" in caplog.text
         assert results[0].chunk.doc_id == "freight" and results[0].vector_score is None
@@ -185,7 +185,7 @@ def test_a_zero_fusion_weight_still_orders_what_only_that_channel_found(db_path:
 
 
 def test_vectors_written_by_another_writer_are_picked_up(db_path: Path) -> None:
-    from ragspine.retrieval.vector.chunk_vectors import ChunkVectors, embed_chunks
+    from ragspine.retrieval.vector.dense.chunk_vectors import ChunkVectors, embed_chunks
 
     backend = Recording()
     with ChunkStore(db_path) as store:

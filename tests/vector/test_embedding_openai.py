@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("httpx")
 
-from ragspine.retrieval.vector.embedding_backends import (
+from ragspine.retrieval.vector.embeddings.factory import (
     DeterministicEmbeddingBackend,
     EmbeddingBackendError,
     OpenAIEmbeddingBackend,

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
-from ragspine.retrieval.vector.embedding_backends import (
+from ragspine.retrieval.vector.embeddings.factory import (
     DeterministicEmbeddingBackend,
     SentenceTransformerEmbeddingBackend,
     make_embedding_backend,

@@ -7,15 +7,13 @@ from types import ModuleType
 
 import pytest
 
-from ragspine.retrieval.vector import (
-    deterministic_backend,
-    e5_backend,
-    embedding_backends,
-    onnx_backend,
-    openai_backend,
-    st_backend,
-    store,
-)
+from ragspine.retrieval.vector.embeddings import deterministic as deterministic_backend
+from ragspine.retrieval.vector.embeddings import e5 as e5_backend
+from ragspine.retrieval.vector.embeddings import factory as embedding_backends
+from ragspine.retrieval.vector.embeddings import onnx as onnx_backend
+from ragspine.retrieval.vector.embeddings import openai as openai_backend
+from ragspine.retrieval.vector.embeddings import sentence_transformers as st_backend
+from ragspine.retrieval.vector.stores import inprocess as store
 
 
 @pytest.mark.parametrize(

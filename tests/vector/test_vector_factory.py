@@ -8,11 +8,11 @@ import sys
 
 import pytest
 
-from ragspine import config
-from ragspine.config import ConfigError
-from ragspine.retrieval.vector import factory
-from ragspine.retrieval.vector.factory import VECTOR_STORES, StoreEntry, make_vector_store
-from ragspine.retrieval.vector.store import InProcessVectorStore, VectorStore
+from ragspine.settings import config
+from ragspine.settings.config import ConfigError
+from ragspine.retrieval.vector.stores import factory
+from ragspine.retrieval.vector.stores.factory import VECTOR_STORES, StoreEntry, make_vector_store
+from ragspine.retrieval.vector.stores.inprocess import InProcessVectorStore, VectorStore
 
 
 @pytest.fixture(autouse=True)
@@ -68,7 +68,7 @@ def test_unknown_and_missing_options_come_from_the_constructor() -> None:
 
 def test_pgvector_is_registered_and_lazily_imported() -> None:
     entry = VECTOR_STORES["pgvector"]
-    assert entry.target == "ragspine.retrieval.vector.pgvector_store:PgVectorStore"
+    assert entry.target == "ragspine.retrieval.vector.stores.pgvector:PgVectorStore"
     assert entry.load("pgvector").__name__ == "PgVectorStore"
 
 
@@ -89,7 +89,7 @@ def test_a_missing_driver_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_importing_the_factory_imports_no_driver() -> None:
-    code = ("import sys; import ragspine.retrieval.vector.factory; "
+    code = ("import sys; import ragspine.retrieval.vector.stores.factory; "
             "print(sorted(m for m in ('qdrant_client', 'psycopg', 'pgvector') if m in sys.modules))")  # fmt: skip
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

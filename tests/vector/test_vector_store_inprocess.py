@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragspine.retrieval.vector import vector_files
-from ragspine.retrieval.vector.store import InProcessVectorStore, VectorStore
-from ragspine.retrieval.vector.vector_files import VectorFilesError, VectorFilesMismatch
+from ragspine.retrieval.vector.stores import files as vector_files
+from ragspine.retrieval.vector.stores.inprocess import InProcessVectorStore, VectorStore
+from ragspine.retrieval.vector.stores.files import VectorFilesError, VectorFilesMismatch
 
 from vector_store_suite import NewStore, Reopen, VectorStoreSuite
 

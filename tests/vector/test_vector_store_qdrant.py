@@ -25,16 +25,16 @@ from qdrant_client import QdrantClient  # noqa: E402
 from qdrant_client.http import models as qm  # noqa: E402
 
 from ragspine.retrieval.filters import parse_filter  # noqa: E402
-from ragspine.retrieval.vector.backend_support import MissingExtraError  # noqa: E402
-from ragspine.retrieval.vector import qdrant_store  # noqa: E402
-from ragspine.retrieval.vector.qdrant_store import (  # noqa: E402
+from ragspine.retrieval.vector.embeddings.support import MissingExtraError  # noqa: E402
+from ragspine.retrieval.vector.stores import qdrant as qdrant_store  # noqa: E402
+from ragspine.retrieval.vector.stores.qdrant import (  # noqa: E402
     ID_NAMESPACE,
     QdrantVectorStore,
     point_id,
     to_qdrant_filter,
 )
-from ragspine.retrieval.vector.store import InProcessVectorStore, VectorStore  # noqa: E402
-from ragspine.retrieval.vector.vector_files import VectorFilesError, VectorFilesMismatch  # noqa: E402
+from ragspine.retrieval.vector.stores.inprocess import InProcessVectorStore, VectorStore  # noqa: E402
+from ragspine.retrieval.vector.stores.files import VectorFilesError, VectorFilesMismatch  # noqa: E402
 
 from vector_store_suite import NewStore, Reopen, VectorStoreSuite  # noqa: E402
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from ragspine.retrieval.filters import Predicate, matches, parse_filter
-from ragspine.retrieval.vector.store import SCORE_DECIMALS, VectorStore
+from ragspine.retrieval.vector.stores.inprocess import SCORE_DECIMALS, VectorStore
 
 NewStore = Callable[[int], VectorStore]
 Reopen = Callable[[VectorStore], VectorStore]

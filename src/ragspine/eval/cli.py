@@ -59,7 +59,7 @@ def eval_command(
     Each corpus entry is one document (title + blank line + text); documents are ranked by their
     best chunk; nDCG@10, Recall@100 and MRR@10 follow trec_eval's conventions.
     """
-    from ragspine.config import ConfigError
+    from ragspine.settings.config import ConfigError
     from ragspine.eval.dataset import load_beir
     from ragspine.eval.report import format_report
     from ragspine.eval.runner import EvalOptions, run_eval

@@ -53,12 +53,12 @@ def resolve_mode(requested: str | EvalMode, embedding: str | None = None) -> Res
     >>> resolve_mode("hybrid", "deterministic").embedding
     'deterministic'
     """
-    from ragspine.retrieval.vector.embedding_backends import EMBEDDING_BACKENDS, resolve_auto
+    from ragspine.retrieval.vector.embeddings.factory import EMBEDDING_BACKENDS, resolve_auto
 
     mode = requested if isinstance(requested, EvalMode) else EvalMode.parse(requested)
     source = "--embedding"
     if embedding is None:
-        from ragspine.config import load_settings
+        from ragspine.settings.config import load_settings
 
         embedding, source = load_settings().embedding, "RAGSPINE_EMBEDDING"
     spec = embedding.strip().lower()

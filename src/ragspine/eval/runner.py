@@ -30,8 +30,9 @@ from ragspine.eval.store import (
     mark_ingest,
     open_store,
 )
-from ragspine.retrieval.chunking.chunk_store import ChunkStore
-from ragspine.retrieval.chunking.chunking import DEFAULT_OVERLAP_CHARS, DocumentMeta
+from ragspine.retrieval.store.sqlite import ChunkStore
+from ragspine.retrieval.chunking.chunking import DEFAULT_OVERLAP_CHARS
+from ragspine.retrieval.model import DocumentMeta
 from ragspine.retrieval.lexical.analyzers import make_analyzer
 from ragspine.retrieval.lexical.retrieval import (
     DEFAULT_BM25_B,
@@ -40,7 +41,7 @@ from ragspine.retrieval.lexical.retrieval import (
     NarrativeIndex,
     RetrievalResult,
 )
-from ragspine.retrieval.lexical.fusion import Fusion
+from ragspine.retrieval.fusion.rrf import Fusion
 
 DEFAULT_EVAL_TOP_K = 100
 WHOLE = "whole"
@@ -143,7 +144,7 @@ def run_eval(dataset: BeirDataset, options: EvalOptions = EvalOptions()) -> Eval
     """Ingest (unless a kept store already holds this corpus), query every judged query, score."""
     if options.top_k < 1:
         raise EvalError(f"top_k must be >= 1, got {options.top_k}")
-    from ragspine.config import describe_fusion
+    from ragspine.settings.config import describe_fusion
 
     resolved = resolve_mode(options.mode, options.embedding)  # fails before any work
     analyzer = make_analyzer(options.analyzer)
@@ -221,8 +222,8 @@ def _dense_assembly(spec: str | None) -> tuple[object | None, Fusion]:
     """The embedding backend for the resolved `spec` (None: BM25 only) and the configured
     fusion, built the way `Workspace.from_settings` builds them for search and serve (same
     factory, RAGSPINE_EMBEDDING_MODEL/_BASE_URL/_API_KEY options, same fusion settings)."""
-    from ragspine.config import embedding_options, fusion_from_settings, load_settings
-    from ragspine.retrieval.vector.embedding_backends import make_embedding_backend
+    from ragspine.settings.config import embedding_options, fusion_from_settings, load_settings
+    from ragspine.retrieval.vector.embeddings.factory import make_embedding_backend
 
     settings = load_settings()
     fusion = fusion_from_settings(settings)

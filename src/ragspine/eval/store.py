@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from enum import Enum
 
 from ragspine.eval.modes import EvalError
-from ragspine.retrieval.chunking.chunk_store import TABLE, ChunkStore
+from ragspine.retrieval.store.sqlite import TABLE, ChunkStore
 
 MANIFEST_TABLE = "ragspine_eval_manifest"
 IN_MEMORY = ":memory:"

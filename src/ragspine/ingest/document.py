@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragspine.ingest.files import SourceFile
-from ragspine.ingest.language import detect_language
+from ragspine.retrieval.language import detect_language
 from ragspine.ingest.loaders import LoadedDocument, load_document
 from ragspine.ingest.metadata import DocumentFields, Sidecar, filterable, to_fields
 from ragspine.ingest.pages import with_pages
@@ -24,10 +24,9 @@ from ragspine.ingest.sensitivity_rules import SensitivityRules, normalize_label
 from ragspine.retrieval.chunking.chunking import (
     DEFAULT_CHUNK_CHARS,
     DEFAULT_OVERLAP_CHARS,
-    Chunk,
-    DocumentMeta,
     chunk_document,
 )
+from ragspine.retrieval.model import Chunk, DocumentMeta
 
 # Bump when loaders or locators change what the same bytes turn into, so re-runs re-ingest.
 INGEST_FORMAT = 1

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragspine.retrieval.chunking.chunking import check_user_metadata
+from ragspine.retrieval.model import check_user_metadata
 
 KNOWN_FIELDS = ("title", "entity", "period", "topic", "geography", "language", "sensitivity")
 SIDECAR_SUFFIX = ".meta.json"

@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ragspine.retrieval.chunking.chunking import Chunk
+from ragspine.retrieval.model import Chunk
 
 _SPAN = re.compile(r"@(\d+)-(\d+)$")
 

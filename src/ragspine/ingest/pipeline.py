@@ -37,11 +37,11 @@ from ragspine.ingest.metadata import DocumentFields, read_sidecar
 from ragspine.ingest.registry import ACTIVE, DocumentRecord, DocumentRegistry
 from ragspine.ingest.report import IngestReport
 from ragspine.ingest.sensitivity_rules import SensitivityRules
-from ragspine.retrieval.chunking.chunk_store import TABLE, ChunkStore
+from ragspine.retrieval.store.sqlite import TABLE, ChunkStore
 from ragspine.retrieval.chunking.chunking import DEFAULT_CHUNK_CHARS, DEFAULT_OVERLAP_CHARS
 
 if TYPE_CHECKING:
-    from ragspine.retrieval.vector.chunk_vectors import EmbedReport
+    from ragspine.retrieval.vector.dense.chunk_vectors import EmbedReport
 
 __all__ = ["IngestReport", "IngestRunReport", "ingest_paths"]
 
@@ -129,8 +129,8 @@ def ingest_paths(
 def _embed_pending(store: ChunkStore, backend: Any, progress: bool | None, batch_size: int) -> EmbedReport:
     """One embedding pass over the store's active chunks lacking a vector (the same vectors file
     and model key the retrieval side opens)."""
-    from ragspine.retrieval.lexical.narrative_index import NarrativeIndex
-    from ragspine.retrieval.vector.chunk_vectors import VectorModelMismatch
+    from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex
+    from ragspine.retrieval.vector.dense.chunk_vectors import VectorModelMismatch
 
     try:
         index = NarrativeIndex(store, embedding_backend=backend, embed_on_write=False)

@@ -23,7 +23,7 @@ from ragspine.secret import Secret
 if TYPE_CHECKING:
     import httpx
 
-    from ragspine.config import Settings
+    from ragspine.settings.config import Settings
 
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_MAX_RETRIES = 2

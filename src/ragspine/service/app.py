@@ -15,7 +15,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, FastAPI, File, Form, HTTPException, UploadFile
 
 from ragspine import __version__
-from ragspine.config import Settings
+from ragspine.settings.config import Settings
 from ragspine.service import models as m
 from ragspine.service.errors import GuardMiddleware, SafeJSONResponse, install_error_handlers
 from ragspine.service.security import api_key_dependency

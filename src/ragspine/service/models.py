@@ -12,8 +12,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
 
-from ragspine.config import RETRIEVAL_MODES
-from ragspine.retrieval.chunking.chunking import FILTER_FIELDS
+from ragspine.settings.config import RETRIEVAL_MODES
+from ragspine.retrieval.model import FILTER_FIELDS
 
 MAX_QUERY_CHARS = 2000
 MAX_META_CHARS = 500

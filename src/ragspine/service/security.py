@@ -14,7 +14,7 @@ from collections.abc import Callable
 from fastapi import Depends, HTTPException
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
-from ragspine.config import ConfigError, Settings
+from ragspine.settings.config import ConfigError, Settings
 from ragspine.secret import Secret
 
 _bearer = HTTPBearer(auto_error=False, description="One of RAGSPINE_API_KEYS")

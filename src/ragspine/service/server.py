@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 import uvicorn
 
-from ragspine.config import Settings
+from ragspine.settings.config import Settings
 from ragspine.service.app import create_app
 from ragspine.service.security import check_bind
 from ragspine.workspace import Workspace

@@ -6,7 +6,7 @@ retrievers built from them. Implementations live in sibling modules with one job
 
 from __future__ import annotations
 
-from ragspine.retrieval.chunking.chunking import FILTER_FIELDS
+from ragspine.retrieval.model import FILTER_FIELDS
 from ragspine.retrieval.lexical.bm25 import (
     DEFAULT_BM25_B,
     DEFAULT_BM25_K1,
@@ -14,15 +14,15 @@ from ragspine.retrieval.lexical.bm25 import (
     bm25_idf,
     bm25_scores,
 )
-from ragspine.retrieval.lexical.fusion import DEFAULT_RRF_K, rrf_fuse
-from ragspine.retrieval.lexical.glossary import Glossary, GlossaryQueryRewriter, load_glossary
-from ragspine.retrieval.lexical.hybrid import (
+from ragspine.retrieval.fusion.rrf import DEFAULT_RRF_K, rrf_fuse
+from ragspine.retrieval.query.glossary import Glossary, GlossaryQueryRewriter, load_glossary
+from ragspine.retrieval.pipeline.hybrid import (
     DEFAULT_TOP_K,
     HybridRetriever,
     RetrievalResult,
 )
-from ragspine.retrieval.lexical.narrative_index import NarrativeIndex
-from ragspine.retrieval.lexical.protocols import EmbeddingBackend, QueryRewriter
+from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex
+from ragspine.retrieval.types import EmbeddingBackend, QueryRewriter
 from ragspine.retrieval.lexical.tokenize import tokenize
 
 __all__ = [

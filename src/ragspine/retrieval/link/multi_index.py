@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from ragspine.agent.agent import LLMProvider, NarrativeRetriever
-from ragspine.retrieval.lexical.fusion import DEFAULT_RRF_K, rrf_fuse
-from ragspine.retrieval.lexical.hybrid import DEFAULT_TOP_K
+from ragspine.retrieval.fusion.rrf import DEFAULT_RRF_K, rrf_fuse
+from ragspine.retrieval.pipeline.hybrid import DEFAULT_TOP_K
 from ragspine.retrieval.lexical.tokenize import tokenize
 from ragspine.retrieval.sensitivity import is_restricted
 

@@ -14,16 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from ragspine.agent.agent import LLMProvider
-from ragspine.retrieval.chunking.chunk_store import ChunkStore
-from ragspine.retrieval.chunking.stores import open_chunk_store
-from ragspine.retrieval.chunking.chunking import FILTER_FIELDS
-from ragspine.retrieval.filter_extraction import FilterExtractor, combine, narrowing, safe_extract
+from ragspine.retrieval.store.sqlite import ChunkStore
+from ragspine.retrieval.store.factory import open_chunk_store
+from ragspine.retrieval.model import FILTER_FIELDS
+from ragspine.retrieval.query.filter_extraction import FilterExtractor, combine, narrowing, safe_extract
 from ragspine.retrieval.filters import Filter, parse_filter, to_dict
-from ragspine.retrieval.lexical.fusion import Fusion
-from ragspine.retrieval.lexical.glossary import GlossaryQueryRewriter
-from ragspine.retrieval.lexical.hybrid import DEFAULT_TOP_K, RetrievalResult
-from ragspine.retrieval.lexical.narrative_index import NarrativeIndex
-from ragspine.retrieval.lexical.protocols import EmbeddingBackend, QueryRewriter
+from ragspine.retrieval.fusion.rrf import Fusion
+from ragspine.retrieval.query.glossary import GlossaryQueryRewriter
+from ragspine.retrieval.pipeline.hybrid import DEFAULT_TOP_K, RetrievalResult
+from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex
+from ragspine.retrieval.types import EmbeddingBackend, QueryRewriter
 from ragspine.retrieval.rerank.listwise_rerank import build_listwise_prompt, parse_listwise_response
 from ragspine.retrieval.sensitivity import RESTRICTED_SENSITIVITY, is_restricted
 

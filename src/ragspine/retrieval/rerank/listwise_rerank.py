@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from ragspine.retrieval.lexical.hybrid import RetrievalResult
+from ragspine.retrieval.types import RetrievalResult
 from ragspine.retrieval.sensitivity import is_restricted
 
 DEFAULT_TOP_N = 10

@@ -12,7 +12,7 @@ from itertools import chain
 
 import numpy as np
 
-from ragspine.retrieval.chunking.chunking import INDEXED_FIELDS
+from ragspine.retrieval.model import INDEXED_FIELDS
 from ragspine.retrieval.lexical.index.segment import Segment, Run, concat_runs, make_segment
 from ragspine.retrieval.lexical.index.strings import DictVocab, StringColumn
 

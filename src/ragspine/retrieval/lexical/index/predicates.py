@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ragspine.retrieval.chunking.chunking import INDEXED_FIELDS
+from ragspine.retrieval.model import INDEXED_FIELDS
 from ragspine.retrieval.filters import CORE_FIELDS, And, Filter, Or, Predicate, matches
 
 FieldTable = tuple[dict[str, int], np.ndarray]  # value → code, code per position

@@ -16,7 +16,7 @@ from itertools import chain
 
 import numpy as np
 
-from ragspine.retrieval.chunking.chunking import INDEXED_FIELDS
+from ragspine.retrieval.model import INDEXED_FIELDS
 from ragspine.retrieval.lexical.index.strings import DictVocab, HashedVocab, StringColumn
 
 _RATIO_BLOCK = 1 << 22  # postings per block when computing min_ratio (bounds temporary memory)

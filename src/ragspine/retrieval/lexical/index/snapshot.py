@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ragspine.retrieval.chunking.chunking import INDEXED_FIELDS
+from ragspine.retrieval.model import INDEXED_FIELDS
 from ragspine.retrieval.lexical.bm25 import bm25_idf
 from ragspine.retrieval.lexical.index.scoring import (
     Allow,

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ragspine.retrieval.chunking.chunking import INDEXED_FIELDS
+from ragspine.retrieval.model import INDEXED_FIELDS
 from ragspine.retrieval.lexical.index.segment import Segment
 from ragspine.retrieval.lexical.index.strings import (
     DICT_VOCAB_MAX,

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ragspine.retrieval.chunking.chunk_store import ChunkStore
+from ragspine.retrieval.store.sqlite import ChunkStore
 from ragspine.retrieval.lexical.index.identity import analyzer_identity, identity_key
 from ragspine.retrieval.lexical.index.segment import SegmentBuilder
 from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot

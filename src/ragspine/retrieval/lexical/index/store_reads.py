@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ragspine.retrieval.chunking.chunk_store import TABLE, ChunkStore
-from ragspine.retrieval.chunking.chunking import INDEXED_FIELDS
+from ragspine.retrieval.store.sqlite import TABLE, ChunkStore
+from ragspine.retrieval.model import INDEXED_FIELDS
 
 # row_id, chunk_id, text, then the INDEXED_FIELDS in order (metadata is stored as canonical JSON).
 ROW_COLUMNS = "row_id, chunk_id, text, " + ", ".join(INDEXED_FIELDS)

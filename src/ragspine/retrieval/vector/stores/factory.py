@@ -1,6 +1,6 @@
 """The one way to pick a vector store: `make_vector_store(spec, **options)`.
 
-    from ragspine.retrieval.vector.factory import make_vector_store
+    from ragspine.retrieval.vector.stores.factory import make_vector_store
 
     # spec (case-insensitive; None → RAGSPINE_VECTOR_STORE, default "in_process"):
     #   "in_process" → InProcessVectorStore(dim=None, *, model_id=None)           (numpy, no extra)
@@ -10,7 +10,7 @@
 
 Invariants:
 - The valid names, and the error for an unknown one, come from the VECTOR_STORES registry (whose
-  keys are `ragspine.config.VECTOR_STORES`, the values RAGSPINE_VECTOR_STORE accepts); the
+  keys are `ragspine.settings.config.VECTOR_STORES`, the values RAGSPINE_VECTOR_STORE accepts); the
   options a name accepts come from its class's constructor signature. An unknown name or option
   is a ValueError listing the valid ones.
 - An implementation's module is imported only when its name is built, so a bare install never
@@ -25,8 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ragspine.config import load_settings
-from ragspine.retrieval.vector.store import VectorStore
+from ragspine.settings.config import load_settings
+from ragspine.retrieval.vector.stores.inprocess import VectorStore
 
 
 @dataclass(frozen=True)
@@ -54,20 +54,20 @@ class StoreEntry:
 
 VECTOR_STORES: Mapping[str, StoreEntry] = {
     "in_process": StoreEntry(
-        "ragspine.retrieval.vector.store:InProcessVectorStore", "numpy rows in memory, saved to a folder"
+        "ragspine.retrieval.vector.stores.inprocess:InProcessVectorStore", "numpy rows in memory, saved to a folder"
     ),
     "pgvector": StoreEntry(
-        "ragspine.retrieval.vector.pgvector_store:PgVectorStore", "a PostgreSQL table (pgvector) [postgres]"
+        "ragspine.retrieval.vector.stores.pgvector:PgVectorStore", "a PostgreSQL table (pgvector) [postgres]"
     ),
     "qdrant": StoreEntry(
-        "ragspine.retrieval.vector.qdrant_store:QdrantVectorStore", "a Qdrant collection [qdrant]"
+        "ragspine.retrieval.vector.stores.qdrant:QdrantVectorStore", "a Qdrant collection [qdrant]"
     ),
 }
 
 
 def make_vector_store(spec: str | None = None, **options: Any) -> VectorStore:
     """The vector store named `spec`, built with `options` (its constructor's arguments).
-    `spec=None` reads RAGSPINE_VECTOR_STORE through `ragspine.config`.
+    `spec=None` reads RAGSPINE_VECTOR_STORE through `ragspine.settings.config`.
 
     >>> make_vector_store("in_process", dim=3, model_id="demo")
     InProcessVectorStore(count=0, dim=3, model_id='demo')

@@ -1,12 +1,12 @@
-"""The seams of the retrieval core, declared once and imported everywhere else."""
+"""The seams and value types every retrieval stage shares, declared once and imported everywhere else."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
-if TYPE_CHECKING:
-    from ragspine.retrieval.chunking.chunking import Chunk
+from ragspine.retrieval.model import Chunk
 
 
 @runtime_checkable
@@ -27,3 +27,13 @@ class ChunkSource(Protocol):
     """The chunks behind a lexical index's positions."""
 
     def chunks_at(self, positions: Sequence[int]) -> list[Chunk]: ...
+
+
+@dataclass(frozen=True)
+class RetrievalResult:
+    """One ranked chunk with its channel scores (vector_score is None when that channel is off)."""
+
+    chunk: Chunk
+    bm25_score: float
+    vector_score: float | None
+    fused_score: float

@@ -26,7 +26,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from ragspine.config_values import (
+from ragspine.settings.values import (
     API_KEYS,
     DB,
     EXISTING_FILE,
@@ -40,7 +40,7 @@ from ragspine.config_values import (
     float_range,
     int_range,
 )
-from ragspine.retrieval.lexical.fusion import FUSION_METHODS, Fusion
+from ragspine.retrieval.fusion.rrf import FUSION_METHODS, Fusion
 from ragspine.secret import MASK, Secret
 
 DEFAULT_DB = ".ragspine/chunks.db"
@@ -488,7 +488,7 @@ def _check_embedding(settings: Settings, sources: Mapping[str, str]) -> None:
         raise ConfigError(f"{named} needs RAGSPINE_EMBEDDING_MODEL: the path of a local model folder")
     model = settings.embedding_model
     if name in ("e5", "multilingual") and model is not None:
-        from ragspine.retrieval.vector.e5_backend import E5_VARIANTS
+        from ragspine.retrieval.vector.embeddings.e5 import E5_VARIANTS
 
         if model not in E5_VARIANTS:
             raise ConfigError(
@@ -536,7 +536,7 @@ def resolve_embedding(settings: Settings) -> tuple[str | None, str]:
     if settings.embedding == "none":
         return None, "none: RAGSPINE_EMBEDDING=none switches the dense channel off"
     if settings.embedding == "auto":
-        from ragspine.retrieval.vector.embedding_backends import resolve_auto
+        from ragspine.retrieval.vector.embeddings.factory import resolve_auto
 
         return resolve_auto()
     return settings.embedding, f"{settings.embedding}: named by RAGSPINE_EMBEDDING"

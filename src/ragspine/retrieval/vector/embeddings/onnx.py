@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from ragspine.retrieval.vector.backend_support import MissingExtraError, check_texts, require
-from ragspine.retrieval.vector.packaged_models import find_packaged_minilm
-from ragspine.retrieval.vector.vectors import batches, to_lists, unit_rows
+from ragspine.retrieval.vector.embeddings.support import MissingExtraError, check_texts, require
+from ragspine.retrieval.vector.embeddings.packaged import find_packaged_minilm
+from ragspine.retrieval.vector.arrays import batches, to_lists, unit_rows
 
 POOLINGS = ("mean", "cls")
 DEFAULT_MAX_LENGTH = 256

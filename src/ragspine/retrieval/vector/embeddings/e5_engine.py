@@ -181,7 +181,7 @@ class E5Engine:
 
     @staticmethod
     def _unigram(pieces: list[str], scores: np.ndarray):  # type: ignore[no-untyped-def]
-        from ragspine.retrieval.vector.backend_support import require
+        from ragspine.retrieval.vector.embeddings.support import require
 
         tokenizers = require("tokenizers", extra="embed-e5", backend="E5Engine")
         vocab = [(p, float(s)) for p, s in zip(pieces, scores, strict=True)]

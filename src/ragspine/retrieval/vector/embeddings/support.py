@@ -20,7 +20,7 @@ from typing import Any
 from ragspine import extras
 from ragspine.extras import MissingExtraError as MissingExtraError  # re-exported: the one class
 from ragspine.http_retry import EndpointError
-from ragspine.retrieval.lexical.protocols import EmbeddingBackend
+from ragspine.retrieval.types import EmbeddingBackend
 from ragspine.retrieval.sensitivity import is_restricted
 
 

@@ -14,8 +14,8 @@ import hashlib
 import numpy as np
 
 from ragspine.retrieval.lexical.tokenize import tokenize
-from ragspine.retrieval.vector.backend_support import check_texts
-from ragspine.retrieval.vector.vectors import to_lists, unit_rows
+from ragspine.retrieval.vector.embeddings.support import check_texts
+from ragspine.retrieval.vector.arrays import to_lists, unit_rows
 
 DEFAULT_DETERMINISTIC_DIM = 256
 

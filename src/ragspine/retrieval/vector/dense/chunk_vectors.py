@@ -36,13 +36,13 @@ from typing import Any, Self
 import numpy as np
 from tqdm import tqdm
 
-from ragspine.retrieval.chunking.chunk_store import ChunkStore, StoredChunk, Transaction
-from ragspine.retrieval.vector.backend_support import (
+from ragspine.retrieval.store.sqlite import ChunkStore, StoredChunk, Transaction
+from ragspine.retrieval.vector.embeddings.support import (
     EmbeddingBackendError,
     can_embed,
     model_id_of,
 )
-from ragspine.retrieval.vector.vectors import as_matrix, unit_rows
+from ragspine.retrieval.vector.arrays import as_matrix, unit_rows
 
 VECTORS_SUFFIX = ".vectors.sqlite"
 _META = "chunk_vector_meta"

@@ -90,7 +90,7 @@ class GlossaryQueryRewriter:
         if max_queries < 1:
             raise ValueError(f"max_queries must be >= 1, got {max_queries}")
         if glossary is None:
-            from ragspine.config import load_settings
+            from ragspine.settings.config import load_settings
 
             glossary = load_glossary(load_settings().glossary)
         self.glossary = glossary

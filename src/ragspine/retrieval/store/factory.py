@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Union
 
-from ragspine.retrieval.chunking.chunk_store import ChunkStore
+from ragspine.retrieval.store.sqlite import ChunkStore
 
 if TYPE_CHECKING:
-    from ragspine.retrieval.chunking.pg_store import PostgresChunkStore
+    from ragspine.retrieval.store.postgres import PostgresChunkStore
 
 AnyChunkStore = Union[ChunkStore, "PostgresChunkStore"]
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
@@ -32,7 +32,7 @@ def open_chunk_store(target: str | Path) -> AnyChunkStore:
     >>> store.close()
     """
     if is_postgres_url(target):
-        from ragspine.retrieval.chunking.pg_store import PostgresChunkStore
+        from ragspine.retrieval.store.postgres import PostgresChunkStore
 
         return PostgresChunkStore(str(target))
     return ChunkStore(target)

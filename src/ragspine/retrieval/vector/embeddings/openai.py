@@ -21,8 +21,8 @@ from collections.abc import Callable
 from typing import Any, Self
 
 from ragspine.http_retry import excerpt, post_with_retries
-from ragspine.retrieval.vector.backend_support import EmbeddingBackendError, check_texts, require
-from ragspine.retrieval.vector.vectors import batches
+from ragspine.retrieval.vector.embeddings.support import EmbeddingBackendError, check_texts, require
+from ragspine.retrieval.vector.arrays import batches
 from ragspine.secret import Secret
 
 DEFAULT_TIMEOUT_S = 30.0

@@ -25,7 +25,7 @@ from types import TracebackType
 from typing import Any
 
 from ragspine.extras import require
-from ragspine.retrieval.chunking.chunk_store import (  # one schema for every store
+from ragspine.retrieval.store.sqlite import (  # one schema for every store
     _COLUMN_TYPES,
     _COLUMNS,
     CHANGES_TABLE,
@@ -36,7 +36,7 @@ from ragspine.retrieval.chunking.chunk_store import (  # one schema for every st
     iter_chunks_query,
     _stored,
 )
-from ragspine.retrieval.chunking.chunking import Chunk
+from ragspine.retrieval.model import Chunk
 
 _SCHEMA_LOCK = 0x52414753  # pg_advisory_xact_lock key: one init_schema at a time ("RAGS")
 _READ_ONLY_SQLSTATES = frozenset({"25006", "42501"})  # read_only_sql_transaction, insufficient_privilege

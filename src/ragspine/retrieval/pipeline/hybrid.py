@@ -19,34 +19,23 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from ragspine.retrieval.chunking.chunking import RESERVED_FIELDS, Chunk, index_field_values
+from ragspine.retrieval.model import RESERVED_FIELDS, Chunk, index_field_values
 from ragspine.retrieval.filters import CORE_FIELDS, Filter, fields_of, parse_filter
 from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1, bm25_idf
-from ragspine.retrieval.lexical.fusion import DEFAULT_RRF_K, Fusion, weighted_rrf
+from ragspine.retrieval.fusion.rrf import DEFAULT_RRF_K, Fusion, weighted_rrf
 from ragspine.retrieval.lexical.index.segment import SegmentBuilder
 from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot
-from ragspine.retrieval.lexical.protocols import ChunkSource, EmbeddingBackend, QueryRewriter
+from ragspine.retrieval.types import ChunkSource, EmbeddingBackend, QueryRewriter, RetrievalResult
 from ragspine.retrieval.lexical.tokenize import tokenize
-from ragspine.retrieval.vector.dense import DenseChannel, DenseView
+from ragspine.retrieval.vector.dense.channel import DenseChannel, DenseView
 
 CHANNELS = ("hybrid", "vector")
 TIE_WEIGHT = 1e-6  # stands in for a fusion weight of 0
 
 DEFAULT_TOP_K = 50
 DEFAULT_RANK_DEPTH = 100
-
-
-@dataclass(frozen=True)
-class RetrievalResult:
-    """One ranked chunk with its channel scores (vector_score is None when that channel is off)."""
-
-    chunk: Chunk
-    bm25_score: float
-    vector_score: float | None
-    fused_score: float
 
 
 class ListChunks:

@@ -43,10 +43,10 @@ from ragspine.retrieval.filters import (  # the private parsers: pushed-down fil
     matches,
     parse_filter,
 )
-from ragspine.retrieval.vector.backend_support import require
-from ragspine.retrieval.vector.store import SCORE_DECIMALS, check_upsert, top_k
-from ragspine.retrieval.vector.vector_files import VectorFilesError, VectorFilesMismatch
-from ragspine.retrieval.vector.vectors import as_vector, batches, unit_rows
+from ragspine.retrieval.vector.embeddings.support import require
+from ragspine.retrieval.vector.stores.inprocess import SCORE_DECIMALS, check_upsert, top_k
+from ragspine.retrieval.vector.stores.files import VectorFilesError, VectorFilesMismatch
+from ragspine.retrieval.vector.arrays import as_vector, batches, unit_rows
 
 if TYPE_CHECKING:
     from qdrant_client import QdrantClient

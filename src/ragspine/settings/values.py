@@ -2,7 +2,7 @@
 
 Invariant: a parser's `accepts` text is what the docs table shows, and its error messages say
 what is accepted (choices are listed from the same tuple the parser checks), so the two can
-never drift. `ragspine.config` adds the variable's name and source to every error.
+never drift. `ragspine.settings.config` adds the variable's name and source to every error.
 """
 
 from __future__ import annotations

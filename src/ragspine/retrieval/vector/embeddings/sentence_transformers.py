@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from ragspine.retrieval.vector.backend_support import check_texts, require
-from ragspine.retrieval.vector.vectors import to_lists
+from ragspine.retrieval.vector.embeddings.support import check_texts, require
+from ragspine.retrieval.vector.arrays import to_lists
 
 DEFAULT_BATCH_SIZE = 32
 

@@ -44,8 +44,8 @@ from ragspine.retrieval.filters import (
     matches,
     parse_filter,
 )
-from ragspine.retrieval.vector.store import SCORE_DECIMALS, check_upsert, top_k
-from ragspine.retrieval.vector.vectors import as_vector, unit_rows
+from ragspine.retrieval.vector.stores.inprocess import SCORE_DECIMALS, check_upsert, top_k
+from ragspine.retrieval.vector.arrays import as_vector, unit_rows
 
 EXACT_MAX_ROWS = 20_000  # up to this many rows a query scores every (pre-filtered) row
 REGISTRY = "ragspine_vector_tables"

@@ -20,27 +20,26 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ragspine.retrieval.chunking.chunk_store import ChunkStore
+from ragspine.retrieval.store.sqlite import ChunkStore
 from ragspine.retrieval.chunking.chunking import (
     DEFAULT_CHUNK_CHARS,
-    Chunk,
     DEFAULT_OVERLAP_CHARS,
-    DocumentMeta,
     chunk_document,
 )
+from ragspine.retrieval.model import Chunk, DocumentMeta
 from ragspine.retrieval.filters import Filter
 from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1
-from ragspine.retrieval.lexical.fusion import DEFAULT_RRF_K, Fusion
-from ragspine.retrieval.lexical.hybrid import DEFAULT_TOP_K, HybridRetriever, RetrievalResult
+from ragspine.retrieval.fusion.rrf import DEFAULT_RRF_K, Fusion
+from ragspine.retrieval.pipeline.hybrid import DEFAULT_TOP_K, HybridRetriever, RetrievalResult
 from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot
 from ragspine.retrieval.lexical.index.store_index import StoreIndex
-from ragspine.retrieval.lexical.protocols import EmbeddingBackend, QueryRewriter
+from ragspine.retrieval.types import EmbeddingBackend, QueryRewriter
 from ragspine.retrieval.lexical.tokenize import tokenize
 from ragspine.retrieval.rerank.listwise_rerank import DEFAULT_TOP_N, ListwiseJudge, listwise_rerank
-from ragspine.retrieval.vector.backend_support import can_embed
-from ragspine.retrieval.vector.chunk_vectors import ChunkVectors, EmbedReport, embed_chunks
-from ragspine.retrieval.vector.dense import DenseChannel, vector_key
-from ragspine.retrieval.vector.vectors import as_matrix
+from ragspine.retrieval.vector.embeddings.support import can_embed
+from ragspine.retrieval.vector.dense.chunk_vectors import ChunkVectors, EmbedReport, embed_chunks
+from ragspine.retrieval.vector.dense.channel import DenseChannel, vector_key
+from ragspine.retrieval.vector.arrays import as_matrix
 
 
 _ROW_CACHE_MAX = 20_000  # stored rows kept in memory per NarrativeIndex

@@ -1,0 +1,1 @@
+"""Fusion: combining the rankings of several channels and query variants (weighted / adaptive RRF)."""

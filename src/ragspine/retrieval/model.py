@@ -1,0 +1,104 @@
+"""The chunk model shared by every stage: what a document and a chunk carry, and the field sets
+filters and indexes use.
+
+Invariant: a `Chunk`'s `text` is verbatim source text and `source_locator` finds it; user
+metadata never shadows a built-in field (`check_user_metadata`); `make_chunk_id` gives the same
+id for the same document, position and text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+_META_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
+# The five metadata dimensions a query can filter on (exact match, AND-ed).
+FILTER_FIELDS = ("topic", "entity", "geography", "period", "language")
+# The fields the lexical index keeps per chunk for filtering: the five dimensions, then doc_id,
+# sensitivity, valid_as_of and the user metadata as canonical JSON (see `index_field_values`).
+INDEXED_FIELDS = (*FILTER_FIELDS, "doc_id", "sensitivity", "valid_as_of", "metadata")
+# Names user metadata may not take (the chunk's own fields and what the store adds).
+RESERVED_FIELDS = frozenset(
+    {"chunk_id", "doc_id", "seq", "text", "source_locator", "title", "topic", "entity", "geography",
+     "period", "language", "sensitivity", "parent_id", "heading", "window_text", "parent_locator",
+     "metadata", "valid_as_of", "ingested_at", "version", "active", "library_id"}
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class DocumentMeta:
+    """Document-level metadata copied onto each of its chunks."""
+
+    doc_id: str
+    title: str = ""
+    topic: str = ""
+    entity: str = ""
+    geography: str = ""
+    period: str = ""
+    language: str = ""
+    sensitivity: str = "INTERNAL"
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_user_metadata(self.metadata)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One retrievable unit. `text` is verbatim source text; `source_locator` finds it."""
+
+    chunk_id: str
+    doc_id: str
+    seq: int
+    text: str
+    source_locator: str
+    title: str = ""
+    topic: str = ""
+    entity: str = ""
+    geography: str = ""
+    period: str = ""
+    language: str = ""
+    sensitivity: str = "INTERNAL"
+    parent_id: str = ""
+    heading: str = ""
+    window_text: str = ""
+    parent_locator: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def check_user_metadata(metadata: Any) -> None:
+    """User metadata: a dict of name → string or number; names must not shadow Chunk fields."""
+    if not isinstance(metadata, dict):
+        raise ValueError(f"metadata must be a dict, got {type(metadata).__name__}")
+    for key, value in metadata.items():
+        if not isinstance(key, str) or not _META_KEY.match(key):
+            raise ValueError(f"metadata key {key!r}: use letters, digits, '_', '.', '-'")
+        if key in RESERVED_FIELDS:
+            raise ValueError(f"metadata key {key!r} is a built-in field; pass it as a field instead")
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise ValueError(f"metadata {key!r} must be a string or a number, got {value!r}")
+
+
+def metadata_json(metadata: dict[str, Any]) -> str:
+    """Canonical JSON of user metadata (sorted keys): one spelling per distinct value set."""
+    return json.dumps(metadata, ensure_ascii=False, sort_keys=True)
+
+
+def index_field_values(chunk: Chunk) -> tuple[str, ...]:
+    """The chunk's values in INDEXED_FIELDS order (valid_as_of is "" for a plain Chunk)."""
+    return (
+        *(getattr(chunk, name) for name in FILTER_FIELDS),
+        chunk.doc_id,
+        chunk.sensitivity,
+        getattr(chunk, "valid_as_of", ""),
+        metadata_json(chunk.metadata),
+    )
+
+
+def make_chunk_id(doc_id: str, seq: int, text: str) -> str:
+    """Stable id: document, position and a short content digest (same text, same id)."""
+    digest = hashlib.blake2b(text.encode("utf-8"), digest_size=4).hexdigest()
+    return f"{doc_id}:{seq:04d}:{digest}"

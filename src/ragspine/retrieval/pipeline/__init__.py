@@ -1,0 +1,1 @@
+"""The retrieval pipeline: HybridRetriever (channels + fusion) and NarrativeIndex (store-backed, versioned)."""

@@ -1,0 +1,1 @@
+"""The query stage: rewriters (glossary multi-query), filter extraction; later transforms."""

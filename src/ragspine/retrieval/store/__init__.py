@@ -1,0 +1,1 @@
+"""Chunk stores: the versioned store Protocol, SQLite (embedded default) and PostgreSQL, opened by one factory."""

@@ -1,0 +1,1 @@
+"""Embedding models behind the EmbeddingBackend Protocol, and their factory."""

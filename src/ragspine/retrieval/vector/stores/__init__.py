@@ -1,0 +1,1 @@
+"""Vector databases behind the VectorStore Protocol: in-process, pgvector, Qdrant."""

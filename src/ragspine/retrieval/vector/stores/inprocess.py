@@ -1,0 +1,277 @@
+"""The `VectorStore` seam and its embedded default, `InProcessVectorStore` (numpy, exact cosine).
+
+Invariants (every implementation; `tests/vector/vector_store_suite.py` checks them):
+- `query` ranks by cosine similarity, rounded to SCORE_DECIMALS, best first; equal scores break
+  by ascending id. It returns at most `k` (id, score) pairs.
+- `where` is the typed filter language (`ragspine.retrieval.filters`), evaluated with
+  `filters.matches` on the metadata stored with each vector, so it means exactly what it means
+  in the lexical channel; a missing field never matches. It narrows before ranking.
+- RESTRICTED vectors are *not* removed here: the two exits (rerank, link) do that.
+- `upsert` is idempotent: an id present is replaced (vector and metadata), never duplicated.
+  `delete_doc(doc_id)` deletes every vector whose metadata "doc_id" equals it.
+- Every vector of a store has one dimension, fixed by the first upsert (or the constructor); a
+  vector of another dimension, or with NaN/infinity, is a ValueError that names both dimensions.
+
+`InProcessVectorStore` keeps unit-length float32 rows in memory and persists them to a folder
+(`vector_files`): `save(path)` atomically, `load(path, model_id=..., dim=...)` refusing vectors
+made by another model or of another dimension, with an error that says how to re-embed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from ragspine.retrieval.filters import Filter, matches, parse_filter
+from ragspine.retrieval.vector.stores.files import read_vectors, write_vectors
+from ragspine.retrieval.vector.arrays import as_matrix, as_vector, unit_rows
+
+SCORE_DECIMALS = 6  # float32 dot products agree to ~1e-7: rounding makes equal vectors tie exactly
+_SCALARS = (str, int, float, bool, type(None))
+
+
+@runtime_checkable
+class VectorStore(Protocol):
+    """Vectors keyed by id (a chunk id), each with filterable metadata; see the module invariants."""
+
+    def upsert(
+        self,
+        ids: Sequence[str],
+        vectors: Sequence[Sequence[float]] | np.ndarray,
+        metadata: Sequence[Mapping[str, Any]] | None = None,
+    ) -> None: ...
+
+    def query(
+        self, vector: Sequence[float] | np.ndarray, *, k: int, where: Filter | Mapping[str, Any] | None = None
+    ) -> list[tuple[str, float]]: ...
+
+    def delete(self, ids: Iterable[str]) -> int: ...
+
+    def delete_doc(self, doc_id: str) -> int: ...
+
+    def count(self) -> int: ...
+
+
+def check_upsert(
+    ids: Sequence[str],
+    vectors: Sequence[Sequence[float]] | np.ndarray,
+    metadata: Sequence[Mapping[str, Any]] | None,
+    *,
+    dim: int | None,
+    what: str,
+) -> tuple[list[str], np.ndarray, list[dict[str, Any]]]:
+    """Validate an upsert for any VectorStore: (ids, float matrix, metadata records), one each."""
+    checked = _check_ids(ids)
+    matrix = as_matrix(vectors, dim=dim, what=what)
+    if matrix.shape[0] != len(checked):
+        raise ValueError(f"{len(checked)} ids but {matrix.shape[0]} vectors")
+    metas = [{} for _ in checked] if metadata is None else [_check_meta(m) for m in metadata]
+    if len(metas) != len(checked):
+        raise ValueError(f"{len(checked)} ids but {len(metas)} metadata records")
+    return checked, matrix, metas
+
+
+class InProcessVectorStore:
+    """Exact cosine search over unit-length numpy rows held in memory. A query costs one
+    matrix-vector product over the stored rows (plus a `matches` call per row when `where` is
+    given); deletes are O(deleted), `delete_doc` finds its rows through a doc_id index.
+
+    >>> store = InProcessVectorStore(model_id="demo")
+    >>> store.upsert(["a:0", "b:0"], [[1.0, 0.0], [0.0, 1.0]], [{"doc_id": "a"}, {"doc_id": "b"}])
+    >>> store.query([1.0, 0.1], k=1)
+    [('a:0', 0.995037)]
+    """
+
+    def __init__(self, dim: int | None = None, *, model_id: str | None = None) -> None:
+        if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim < 1):
+            raise ValueError(f"dim must be a positive integer, got {dim!r}")
+        self.dim = dim
+        self.model_id = model_id
+        self._buf = np.zeros((0, dim or 0), dtype=np.float32)  # rows [0, count) are in use
+        self._ids: list[str] = []  # row → id
+        self._meta: list[dict[str, Any]] = []  # row → metadata
+        self._row_of: dict[str, int] = {}  # id → row
+        self._by_doc: dict[str, set[str]] = {}  # metadata doc_id → ids
+
+    def upsert(
+        self,
+        ids: Sequence[str],
+        vectors: Sequence[Sequence[float]] | np.ndarray,
+        metadata: Sequence[Mapping[str, Any]] | None = None,
+    ) -> None:
+        """Insert or replace one vector (and its metadata, default {}) per id."""
+        ids, matrix, metas = check_upsert(ids, vectors, metadata, dim=self.dim, what=self._what())
+        if not ids:
+            return
+        if self.dim is None:
+            self.dim = int(matrix.shape[1])
+            self._buf = np.zeros((0, self.dim), dtype=np.float32)
+        new_ids = [i for i in ids if i not in self._row_of]
+        self._reserve(len(self._ids) + len(new_ids))
+        for id_ in new_ids:
+            self._row_of[id_] = len(self._ids)
+            self._ids.append(id_)
+            self._meta.append({})
+        rows = [self._row_of[i] for i in ids]
+        self._buf[rows] = unit_rows(matrix)
+        for row, meta in zip(rows, metas, strict=True):
+            self._unindex(row)
+            self._meta[row] = meta
+            doc = meta.get("doc_id")
+            if isinstance(doc, str):
+                self._by_doc.setdefault(doc, set()).add(self._ids[row])
+
+    def query(
+        self, vector: Sequence[float] | np.ndarray, *, k: int, where: Filter | Mapping[str, Any] | None = None
+    ) -> list[tuple[str, float]]:
+        """The `k` best (id, cosine) among vectors whose metadata matches `where`."""
+        if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
+            raise ValueError(f"k must be a positive integer, got {k!r}")
+        typed = parse_filter(where)
+        query = unit_rows(as_vector(vector, dim=self.dim, what=self._what("query vector"))[None, :])[0]
+        if not self._ids:
+            return []
+        matrix = self._buf[: len(self._ids)]
+        if typed is None:
+            rows = np.arange(len(self._ids))
+            raw = matrix @ query
+        else:
+            rows = np.fromiter((i for i, m in enumerate(self._meta) if matches(typed, m)), dtype=np.int64)
+            if rows.size == 0:
+                return []
+            raw = matrix[rows] @ query
+        scores = np.round(raw.astype(np.float64), SCORE_DECIMALS)
+        return top_k(rows, scores, k, self._ids)
+
+    def delete(self, ids: Iterable[str]) -> int:
+        """Delete these ids (unknown ids are ignored); returns how many were deleted."""
+        if isinstance(ids, str):
+            raise ValueError("ids must be a list of strings, not one string")
+        doomed = {self._row_of[i] for i in set(ids) if i in self._row_of}
+        self._drop(doomed)
+        return len(doomed)
+
+    def delete_doc(self, doc_id: str) -> int:
+        """Delete every vector whose metadata "doc_id" equals `doc_id`; returns how many."""
+        return self.delete(sorted(self._by_doc.get(doc_id, ())))
+
+    def count(self) -> int:
+        return len(self._ids)
+
+    def ids(self) -> list[str]:
+        """Every stored id, sorted."""
+        return sorted(self._ids)
+
+    def metadata(self, id_: str) -> dict[str, Any]:
+        """A copy of the metadata stored with `id_` (KeyError when absent)."""
+        return dict(self._meta[self._row_of[id_]])
+
+    def vector(self, id_: str) -> list[float]:
+        """The stored (unit-length) vector of `id_` (KeyError when absent)."""
+        row: list[float] = self._buf[self._row_of[id_]].tolist()
+        return row
+
+    def save(self, path: str | Path) -> None:
+        """Write the store to the folder `path`, replacing what was there atomically; rows are
+        written in id order, so the same content gives the same files."""
+        order = sorted(range(len(self._ids)), key=self._ids.__getitem__)
+        write_vectors(
+            Path(path), self._buf[order].reshape(len(order), self.dim or 0),
+            [self._ids[r] for r in order], [self._meta[r] for r in order],
+            model_id=self.model_id, dim=self.dim,
+        )  # fmt: skip
+
+    @classmethod
+    def load(
+        cls, path: str | Path, *, model_id: str | None = None, dim: int | None = None
+    ) -> InProcessVectorStore:
+        """The store saved in `path`. With `model_id` / `dim` (those of the backend in use), a
+        store saved by another model or of another dimension raises VectorFilesMismatch,
+        whose message says how to re-embed."""
+        saved = read_vectors(Path(path), model_id=model_id, dim=dim)
+        store = cls(saved.dim, model_id=saved.model_id)
+        if saved.ids:
+            store.upsert(saved.ids, saved.vectors, saved.metadata)
+        return store
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __repr__(self) -> str:
+        return f"InProcessVectorStore(count={len(self._ids)}, dim={self.dim}, model_id={self.model_id!r})"
+
+    def _drop(self, rows: set[int]) -> None:
+        """Delete rows by moving the last row into each hole: O(deleted), not O(count)."""
+        for row in sorted(rows, reverse=True):
+            self._unindex(row)
+            del self._row_of[self._ids[row]]
+            last = len(self._ids) - 1
+            if row != last:
+                self._buf[row] = self._buf[last]
+                self._ids[row], self._meta[row] = self._ids[last], self._meta[last]
+                self._row_of[self._ids[row]] = row
+            self._ids.pop()
+            self._meta.pop()
+
+    def _unindex(self, row: int) -> None:
+        doc = self._meta[row].get("doc_id")
+        if isinstance(doc, str) and doc in self._by_doc:
+            self._by_doc[doc].discard(self._ids[row])
+            if not self._by_doc[doc]:
+                del self._by_doc[doc]
+
+    def _reserve(self, rows: int) -> None:
+        if rows > self._buf.shape[0]:
+            grown = np.zeros((max(rows, 2 * self._buf.shape[0], 16), self._buf.shape[1]), np.float32)
+            grown[: len(self._ids)] = self._buf[: len(self._ids)]
+            self._buf = grown
+
+    def _what(self, noun: str = "vectors") -> str:
+        return f"{noun} for this store (model_id={self.model_id!r})" if self.model_id else noun
+
+
+def top_k(rows: np.ndarray, scores: np.ndarray, k: int, ids: Sequence[str]) -> list[tuple[str, float]]:
+    """The `k` best (ids[row], score) by (-score, id). Every row tied with the k-th best is
+    considered, so the cut never depends on the order of equal scores."""
+    if k < rows.size:
+        threshold = np.partition(scores, rows.size - k)[rows.size - k]
+        keep = scores >= threshold
+        rows, scores = rows[keep], scores[keep]
+    positions = rows.tolist()
+    order = sorted(range(len(positions)), key=lambda i: (-scores[i], ids[positions[i]]))[:k]
+    return [(ids[positions[i]], float(scores[i])) for i in order]
+
+
+def _check_ids(ids: Sequence[str]) -> list[str]:
+    if isinstance(ids, str):
+        raise ValueError("ids must be a list of strings, not one string")
+    out = list(ids)
+    for id_ in out:
+        if not isinstance(id_, str) or not id_:
+            raise ValueError(f"every id must be a non-empty string, got {id_!r}")
+    if len(set(out)) != len(out):
+        raise ValueError("ids repeat within one upsert; give each id once")
+    return out
+
+
+def _check_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of `meta`; its values must be JSON scalars or lists of them (they are persisted)."""
+    if not isinstance(meta, Mapping):
+        raise ValueError(f"metadata must be a mapping, got {type(meta).__name__}")
+    out: dict[str, Any] = {}
+    for key, value in meta.items():
+        if not isinstance(key, str):
+            raise ValueError(f"metadata keys must be strings, got {key!r}")
+        if isinstance(value, (list, tuple)):
+            if not all(isinstance(v, _SCALARS) for v in value):
+                raise ValueError(f"metadata {key!r}: a list may hold only strings, numbers, booleans")
+            value = list(value)
+        elif not isinstance(value, _SCALARS):
+            raise ValueError(f"metadata {key!r}: {type(value).__name__} is not a string or a number")
+        if isinstance(value, float) and not np.isfinite(value):
+            raise ValueError(f"metadata {key!r}: NaN or infinity cannot be stored")
+        out[key] = value
+    return out
