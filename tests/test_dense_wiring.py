@@ -11,20 +11,24 @@ import pytest
 from click.testing import CliRunner
 
 import ragspine
-from ragspine.cli import main
-from ragspine.settings.config import (
-    SETTINGS,
-    ConfigError,
+from ragspine.assembly import (
+    channels,
     describe_fusion,
+    effective_mode,
     embedding_options,
     load_settings,
-    fusion_from_settings,
+    resolve_embedding,
 )
+from ragspine.assembly import make_embedding as embedding_backend_for
+from ragspine.assembly import make_fusion as fusion_from_settings
+from ragspine.cli import main
 from ragspine.retrieval.fusion.rrf import Fusion
-from ragspine.retrieval.vector.embeddings import factory as eb
 from ragspine.retrieval.vector.dense.chunk_vectors import VECTORS_SUFFIX, ChunkVectors
-from ragspine.retrieval.vector.embeddings.deterministic import DeterministicEmbeddingBackend
-from ragspine.workspace import embedding_backend_for
+from ragspine.retrieval.vector.embeddings import factory as eb
+from ragspine.retrieval.vector.embeddings.deterministic import (
+    DeterministicEmbeddingBackend,
+)
+from ragspine.settings.config import SETTINGS, ConfigError
 
 DOCS = {
     "cn/report.md": "# 艾克美年报\n\n营收下滑的原因是出口订单减少。\n",
@@ -73,7 +77,7 @@ def test_economy_builds_no_backend_and_no_vectors(
 
     monkeypatch.setattr(eb, "make_embedding_backend", refuse)
     settings = load_settings()
-    assert settings.embedding_backend is None and settings.effective_retrieval_mode == "bm25"
+    assert resolve_embedding(settings)[0] is None and effective_mode(settings) == "bm25"
     assert embedding_backend_for(settings) is None
     with ragspine.open(tmp_path / "ws") as ws:
         ws.ingest("营收下滑的原因是出口订单减少。", doc_id="r")
@@ -115,14 +119,14 @@ def test_auto_is_bm25_without_a_backend_and_hybrid_with_one(
     monkeypatch.setenv("RAGSPINE_EMBEDDING", "auto")
     _nothing_installed(monkeypatch)
     settings = load_settings()
-    assert settings.effective_retrieval_mode == "bm25"
-    assert settings.channels()["embedding"].startswith("auto: no local embedding backend installed (e5: ")
+    assert effective_mode(settings) == "bm25"
+    assert channels(settings)["embedding"].startswith("auto: no local embedding backend installed (e5: ")
     # e5 "installed" (a stand-in entry, so no model is loaded): auto picks it and runs hybrid
     monkeypatch.setitem(eb._AVAILABILITY, "e5", lambda: None)  # type: ignore[index]
     fake = eb.BackendEntry(lambda **_: DeterministicEmbeddingBackend(16), None, "stand-in e5")
     monkeypatch.setitem(eb.EMBEDDING_BACKENDS, "e5", fake)  # type: ignore[index]
     settings = load_settings()
-    assert (settings.embedding_backend, settings.effective_retrieval_mode) == ("e5", "hybrid")
+    assert (resolve_embedding(settings)[0], effective_mode(settings)) == ("e5", "hybrid")
     with ragspine.open(tmp_path / "ws") as ws:
         ws.ingest("Borealis gross margin fell.", doc_id="b")
         assert ws.search("margin")[0]["scores"]["vector"] is not None
@@ -360,4 +364,4 @@ def test_fusion_settings_build_one_fusion() -> None:
     assert fusion_from_settings(load_settings({"RAGSPINE_FUSION": "rrf"})).method == "rrf"
     # economy mode never builds a backend: an incomplete backend setting does not stop it
     economy = load_settings({"RAGSPINE_RETRIEVAL_MODE": "economy", "RAGSPINE_EMBEDDING": "openai"})
-    assert economy.embedding_backend is None
+    assert resolve_embedding(economy)[0] is None

@@ -17,7 +17,8 @@ from typing import Any
 import click
 
 from ragspine import __version__
-from ragspine.settings.config import ConfigError, load_settings
+from ragspine.assembly import load_settings
+from ragspine.settings.config import ConfigError
 from ragspine.retrieval.store.sqlite import NotAChunkStoreError
 from ragspine.render import format_snippets
 from ragspine.retrieval.model import FILTER_FIELDS
@@ -72,6 +73,10 @@ _port_option = click.option("--port", default=None, type=int, help="Port to bind
               help="Sensitivity rule file (TOML or JSON): globs and keywords -> label. Default: none.")  # fmt: skip
 @click.option("--prune", is_flag=True, help="Withdraw documents whose files are gone from the given folders.")
 @click.option("--force", is_flag=True, help="Re-ingest every file, even unchanged ones.")
+@click.option("--rebuild", is_flag=True,
+              help="Rebuild the store from PATHS with the current chunk and analyzer settings (after changing "
+                   "RAGSPINE_CHUNK_CHARS, _CHUNK_OVERLAP, _CHUNKER or _ANALYZER): re-chunks every file when the "
+                   "chunking changed and withdraws documents not found under PATHS.")  # fmt: skip
 @_meta_option("entity")
 @_meta_option("period")
 @_meta_option("topic")
@@ -79,14 +84,17 @@ _port_option = click.option("--port", default=None, type=int, help="Port to bind
 @click.option("--language", default=None, help="Document language; detected (zh/en/other) when not given.")
 @click.option("--sensitivity", default="INTERNAL", show_default=True,
               help="Label for documents no sidecar, front matter or rule labels, e.g. PUBLIC, RESTRICTED.")  # fmt: skip
+@_config_option
 def ingest(
     paths: tuple[Path, ...],
     db: str | None,
+    config_file: Path | None,
     include: tuple[str, ...],
     exclude: tuple[str, ...],
     rules: Path | None,
     prune: bool,
     force: bool,
+    rebuild: bool,
     **meta: str | None,
 ) -> None:
     """Ingest .txt, .md, .html, .pdf and .docx files, or folders of them.
@@ -94,18 +102,27 @@ def ingest(
     doc_id = path relative to the folder. Unchanged files are skipped; changed ones get a new
     version. Per-document metadata comes from NAME.meta.json sidecars or Markdown front matter.
     """
+    from ragspine.assembly import index_settings_for, make_embedding
     from ragspine.ingest.pipeline import ingest_paths
-    from ragspine.workspace import embedding_backend_for
+    from ragspine.ingest.rebuild import finish_rebuild, prepare_store
 
+    withdrawn: list[str] = []
     with _user_errors():
-        settings = load_settings(flags={"RAGSPINE_DB": db})
-        backend = embedding_backend_for(settings) if "://" not in settings.db else None
+        settings = load_settings(config_file=config_file, flags={"RAGSPINE_DB": db})
+        asked = index_settings_for(settings)  # the store's record must match (or --rebuild)
+        remake = prepare_store(settings.db, asked, rebuild=rebuild) if "://" not in settings.db else False
+        backend = make_embedding(settings) if "://" not in settings.db else None
         report = ingest_paths(
             list(paths), settings.db, include=include, exclude=exclude, rules=rules,
-            prune=prune, force=force, embedding_backend=backend, **meta,
+            prune=prune, force=force or remake, embedding_backend=backend,
+            max_chars=settings.chunk_chars, overlap_chars=settings.chunk_overlap, **meta,
         )  # fmt: skip
+        if rebuild:
+            withdrawn = finish_rebuild(settings.db, asked, [*report.ingested, *report.unchanged])
     for failure in report.failures:
         click.echo(f"failed: {failure.path}: {failure.reason}", err=True)
+    if rebuild:
+        click.echo(f"rebuilt with {asked.describe()}; withdrawn (not under PATHS): {len(withdrawn)}")
     click.echo(report.headline())
     click.echo(report.summary_table())
     if report.embedding is not None:
@@ -140,9 +157,12 @@ def embed(db: str | None, config_file: Path | None, reembed: bool, batch_size: i
                 "PostgreSQL store keeps them in memory, made at ingest and at search"
             )
         _require_store(settings.db)
-        if settings.embedding_backend is None:
+        from ragspine.assembly import resolve_embedding
+
+        backend_name, why = resolve_embedding(settings)
+        if backend_name is None:
             raise ValueError(
-                f"no embedding backend to embed with ({settings.embedding_resolution[1]}); set "
+                f"no embedding backend to embed with ({why}); set "
                 "RAGSPINE_EMBEDDING (e.g. e5) and a RAGSPINE_RETRIEVAL_MODE other than economy/bm25/lexical"
             )
         if reembed:
@@ -282,10 +302,13 @@ def serve(host: str | None, port: int | None, db: str | None, config_file: Path 
             raise ValueError(str(exc)) from exc
         check_bind(settings)
         keys = f"{len(settings.api_keys)} API key(s)" if settings.api_keys else "no API keys (loopback only)"
-        dense = f" with {settings.embedding_backend}" if settings.embedding_backend else ""
+        from ragspine.assembly import effective_mode, resolve_embedding
+
+        backend_name = resolve_embedding(settings)[0]
+        dense = f" with {backend_name}" if backend_name else ""
         click.echo(
             f"ragspine: serving {settings.db} at http://{settings.host}:{settings.port} "
-            f"(retrieval {settings.effective_retrieval_mode}{dense}, {keys})",
+            f"(retrieval {effective_mode(settings)}{dense}, {keys})",
             err=True,
         )
         run_server(settings, log_level=log_level)
@@ -343,13 +366,15 @@ def config_show(
 ) -> None:
     """Print each setting's effective value and where it came from (default, environment,
     file, flag); secrets are masked. Flags preview what `serve`/`ask` would use."""
-    from ragspine.settings.config import describe, resolve_settings
+    from ragspine.assembly import channels as describe_channels
+    from ragspine.assembly import resolve_settings
+    from ragspine.settings.config import describe
 
     flags = {"RAGSPINE_DB": db, "RAGSPINE_HOST": host, "RAGSPINE_PORT": port}
     with _user_errors():
         resolved = resolve_settings(config_file=config_file, flags=flags)
     rows = describe(resolved)
-    channels = resolved.settings.channels()
+    channels = describe_channels(resolved.settings)
     if as_json:
         settings = {name: {"value": value, "source": source} for name, value, source in rows}
         click.echo(json.dumps({"settings": settings, "effective": channels}, ensure_ascii=False, indent=2))

@@ -11,20 +11,19 @@ says which.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 import tempfile
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ragspine.settings.config import fusion_from_settings, load_settings
+from ragspine.assembly import build_retriever, load_settings
 from ragspine.render import format_snippets
 from ragspine.retrieval.model import DocumentMeta
-from ragspine.retrieval.query.glossary import GlossaryQueryRewriter, Glossary
-from ragspine.retrieval.link.narrative_link import build_narrative_retriever, split_filters
+from ragspine.retrieval.link.narrative_link import split_filters
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.retrieval.vector.embeddings.support import model_id_of
-from ragspine.workspace import embedding_backend_for
 
 TOP_K = 5
 
@@ -33,20 +32,15 @@ def run_demo(db: str | None = None, *, echo: Callable[[str], Any] = print) -> li
     """Run the demo; return every snippet it showed. Raises RuntimeError if RESTRICTED leaked."""
     corpus = resources.files("ragspine.data").joinpath("sample_corpus")
     manifest = json.loads(corpus.joinpath("manifest.json").read_text("utf-8"))
-    glossary = Glossary.from_dict(
-        json.loads(corpus.joinpath("glossary.json").read_text("utf-8")), source="demo glossary"
-    )
-    with tempfile.TemporaryDirectory(prefix="ragspine-demo-") as tmp:
+    with (
+        tempfile.TemporaryDirectory(prefix="ragspine-demo-") as tmp,
+        resources.as_file(corpus.joinpath("glossary.json")) as glossary,
+    ):
         path = db or str(Path(tmp) / "demo.db")
-        settings = load_settings()
-        backend = embedding_backend_for(settings)
-        retriever, store = build_narrative_retriever(
-            path,
-            query_rewriter=GlossaryQueryRewriter(glossary),
-            embedding_backend=backend,
-            fusion=fusion_from_settings(settings),
-            channels="vector" if settings.effective_retrieval_mode == "vector" else "hybrid",
-        )
+        # The product's own assembly, with the demo's store and glossary.
+        settings = replace(load_settings(), db=path, glossary=str(glossary))
+        retriever, store = build_retriever(settings)
+        backend = retriever.index.embedding_backend
         try:
             mode = "BM25 only" if backend is None else f"hybrid BM25 + {model_id_of(backend)}"
             echo(f"== Retrieval: {mode}")

@@ -1,8 +1,9 @@
 """`ragspine search --library NAME=PATH`: several stores searched as one, fused by RRF.
 
 Invariant: every library is opened through the same assembly as a single store
-(`Workspace.from_settings`, the store path swapped), searched concurrently by
-`MultiIndexRetriever`, and closed afterwards; RESTRICTED stays stripped at every exit.
+(`ragspine.assembly`, the store path swapped), routed by RAGSPINE_ROUTER's router, searched
+concurrently by `MultiIndexRetriever`, and closed afterwards; RESTRICTED stays stripped at
+every exit.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ragspine.settings.config import Settings
-from ragspine.retrieval.link.multi_index import KeywordRouter, LibraryIndex, MultiIndexRetriever
+from ragspine.retrieval.link.multi_index import LibraryIndex, MultiIndexRetriever
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,9 @@ def read_libraries(pairs: Sequence[str], file: Path | None) -> list[LibrarySpec]
 def search_libraries(
     settings: Settings, specs: Sequence[LibrarySpec], query: str, *, where: Any, top_k: int
 ) -> list[dict[str, Any]]:
-    """Search every library with the keyword router; snippets carry `library_id`."""
+    """Search the libraries RAGSPINE_ROUTER picks (every library when it picks none or fails);
+    snippets carry `library_id`."""
+    from ragspine.assembly import make_provider, make_router_for
     from ragspine.workspace import Workspace
 
     for spec in specs:
@@ -73,5 +76,8 @@ def search_libraries(
             )
             for spec in specs
         ]
-        multi = MultiIndexRetriever(libraries, KeywordRouter(libraries))
+        provider = make_provider(settings) if settings.router == "llm" else None
+        if provider is not None:
+            stack.callback(getattr(provider, "close", lambda: None))
+        multi = MultiIndexRetriever(libraries, make_router_for(settings, libraries, provider))
         return multi.retrieve(query, filters=where, top_k=top_k)

@@ -1,56 +1,48 @@
 """`ragspine.open`: a store, its retriever and the optional LLM, assembled from the settings.
 
 Invariants:
-- This is the one assembly path: `Workspace.from_settings` is what the CLI (`serve`, `ask`), the
-  HTTP service and Python users all call, so one configuration gives one pipeline everywhere.
+- The pipeline comes from `ragspine.assembly`, the one Settings → components path that the CLI,
+  the HTTP service, multi-library search, eval and Python users all share.
 - Nothing RESTRICTED leaves a workspace: `search` and `ask` go through the link's exit #2 and
   `chunks` drops RESTRICTED rows; `stats` gives only counts.
 - Each ingest or withdraw is one store transaction: a concurrent search sees the old version of a
   document or the new one, never a mix.
 - The dense channel exists only when the settings resolve an embedding backend
-  (`Settings.embedding_backend`; never in economy/bm25/lexical mode, which builds no backend
+  (`assembly.resolve_embedding`; never in economy/bm25/lexical mode, which builds no backend
   and creates no vectors file). Then every ingest embeds the new document's chunks (vectors in
   `<db>.vectors.sqlite`, keyed by the backend's model_id), and `embed_pending` embeds whatever
   a bulk ingest left without a vector. A vectors file made by another model is refused at open
   (`VectorModelMismatch`, whose message says how to re-embed), never mixed.
-- Local backends are shared by the workspaces of one process that use the same backend and
-  options (a weak cache: a model is loaded once while any workspace uses it).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import threading
-import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragspine.agent.agent import LLMProvider
 from ragspine.answer import DEFAULT_ASK_TOP_K, Answer, ask
-from ragspine.settings.config import (
-    LEXICAL_MODES,
-    REMOTE_EMBEDDINGS,
-    RETRIEVAL_MODES,
-    SETTINGS,
-    Settings,
-    embedding_options,
+from ragspine.assembly import (
+    build_retriever,
+    channels,
+    close_backend,
     load_settings,
-    fusion_from_settings,
+    make_provider,
+    resolve_embedding,
 )
-from ragspine.llm import make_llm_provider
-from ragspine.retrieval.store.sqlite import TABLE, ChunkStore
-from ragspine.retrieval.chunking.chunking import chunk_document
-from ragspine.retrieval.model import DocumentMeta
-from ragspine.retrieval.query.filter_extraction import make_filter_extractor
-from ragspine.retrieval.query.glossary import GlossaryQueryRewriter, load_glossary
-from ragspine.retrieval.types import EmbeddingBackend
-from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever, build_narrative_retriever
+from ragspine.settings.config import LEXICAL_MODES, RETRIEVAL_MODES, SETTINGS, Settings
+from ragspine.retrieval.store.sqlite import ChunkStore
+from ragspine.retrieval.model import Chunk, check_user_metadata
+from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.retrieval.vector.dense.chunk_vectors import EmbedReport
+
+if TYPE_CHECKING:
+    from ragspine.ingest.document import IngestSettings
 
 DEFAULT_SEARCH_TOP_K = 10
 MAX_DOC_ID_CHARS = 512
@@ -93,24 +85,13 @@ class Workspace:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Workspace:
-        """The assembly: store → BM25 (+ the dense channel when the settings resolve an embedding
-        backend, fused by RAGSPINE_FUSION) → glossary rewriter → listwise LLM judge (when an LLM
-        is configured); the same LLM answers `ask`."""
-        glossary = load_glossary(settings.glossary)
-        backend = embedding_backend_for(settings)
-        provider = None
+        """The pipeline `ragspine.assembly.build_retriever` builds from `settings`, with the
+        configured LLM (when there is one) as the listwise judge and the voice of `ask`."""
+        provider = make_provider(settings)
         try:
-            provider = make_llm_provider(settings)
-            extractor = make_filter_extractor(settings.filter_extractor, provider=provider, glossary=glossary)
-            retriever, store = build_narrative_retriever(
-                settings.db, provider, query_rewriter=GlossaryQueryRewriter(glossary),
-                filter_extractor=extractor, embedding_backend=backend,
-                fusion=fusion_from_settings(settings),
-                channels="vector" if settings.effective_retrieval_mode == "vector" else "hybrid",
-            )  # fmt: skip
+            retriever, store = build_retriever(settings, provider=provider)
         except BaseException:
             _close(provider)
-            _close_backend(backend)
             raise
         return cls(settings, retriever, store, provider)
 
@@ -144,43 +125,59 @@ class Workspace:
     ) -> IngestResult:
         """Make `text` the active version of `doc_id` (one transaction). `metadata`: user
         metadata (filterable); `pages`: (page spans, page numbers) of a paged document, carried
-        into each chunk's locator."""
-        unknown = sorted(set(meta) - set(_META_FIELDS))
-        if unknown:
-            raise ValueError(f"unknown metadata {', '.join(unknown)}; valid: {', '.join(_META_FIELDS)}")
+        into each chunk's locator. Labelled and chunked by `ingest.document` (the one ingest
+        path): an unknown sensitivity label is a ValueError and nothing is written."""
+        from ragspine.ingest.document import prepare_loaded
+        from ragspine.ingest.loaders import LoadedDocument
+        from ragspine.ingest.metadata import DocumentFields
+
+        _check_meta(meta)
         doc_id = _check_doc_id(doc_id)
         if not isinstance(text, str) or not text.strip():
             raise ValueError("text is empty: nothing to ingest (use withdraw to remove a document)")
-        if not meta.get("language"):
-            from ragspine.retrieval.language import detect_language
+        user = {} if metadata is None else metadata
+        check_user_metadata(user)
+        spans, numbers = pages if pages is not None else ((), ())
+        loaded = LoadedDocument(text, page_spans=tuple(spans), page_numbers=tuple(numbers))
+        own = DocumentFields({k: v for k, v in meta.items() if v is not None}, user)
+        prepared = prepare_loaded(
+            doc_id, loaded, own, self._ingest_settings({}), user_metadata=dict(user),
+            own_from=f"the sensitivity argument for {doc_id!r}",
+        )  # fmt: skip
+        return self._write(doc_id, prepared.chunks, valid_as_of)
 
-            meta = {**meta, "language": detect_language(text)}
-        fields = {k: v for k, v in meta.items() if v is not None}
-        index = self.retriever.index
-        document = DocumentMeta(doc_id, metadata=dict(metadata or {}), **fields)
-        chunks = chunk_document(text, document, max_chars=index.max_chars, overlap_chars=index.overlap_chars)
-        if pages is not None:
-            from ragspine.ingest.pages import with_pages
+    def ingest_bytes(
+        self, filename: str, data: bytes, *, doc_id: str | None = None, valid_as_of: str = "", **meta: str
+    ) -> IngestResult:
+        """Ingest a file's bytes with the loader for its suffix, through the same preparation as
+        `ragspine ingest` (`ingest.document.prepare`): the file's own metadata (Markdown front
+        matter) wins over `meta`, which fills the rest as defaults; its string/number free
+        fields become filterable user metadata; PDF pages reach the locators; the same file and
+        metadata store the same chunks and labels either way."""
+        from ragspine.ingest.document import prepare
+        from ragspine.ingest.files import SourceFile
+        from ragspine.ingest.metadata import DocumentFields, Sidecar
 
-            chunks = with_pages(chunks, *pages)
-        count = index.replace_chunks(doc_id, chunks, valid_as_of=valid_as_of)
-        return IngestResult(doc_id, count, self._version(doc_id))
-
-    def ingest_bytes(self, filename: str, data: bytes, *, doc_id: str | None = None, **meta: str) -> IngestResult:
-        """Ingest a file's bytes with the loader for its suffix. As with `ragspine ingest`, the
-        file's own metadata (Markdown front matter) wins over `meta`, which fills the rest; its
-        string/number free fields become filterable user metadata; PDF pages reach the locators."""
-        from ragspine.ingest.loaders import load_document
-        from ragspine.ingest.metadata import filterable, to_fields
-
+        _check_meta(meta)
         name = Path(filename).name
-        loaded = load_document(Path(name), data)
-        found = to_fields(loaded.metadata, name) if loaded.metadata else None
-        known = found.known if found else {}
-        merged = {"title": loaded.title, **{k: v for k, v in meta.items() if v}, **known}
-        pages = (loaded.page_spans, loaded.page_numbers) if loaded.page_spans else None
-        free = filterable(found.free) if found else {}
-        return self.ingest_text(loaded.text, doc_id or name, metadata=free, pages=pages, **merged)
+        doc_id = _check_doc_id(doc_id or name)
+        defaults = {k: v for k, v in meta.items() if k != "sensitivity"}
+        settings = self._ingest_settings(defaults, meta.get("sensitivity"))
+        prepared = prepare(SourceFile(Path(name), doc_id, Path(".")), data, Sidecar(DocumentFields()), settings)
+        return self._write(doc_id, prepared.chunks, valid_as_of)
+
+    def _ingest_settings(self, defaults: Mapping[str, str | None], sensitivity: str | None = None) -> IngestSettings:
+        from ragspine.ingest.document import ingest_settings
+
+        index = self.retriever.index
+        return ingest_settings(
+            defaults, sensitivity, max_chars=index.max_chars, overlap_chars=index.overlap_chars,
+            sensitivity_from="the sensitivity argument",
+        )  # fmt: skip
+
+    def _write(self, doc_id: str, chunks: Sequence[Chunk], valid_as_of: str) -> IngestResult:
+        count = self.retriever.index.replace_chunks(doc_id, chunks, valid_as_of=valid_as_of)
+        return IngestResult(doc_id, count, self._version(doc_id))
 
     def embed_pending(self, *, progress: bool | None = None, batch_size: int = 64) -> EmbedReport | None:
         """Embed every active chunk that has no vector yet (shortest first, in committed
@@ -227,9 +224,7 @@ class Workspace:
     def stats(self) -> dict[str, Any]:
         """Counts (documents, chunks), the index state (retrieval mode, embedding model, dense
         coverage as of the last search) and the configured channels."""
-        ((documents, chunks),) = self.store.execute_read(
-            f"SELECT COUNT(DISTINCT doc_id), COUNT(*) FROM {TABLE} WHERE active = 1"
-        )
+        documents, chunks = self.store.counts()
         index: dict[str, Any] = {
             "data_version": self.store.data_version(),
             "retrieval": self.retrieval_mode,
@@ -248,7 +243,7 @@ class Workspace:
                 "lexical_only": coverage.lexical_only,
                 "missing": coverage.missing,
             }
-        return {"documents": documents, "chunks": chunks, "index": index, "channels": self.settings.channels()}
+        return {"documents": documents, "chunks": chunks, "index": index, "channels": channels(self.settings)}
 
     def check_mode(self, mode: str | None) -> str:
         """The mode a search runs in: this workspace's mode (hybrid, vector or bm25) when `mode`
@@ -264,7 +259,7 @@ class Workspace:
         if effective == "bm25":
             raise ValueError(
                 f"mode {mode!r} needs the dense channel, which is not configured here "
-                f"({self.settings.embedding_resolution[1]}); use auto or bm25"
+                f"({resolve_embedding(self.settings)[1]}); use auto or bm25"
             )
         raise ValueError(
             f"this workspace runs {effective} retrieval (RAGSPINE_RETRIEVAL_MODE="
@@ -278,7 +273,7 @@ class Workspace:
         self.store.close()
         if dense is not None:
             dense.vectors.close()
-            _close_backend(dense.backend)
+            close_backend(dense.backend)
         _close(self.provider)
 
     def __enter__(self) -> Workspace:
@@ -290,8 +285,7 @@ class Workspace:
         self.close()
 
     def _version(self, doc_id: str) -> int:
-        rows = self.store.execute_read(f"SELECT COALESCE(MAX(version), 0) FROM {TABLE} WHERE doc_id = ?", (doc_id,))
-        return int(rows[0][0])
+        return self.store.latest_version(doc_id)
 
 
 def open_workspace(
@@ -317,34 +311,6 @@ def open_workspace(
     return Workspace.from_settings(load_settings(env, config_file=config, flags=flags))
 
 
-# (registry name, its registry entry, options) → a live local backend
-_SHARED_BACKENDS: weakref.WeakValueDictionary[tuple[Any, ...], Any] = weakref.WeakValueDictionary()
-_SHARED_LOCK = threading.Lock()
-
-
-def embedding_backend_for(settings: Settings) -> EmbeddingBackend | None:
-    """The embedding backend `settings` select (`Settings.embedding_backend`, auto resolved),
-    built with the options from RAGSPINE_EMBEDDING_MODEL / _BASE_URL / _API_KEY; None in
-    economy/bm25/lexical mode or when none resolves. A local backend is shared with the other
-    workspaces of this process that use the same one (built once while any holds it)."""
-    name = settings.embedding_backend
-    if name is None:
-        return None
-    from ragspine.retrieval.vector.embeddings.factory import EMBEDDING_BACKENDS, make_embedding_backend
-
-    options = embedding_options(settings, name)
-    if name in REMOTE_EMBEDDINGS:  # one HTTP client per workspace, closed with it
-        return make_embedding_backend(name, **options)
-    key = (name, EMBEDDING_BACKENDS.get(name), tuple(sorted((k, str(v)) for k, v in options.items())))
-    with _SHARED_LOCK:
-        backend = _SHARED_BACKENDS.get(key)
-        if backend is None:
-            backend = make_embedding_backend(name, **options)
-            with contextlib.suppress(TypeError):  # not weak-referenceable: this workspace keeps its own
-                _SHARED_BACKENDS[key] = backend
-    return backend
-
-
 def store_path(target: str | Path) -> str:
     """The store file for a workspace target: a folder (existing, or a new path without a
     suffix) holds `chunks.db`; anything else is the store file itself."""
@@ -365,6 +331,12 @@ def _names_file(source: str) -> bool:
     return len(source) < 4096 and "\n" not in source and os.path.isfile(source)
 
 
+def _check_meta(meta: Mapping[str, object]) -> None:
+    unknown = sorted(set(meta) - set(_META_FIELDS))
+    if unknown:
+        raise ValueError(f"unknown metadata {', '.join(unknown)}; valid: {', '.join(_META_FIELDS)}")
+
+
 def _check_doc_id(doc_id: str) -> str:
     if not isinstance(doc_id, str) or not doc_id.strip():
         raise ValueError("doc_id must be a non-empty string")
@@ -376,13 +348,6 @@ def _check_doc_id(doc_id: str) -> str:
 def _chunk_dict(row: dict[str, Any]) -> dict[str, Any]:
     row.pop("active", None)
     return row
-
-
-def _close_backend(backend: object) -> None:
-    """Close a remote backend (its HTTP client: one per workspace); local backends may be shared
-    and hold nothing to close."""
-    if backend is not None and getattr(backend, "is_remote", False):
-        _close(backend)
 
 
 def _close(provider: object) -> None:

@@ -17,7 +17,7 @@ from ragspine.retrieval.vector.stores.pgvector import PgVectorStore, to_sql
 from ragspine.retrieval.vector.stores.inprocess import InProcessVectorStore, VectorStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "vector"))
-from vector_store_suite import FILTERS, RECORDS, NewStore, Reopen, VectorStoreSuite  # noqa: E402
+from ragspine.testing.vector_store import FILTERS, RECORDS, NewStore, Reopen, VectorStoreSuite  # noqa: E402
 
 
 @pytest.fixture

@@ -9,10 +9,11 @@ import pytest
 from service_helpers import LLM_KEY, STUB_ANSWER
 
 from ragspine.agent.agent import LLMProvider
-from ragspine.settings.config import Settings, load_settings
-from ragspine.llm import LLMProviderError, OpenAICompatibleProvider, make_llm_provider
-from ragspine.retrieval.model import DocumentMeta
+from ragspine.assembly import make_provider as make_llm_provider
+from ragspine.llm import LLMProviderError, OpenAICompatibleProvider
 from ragspine.retrieval.link.narrative_link import build_narrative_retriever
+from ragspine.retrieval.model import DocumentMeta
+from ragspine.settings.config import Settings, load_settings
 
 MESSAGES = [{"role": "user", "content": "why?"}]
 

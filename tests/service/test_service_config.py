@@ -10,17 +10,21 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from ragspine.assembly import (  # settings checks + component checks
+    effective_mode,
+    load_settings,
+    resolve_embedding,
+    resolve_settings,
+)
 from ragspine.cli import main
+from ragspine.secret import Secret
 from ragspine.settings.config import (
     SETTINGS,
     ConfigError,
     Settings,
     describe,
-    load_settings,
     markdown_table,
-    resolve_settings,
 )
-from ragspine.secret import Secret
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 KEY = "k" * 20
@@ -79,8 +83,8 @@ def test_bad_values_name_the_variable_source_and_what_is_accepted(env: dict[str,
 def test_modes_without_an_embedding_backend() -> None:
     for mode in ("auto", "bm25", "lexical", "economy"):
         settings = load_settings({"RAGSPINE_RETRIEVAL_MODE": mode, "RAGSPINE_EMBEDDING_BACKEND": "none"})
-        assert settings.effective_retrieval_mode == "bm25" and settings.embedding == "none"
-        assert settings.embedding_backend is None
+        assert effective_mode(settings) == "bm25" and settings.embedding == "none"
+        assert resolve_embedding(settings)[0] is None
 
 
 def test_bad_config_files(tmp_path: Path) -> None:

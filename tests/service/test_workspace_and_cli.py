@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from service_helpers import API_KEY, BM25_ENV, STUB_ANSWER, llm_settings
 
 import ragspine
+from ragspine.assembly import channels
 from ragspine.cli import main
 from ragspine.settings.config import ConfigError
 from ragspine.workspace import Workspace, store_path
@@ -66,7 +67,7 @@ def test_open_takes_settings_as_keywords_and_uses_the_llm(tmp_path: Path, stub_l
         ws.ingest(REPORT, doc_id="r")
         answer = ws.ask("为什么营收下滑")
         assert (answer.mode, answer.text) == ("llm", STUB_ANSWER)
-        assert ws.settings.channels()["reranker"] == "listwise LLM judge"
+        assert channels(ws.settings)["reranker"] == "listwise LLM judge"
 
 
 def test_cli_ask(tmp_path: Path, stub_llm: Any) -> None:

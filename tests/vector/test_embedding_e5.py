@@ -13,7 +13,7 @@ from ragspine.retrieval.vector.embeddings.factory import (
     make_embedding_backend,
 )
 
-from embedding_backend_suite import SemanticBackendSuite
+from ragspine.testing.embedding_backend import SemanticBackendSuite
 
 
 @pytest.fixture(scope="module")

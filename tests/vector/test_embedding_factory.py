@@ -24,7 +24,7 @@ from ragspine.retrieval.vector.embeddings.factory import (
     resolve_auto,
 )
 
-from embedding_backend_suite import EmbeddingBackendSuite
+from ragspine.testing.embedding_backend import EmbeddingBackendSuite
 
 
 class TestDeterministicBackend(EmbeddingBackendSuite):

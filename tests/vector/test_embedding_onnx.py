@@ -10,7 +10,7 @@ import pytest
 
 from ragspine.retrieval.vector.embeddings.onnx import cls_pool, mean_pool
 
-from embedding_backend_suite import SemanticBackendSuite
+from ragspine.testing.embedding_backend import SemanticBackendSuite
 
 
 def test_mean_pool_averages_only_unmasked_tokens() -> None:

@@ -22,7 +22,7 @@ from ragspine.retrieval.vector.embeddings.factory import (
     make_embedding_backend,
 )
 
-from embedding_backend_suite import EmbeddingBackendSuite
+from ragspine.testing.embedding_backend import EmbeddingBackendSuite
 
 KEY = "sk-test-secret-key-0123456789"
 REFERENCE = DeterministicEmbeddingBackend(dim=16)

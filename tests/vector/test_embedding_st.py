@@ -17,7 +17,7 @@ from ragspine.retrieval.vector.embeddings.factory import (
     make_embedding_backend,
 )
 
-from embedding_backend_suite import EmbeddingBackendSuite
+from ragspine.testing.embedding_backend import EmbeddingBackendSuite
 
 PROMPTS = {"query": "Instruct: find the reason\nQuery: "}
 

@@ -13,7 +13,7 @@ from ragspine.retrieval.vector.stores import files as vector_files
 from ragspine.retrieval.vector.stores.inprocess import InProcessVectorStore, VectorStore
 from ragspine.retrieval.vector.stores.files import VectorFilesError, VectorFilesMismatch
 
-from vector_store_suite import NewStore, Reopen, VectorStoreSuite
+from ragspine.testing.vector_store import NewStore, Reopen, VectorStoreSuite
 
 
 class TestInProcessVectorStore(VectorStoreSuite):

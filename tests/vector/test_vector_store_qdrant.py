@@ -36,7 +36,7 @@ from ragspine.retrieval.vector.stores.qdrant import (  # noqa: E402
 from ragspine.retrieval.vector.stores.inprocess import InProcessVectorStore, VectorStore  # noqa: E402
 from ragspine.retrieval.vector.stores.files import VectorFilesError, VectorFilesMismatch  # noqa: E402
 
-from vector_store_suite import NewStore, Reopen, VectorStoreSuite  # noqa: E402
+from ragspine.testing.vector_store import NewStore, Reopen, VectorStoreSuite  # noqa: E402
 
 
 class TestQdrantVectorStoreInMemory(VectorStoreSuite):

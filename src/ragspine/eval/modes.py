@@ -58,7 +58,7 @@ def resolve_mode(requested: str | EvalMode, embedding: str | None = None) -> Res
     mode = requested if isinstance(requested, EvalMode) else EvalMode.parse(requested)
     source = "--embedding"
     if embedding is None:
-        from ragspine.settings.config import load_settings
+        from ragspine.assembly import load_settings
 
         embedding, source = load_settings().embedding, "RAGSPINE_EMBEDDING"
     spec = embedding.strip().lower()

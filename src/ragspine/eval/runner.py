@@ -144,7 +144,7 @@ def run_eval(dataset: BeirDataset, options: EvalOptions = EvalOptions()) -> Eval
     """Ingest (unless a kept store already holds this corpus), query every judged query, score."""
     if options.top_k < 1:
         raise EvalError(f"top_k must be >= 1, got {options.top_k}")
-    from ragspine.settings.config import describe_fusion
+    from ragspine.assembly import describe_fusion
 
     resolved = resolve_mode(options.mode, options.embedding)  # fails before any work
     analyzer = make_analyzer(options.analyzer)
@@ -222,11 +222,11 @@ def _dense_assembly(spec: str | None) -> tuple[object | None, Fusion]:
     """The embedding backend for the resolved `spec` (None: BM25 only) and the configured
     fusion, built the way `Workspace.from_settings` builds them for search and serve (same
     factory, RAGSPINE_EMBEDDING_MODEL/_BASE_URL/_API_KEY options, same fusion settings)."""
-    from ragspine.settings.config import embedding_options, fusion_from_settings, load_settings
+    from ragspine.assembly import embedding_options, load_settings, make_fusion
     from ragspine.retrieval.vector.embeddings.factory import make_embedding_backend
 
     settings = load_settings()
-    fusion = fusion_from_settings(settings)
+    fusion = make_fusion(settings)
     if spec is None:
         return None, fusion
     return make_embedding_backend(spec, **embedding_options(settings, spec)), fusion

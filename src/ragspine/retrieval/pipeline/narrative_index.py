@@ -20,27 +20,41 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ragspine.retrieval.store.sqlite import ChunkStore
 from ragspine.retrieval.chunking.chunking import (
     DEFAULT_CHUNK_CHARS,
     DEFAULT_OVERLAP_CHARS,
-    chunk_document,
 )
-from ragspine.retrieval.model import Chunk, DocumentMeta
+from ragspine.retrieval.chunking.factory import ParagraphChunker
+from ragspine.retrieval.chunking.protocol import Chunker
 from ragspine.retrieval.filters import Filter
-from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1
 from ragspine.retrieval.fusion.rrf import DEFAULT_RRF_K, Fusion
-from ragspine.retrieval.pipeline.hybrid import DEFAULT_TOP_K, HybridRetriever, RetrievalResult
+from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1
 from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot
 from ragspine.retrieval.lexical.index.store_index import StoreIndex
-from ragspine.retrieval.types import EmbeddingBackend, QueryRewriter
 from ragspine.retrieval.lexical.tokenize import tokenize
-from ragspine.retrieval.rerank.listwise_rerank import DEFAULT_TOP_N, ListwiseJudge, listwise_rerank
-from ragspine.retrieval.vector.embeddings.support import can_embed
-from ragspine.retrieval.vector.dense.chunk_vectors import ChunkVectors, EmbedReport, embed_chunks
-from ragspine.retrieval.vector.dense.channel import DenseChannel, vector_key
+from ragspine.retrieval.model import Chunk, DocumentMeta
+from ragspine.retrieval.pipeline.hybrid import (
+    DEFAULT_TOP_K,
+    HybridRetriever,
+    RetrievalResult,
+)
+from ragspine.retrieval.rerank.guard import rerank_head
+from ragspine.retrieval.rerank.listwise_rerank import (
+    DEFAULT_TOP_N,
+    ListwiseJudge,
+    listwise_rerank,
+)
+from ragspine.retrieval.rerank.protocol import Reranker
+from ragspine.retrieval.store.sqlite import ChunkStore
+from ragspine.retrieval.types import EmbeddingBackend, QueryRewriter
 from ragspine.retrieval.vector.arrays import as_matrix
-
+from ragspine.retrieval.vector.dense.channel import DenseChannel, vector_key
+from ragspine.retrieval.vector.dense.chunk_vectors import (
+    ChunkVectors,
+    EmbedReport,
+    embed_chunks,
+)
+from ragspine.retrieval.vector.embeddings.support import can_embed
 
 _ROW_CACHE_MAX = 20_000  # stored rows kept in memory per NarrativeIndex
 
@@ -63,6 +77,8 @@ class NarrativeIndex:
         embedding_backend: EmbeddingBackend | None = None,
         query_rewriter: QueryRewriter | None = None,
         judge: ListwiseJudge | None = None,
+        reranker: Reranker | None = None,
+        chunker: Chunker | None = None,
         max_chars: int = DEFAULT_CHUNK_CHARS,
         overlap_chars: int = DEFAULT_OVERLAP_CHARS,
         k1: float = DEFAULT_BM25_K1,
@@ -79,6 +95,8 @@ class NarrativeIndex:
         self.embedding_backend = embedding_backend
         self.query_rewriter = query_rewriter
         self.judge = judge
+        self.reranker = reranker  # takes precedence over the judge (specification)
+        self.chunker = chunker if chunker is not None else ParagraphChunker(max_chars, overlap_chars)
         self.max_chars, self.overlap_chars = max_chars, overlap_chars
         self.k1, self.b, self.top_n = k1, b, top_n
         self.fusion = fusion if fusion is not None else Fusion(k=rrf_k)
@@ -104,14 +122,12 @@ class NarrativeIndex:
         self.lexical_index = StoreIndex(store, analyzer, persist=persist_index)
 
     def ingest(self, text: str, meta: DocumentMeta, valid_as_of: str = "") -> int:
-        """Chunk `text` and make it the active version of `meta.doc_id`; return chunks written."""
+        """Chunk `text` (with the index's chunker) and make it the active version of `meta.doc_id`; return chunks written."""
         if not isinstance(text, str):
             raise ValueError(f"text must be a string, got {type(text).__name__}")
         if not isinstance(meta.doc_id, str) or not meta.doc_id.strip():
             raise ValueError("DocumentMeta.doc_id must be a non-empty string")
-        chunks = chunk_document(
-            text, meta, max_chars=self.max_chars, overlap_chars=self.overlap_chars
-        )
+        chunks = self.chunker.chunk(text, meta)
         return self.replace_chunks(meta.doc_id, chunks, valid_as_of=valid_as_of)
 
     def replace_chunks(self, doc_id: str, chunks: Sequence[Chunk], valid_as_of: str = "") -> int:
@@ -177,7 +193,8 @@ class NarrativeIndex:
         where: Filter | Mapping[str, Any] | None = None,
     ) -> list[RetrievalResult]:
         """Ranked active chunks for `query` (metadata filters and the typed `where` filter
-        AND-ed, before scoring), reranked when a judge is set."""
+        AND-ed, before scoring), reranked when a reranker (else a judge) is set: RESTRICTED
+        candidates are never given to either (`rerank.guard`)."""
         results = self.retriever().search(
             query,
             topic=topic,
@@ -188,7 +205,10 @@ class NarrativeIndex:
             top_k=top_k,
             where=where,
         )
-        if rerank and self.judge is not None:
+        if rerank and self.reranker is not None:
+            results = rerank_head(query, results, self.reranker.rerank, top_n=self.top_n,
+                                  name=type(self.reranker).__name__)  # fmt: skip
+        elif rerank and self.judge is not None:
             results = listwise_rerank(query, results, self.judge, top_n=self.top_n)
         return results
 

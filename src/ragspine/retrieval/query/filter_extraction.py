@@ -133,25 +133,18 @@ def combine(explicit: Filter | None, extracted: Filter | None) -> Filter | None:
 
 
 def make_filter_extractor(
-    spec: str | None = None,
+    spec: str = "none",
     *,
     provider: LLMProvider | None = None,
     glossary: Glossary | None = None,
 ) -> FilterExtractor | None:
-    """The extractor named by `spec` (default: RAGSPINE_FILTER_EXTRACTOR): none, rules or llm."""
-    if spec is None:
-        from ragspine.settings.config import load_settings
-
-        spec = load_settings().filter_extractor
+    """The extractor named by `spec`: none, rules (over `glossary`, default the built-in one) or
+    llm (over `provider`). The assembly passes RAGSPINE_FILTER_EXTRACTOR and RAGSPINE_GLOSSARY."""
     name = spec.strip().lower()
     if name in ("", "none"):
         return None
     if name == "rules":
-        if glossary is None:
-            from ragspine.settings.config import load_settings
-
-            glossary = load_glossary(load_settings().glossary)
-        return RuleFilterExtractor(glossary)
+        return RuleFilterExtractor(glossary if glossary is not None else load_glossary())
     if name == "llm":
         if provider is None:
             raise ValueError("the llm filter extractor needs an LLM provider (RAGSPINE_LLM_BASE_URL)")

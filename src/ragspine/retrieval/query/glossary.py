@@ -90,9 +90,7 @@ class GlossaryQueryRewriter:
         if max_queries < 1:
             raise ValueError(f"max_queries must be >= 1, got {max_queries}")
         if glossary is None:
-            from ragspine.settings.config import load_settings
-
-            glossary = load_glossary(load_settings().glossary)
+            glossary = load_glossary()  # the built-in one; the assembly passes RAGSPINE_GLOSSARY's
         self.glossary = glossary
         self.max_queries = max_queries
 

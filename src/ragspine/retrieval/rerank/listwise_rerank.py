@@ -10,17 +10,14 @@ Invariants:
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+from ragspine.retrieval.rerank.guard import DEFAULT_TOP_N, rerank_head
 from ragspine.retrieval.types import RetrievalResult
-from ragspine.retrieval.sensitivity import is_restricted
 
-DEFAULT_TOP_N = 10
 _PASSAGE_CHARS = 600
-_LOG = logging.getLogger(__name__)
 
 
 @runtime_checkable
@@ -37,24 +34,9 @@ def listwise_rerank(
     *,
     top_n: int = DEFAULT_TOP_N,
 ) -> list[RetrievalResult]:
-    """Reorder the non-RESTRICTED members of the first `top_n` results by the judge's verdict."""
-    ranked = list(results)
-    head = ranked[: max(top_n, 0)]
-    open_slots = [i for i, r in enumerate(head) if not is_restricted(r.chunk.sensitivity)]
-    if len(open_slots) < 2:
-        return ranked
-    candidates = [head[i].chunk.text for i in open_slots]
-    try:
-        order = judge.judge(query, candidates)
-        if sorted(order) != list(range(len(candidates))):
-            raise ValueError(f"judge returned {order!r}, not a permutation of {len(candidates)}")
-    except Exception as exc:  # noqa: BLE001 - any judge failure falls back to RRF order
-        _LOG.warning("listwise judge failed (%s); keeping RRF order", exc)
-        return ranked
-    reordered = [head[open_slots[j]] for j in order]
-    for slot, result in zip(open_slots, reordered, strict=True):
-        ranked[slot] = result
-    return ranked
+    """Reorder the non-RESTRICTED members of the first `top_n` results by the judge's verdict
+    (`guard.rerank_head`: the one RESTRICTED exit #1 every reranker goes through)."""
+    return rerank_head(query, results, judge.judge, top_n=top_n, name="listwise judge")
 
 
 def build_listwise_prompt(query: str, candidates: Sequence[str]) -> str:

@@ -40,6 +40,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ragspine.registry import spec_from_env
 from ragspine.retrieval.types import EmbeddingBackend
 from ragspine.retrieval.vector.embeddings.support import (
     EmbeddingBackendError,
@@ -173,7 +174,8 @@ def resolve_auto() -> tuple[str | None, str]:
 
 def make_embedding_backend(spec: str | None = None, **options: Any) -> EmbeddingBackend | None:
     """The backend named `spec` built with `options`, or None for "none" (and for "auto" when
-    nothing is installed). `spec=None` reads RAGSPINE_EMBEDDING through `ragspine.settings.config`.
+    nothing is installed). `spec=None` reads the RAGSPINE_EMBEDDING (alias RAGSPINE_EMBEDDING_BACKEND) environment
+    variable, default auto; the assembly passes the resolved setting instead.
     "auto" takes the options of the backend it resolves to (checked against that one).
 
     >>> make_embedding_backend("none") is None
@@ -187,9 +189,7 @@ def make_embedding_backend(spec: str | None = None, **options: Any) -> Embedding
     unknown embedding backend 'word2vec'; valid: none, auto, onnx, fastembed, minilm, deterministic, ...
     """
     if spec is None:
-        from ragspine.settings.config import load_settings
-
-        spec = load_settings().embedding
+        spec = spec_from_env(("RAGSPINE_EMBEDDING", "RAGSPINE_EMBEDDING_BACKEND"), "auto")
     if not isinstance(spec, str):
         raise ValueError(f"embedding backend spec must be a string or None, got {type(spec).__name__}")
     name = spec.strip().lower()

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ragspine.settings.config import load_settings
+from ragspine.registry import spec_from_env
 from ragspine.retrieval.vector.stores.inprocess import VectorStore
 
 
@@ -67,7 +67,7 @@ VECTOR_STORES: Mapping[str, StoreEntry] = {
 
 def make_vector_store(spec: str | None = None, **options: Any) -> VectorStore:
     """The vector store named `spec`, built with `options` (its constructor's arguments).
-    `spec=None` reads RAGSPINE_VECTOR_STORE through `ragspine.settings.config`.
+    `spec=None` reads the RAGSPINE_VECTOR_STORE environment variable (default in_process).
 
     >>> make_vector_store("in_process", dim=3, model_id="demo")
     InProcessVectorStore(count=0, dim=3, model_id='demo')
@@ -78,7 +78,7 @@ def make_vector_store(spec: str | None = None, **options: Any) -> VectorStore:
     unknown vector store 'faiss'; valid: in_process, pgvector, qdrant
     """
     if spec is None:
-        spec = load_settings().vector_store
+        spec = spec_from_env(("RAGSPINE_VECTOR_STORE",), "in_process")
     if not isinstance(spec, str):
         raise ValueError(f"vector store spec must be a string or None, got {type(spec).__name__}")
     name = spec.strip().lower()

