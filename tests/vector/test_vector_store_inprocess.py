@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ragspine import atomic
 from ragspine.retrieval.vector.stores import files as vector_files
 from ragspine.retrieval.vector.stores.inprocess import InProcessVectorStore, VectorStore
 from ragspine.retrieval.vector.stores.files import VectorFilesError, VectorFilesMismatch
@@ -111,7 +112,7 @@ def test_a_crash_before_the_manifest_is_replaced_leaves_the_old_store(
             raise OSError("disk full")
         real_replace(src, dst)
 
-    monkeypatch.setattr(vector_files.os, "replace", crash_on_manifest)
+    monkeypatch.setattr(atomic.os, "replace", crash_on_manifest)
     changed = _store()
     changed.delete(["a:0", "b:0"])
     with pytest.raises(OSError, match="disk full"):

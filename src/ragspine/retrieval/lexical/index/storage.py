@@ -12,7 +12,6 @@ removes unreferenced files only while holding it. Arrays are memory-mapped read-
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import uuid
 import zlib
@@ -23,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ragspine.atomic import write_atomic
 from ragspine.retrieval.model import INDEXED_FIELDS
 from ragspine.retrieval.lexical.index.segment import Segment
 from ragspine.retrieval.lexical.index.strings import (
@@ -77,9 +77,7 @@ class IndexFolder:
         return data if isinstance(data, dict) and data.get("format") == FORMAT else None
 
     def write_manifest(self, manifest: Mapping[str, Any]) -> None:
-        tmp = self.path / f".{MANIFEST}.{uuid.uuid4().hex}.tmp"
-        tmp.write_text(json.dumps({**manifest, "format": FORMAT}, indent=1), "utf-8")
-        os.replace(tmp, self.path / MANIFEST)
+        write_atomic(self.path / MANIFEST, json.dumps({**manifest, "format": FORMAT}, indent=1).encode("utf-8"))
 
     def remove_unreferenced(self, manifest: Mapping[str, Any]) -> None:
         """Delete segment folders, records and temp files the manifest does not name."""

@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,17 +27,20 @@ from typing import Any
 
 import numpy as np
 
+from ragspine.atomic import fsync_dir, write_atomic
+from ragspine.retrieval.vector.errors import VectorModelMismatch, VectorStoreError
+
 FORMAT = "ragspine-vectors"
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 
 
-class VectorFilesError(ValueError):
+class VectorFilesError(VectorStoreError):
     """A vector folder is missing, damaged or of an unknown format."""
 
 
-class VectorFilesMismatch(VectorFilesError):
-    """The saved vectors were made by another model or have another dimension."""
+# One mismatch error for every vector store (an alias kept for existing callers).
+VectorFilesMismatch = VectorModelMismatch
 
 
 @dataclass(frozen=True)
@@ -70,12 +72,12 @@ def write_vectors(
     digest = hashlib.sha256(buffer.getvalue() + b"\0" + records).hexdigest()[:16]
     names = {"vectors": f"vectors-{digest}.npy", "records": f"records-{digest}.json"}
     previous = _referenced(folder)
-    _write_atomic(folder / names["vectors"], buffer.getvalue())
-    _write_atomic(folder / names["records"], records)
+    write_atomic(folder / names["vectors"], buffer.getvalue())
+    write_atomic(folder / names["records"], records)
     manifest = {"format": FORMAT, "version": FORMAT_VERSION, "model_id": model_id, "dim": dim,
                 "count": len(ids), **names}  # fmt: skip
-    _write_atomic(folder / MANIFEST, json.dumps(manifest, ensure_ascii=False, indent=1).encode("utf-8"))
-    _fsync_dir(folder)
+    write_atomic(folder / MANIFEST, json.dumps(manifest, ensure_ascii=False, indent=1).encode("utf-8"))
+    fsync_dir(folder)
     keep = set(names.values()) | previous | {MANIFEST}
     for path in folder.iterdir():
         stale = path.name.startswith(("vectors-", "records-")) or path.name.endswith(".tmp")
@@ -143,25 +145,3 @@ def _referenced(folder: Path) -> set[str]:
     except VectorFilesError:
         return set()
     return {str(manifest.get(key)) for key in ("vectors", "records") if manifest.get(key)}
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-
-
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory fds
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)

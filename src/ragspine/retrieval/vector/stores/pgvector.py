@@ -4,7 +4,7 @@ Invariants (those of `store.VectorStore`, checked by tests/vector/vector_store_s
 - One table per store: `id TEXT PRIMARY KEY, embedding vector(dim), metadata JSONB`, unit-length
   vectors (zero vectors stay zero), an HNSW index with `vector_cosine_ops` and an index on
   `metadata->>'doc_id'`. The table's model id and dimension are recorded in
-  `ragspine_vector_tables`; opening it with another model or dimension is a ValueError.
+  `ragspine_vector_tables`; opening it with another model or dimension is a VectorModelMismatch.
 - `where` means exactly what `filters.matches` means. The filter is pushed down as a SQL
   condition that every matching row satisfies (a superset: field present, and for string
   equality the exact string); `filters.matches` then runs on the fetched metadata, so
@@ -44,6 +44,7 @@ from ragspine.retrieval.filters import (
     matches,
     parse_filter,
 )
+from ragspine.retrieval.vector.errors import VectorModelMismatch
 from ragspine.retrieval.vector.stores.inprocess import SCORE_DECIMALS, check_upsert, top_k
 from ragspine.retrieval.vector.arrays import as_vector, unit_rows
 
@@ -88,7 +89,7 @@ class PgVectorStore:
                 f"SELECT model_id, dim FROM {REGISTRY} WHERE table_name = %s", (self.table,)
             ).fetchone()
             if row is not None and (row[1] != self.dim or row[0] != self.model_id):
-                raise ValueError(
+                raise VectorModelMismatch(
                     f"table {self.table!r} holds vectors of model {row[0]!r}, dimension {row[1]}; "
                     f"this store is for model {self.model_id!r}, dimension {self.dim}: re-embed into "
                     "another table (or drop this one)"
