@@ -1,13 +1,36 @@
+"""The SQLite ChunkStore: the shared conformance suite, plus what only a SQLite file has."""
+
 from __future__ import annotations
 
 import sqlite3
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from ragspine.retrieval.store.sqlite import ChunkStore, NotAChunkStoreError, StoredChunk
+from ragspine.retrieval.chunking import chunk_store as spec_face
 from ragspine.retrieval.chunking.chunking import chunk_document
 from ragspine.retrieval.model import Chunk, DocumentMeta
+from ragspine.retrieval.store.sqlite import ChunkStore, NotAChunkStoreError, StoredChunk
+from ragspine.testing.chunk_store import ChunkStoreSuite, Opener, StoreHandles
+
+
+class TestSQLiteChunkStore(ChunkStoreSuite):
+    write_errors = (sqlite3.Error,)
+    read_refusals = (sqlite3.ProgrammingError, sqlite3.Warning)  # a statement list
+
+    @pytest.fixture
+    def open_store(self, tmp_path: Path) -> Iterator[Opener]:
+        with StoreHandles(lambda: ChunkStore(tmp_path / "chunks.db")) as handles:
+            yield handles.open
+
+
+def test_the_specification_path_is_the_sqlite_store(tmp_path: Path) -> None:
+    assert spec_face.ChunkStore is ChunkStore and spec_face.StoredChunk is StoredChunk
+    with spec_face.ChunkStore(tmp_path / "spec.db") as store:
+        store.init_schema()
+        assert store.replace_doc_chunks("d", _chunks("d", ["x"])) == 1
 
 
 def _chunks(doc_id: str, texts: list[str], **meta: str) -> list[Chunk]:
@@ -186,3 +209,39 @@ def test_user_metadata_round_trips(store: ChunkStore) -> None:
 def test_bad_user_metadata_is_refused(metadata: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         DocumentMeta("a", metadata=metadata)
+
+
+class _ThirdPartyStore(ChunkStore):
+    """A store class from outside ragspine, opened by dotted path with the target it was given."""
+
+    def __init__(self, target: str) -> None:
+        super().__init__(":memory:")
+        self.target = target
+
+
+def test_the_factory_picks_the_class_from_the_registry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragspine.retrieval.store.factory import (
+        CHUNK_STORES,
+        open_chunk_store,
+        store_kind,
+    )
+
+    assert [store_kind(t) for t in ("a.db", "Postgres://h/db", "postgresql://u@h/db")] == [
+        "sqlite", "postgres", "postgresql",
+    ]  # fmt: skip
+    with open_chunk_store(f"sqlite://{tmp_path / 'u.db'}") as store:
+        assert isinstance(store, ChunkStore) and store.db_path == str(tmp_path / "u.db")
+    with pytest.raises(ValueError) as caught:
+        open_chunk_store("mysql://user:secret@h/db")
+    assert str(caught.value) == f"unknown chunk store 'mysql'; valid: {CHUNK_STORES.valid()}"
+    assert "secret" not in str(caught.value) and "postgresql" in CHUNK_STORES.valid()
+    module = type(sys)("thirdparty_store")
+    module.MemStore = _ThirdPartyStore  # type: ignore[attr-defined]
+    module.NotAStore = str  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "thirdparty_store", module)
+    with open_chunk_store("mem://x", store="thirdparty_store:MemStore") as store:
+        assert isinstance(store, _ThirdPartyStore) and store.target == "mem://x"
+    with pytest.raises(TypeError, match="does not implement ChunkStoreProtocol"):
+        open_chunk_store("mem://x", store="thirdparty_store:NotAStore")

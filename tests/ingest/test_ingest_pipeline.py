@@ -15,7 +15,7 @@ from ragspine.ingest.loaders import load_document
 from ragspine.ingest.pipeline import ingest_paths
 from ragspine.ingest.registry import DocumentRegistry
 from ragspine.ingest.sensitivity_rules import SensitivityRule, SensitivityRules
-from ragspine.retrieval.store import sqlite as chunk_store
+from ragspine.retrieval.store import sql_base as chunk_store  # where every store builds its rows
 from ragspine.retrieval.store.sqlite import ChunkStore, StoredChunk
 from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex
 

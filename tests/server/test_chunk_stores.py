@@ -1,8 +1,8 @@
-"""The chunk-store conformance suite on SQLite and on PostgreSQL, and NarrativeIndex over both."""
+"""The chunk-store conformance suite on PostgreSQL (SQLite runs it in tests/test_store.py), the
+factory, and NarrativeIndex over both stores."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -10,100 +10,25 @@ from typing import Any
 import psycopg
 import pytest
 
-from ragspine.retrieval.store.sqlite import ChunkStore
 from ragspine.retrieval.model import DocumentMeta
-from ragspine.retrieval.store.postgres import PostgresChunkStore, qmark_to_format
-from ragspine.retrieval.store.factory import is_postgres_url, open_chunk_store
 from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex
-
-from chunk_store_suite import ChunkStoreSuite, Second
-
-
-class _Handles:
-    """Opens stores on one target and closes every one at teardown."""
-
-    def __init__(self, target: str) -> None:
-        self.target = target
-        self.opened: list[Any] = []
-
-    def open(self) -> Any:
-        store = open_chunk_store(self.target)
-        store.init_schema()
-        self.opened.append(store)
-        return store
-
-    def close(self) -> None:
-        for store in self.opened:
-            try:
-                store.close()
-            except Exception:
-                pass
-
-
-class TestSQLiteChunkStore(ChunkStoreSuite):
-    write_errors = (sqlite3.Error,)
-
-    def read_refusals(self) -> tuple[type[BaseException], ...]:
-        return (sqlite3.ProgrammingError, sqlite3.Warning)
-
-    @pytest.fixture
-    def handles(self, tmp_path: Path) -> Iterator[_Handles]:
-        handles = _Handles(str(tmp_path / "chunks.db"))
-        yield handles
-        handles.close()
-
-    @pytest.fixture
-    def store(self, handles: _Handles) -> Any:
-        return handles.open()
-
-    @pytest.fixture
-    def second(self, handles: _Handles) -> Second:
-        return handles.open
+from ragspine.retrieval.store.factory import is_postgres_url, open_chunk_store
+from ragspine.retrieval.store.postgres import PostgresChunkStore, qmark_to_format
+from ragspine.retrieval.store.sqlite import ChunkStore
+from ragspine.testing.chunk_store import ChunkStoreSuite, Opener, StoreHandles
 
 
 class TestPostgresChunkStore(ChunkStoreSuite):
     write_errors = (psycopg.Error,)
-
-    def read_refusals(self) -> tuple[type[BaseException], ...]:
-        return (psycopg.errors.SyntaxError,)  # a statement list: "cannot insert multiple commands"
+    read_refusals = (psycopg.errors.SyntaxError,)  # a statement list: "cannot insert multiple commands"
 
     @pytest.fixture
-    def handles(self, pg_url: str) -> Iterator[_Handles]:
-        handles = _Handles(pg_url)
-        yield handles
-        handles.close()
+    def open_store(self, pg_url: str) -> Iterator[Opener]:
+        with StoreHandles(lambda: open_chunk_store(pg_url)) as handles:
+            yield handles.open
 
-    @pytest.fixture
-    def store(self, handles: _Handles) -> Any:
-        store = handles.open()
+    def test_opened_by_the_factory(self, store: Any) -> None:
         assert isinstance(store, PostgresChunkStore)
-        return store
-
-    @pytest.fixture
-    def second(self, handles: _Handles) -> Second:
-        return handles.open
-
-    def test_concurrent_writers_get_distinct_versions(self, store: Any, second: Second) -> None:
-        import threading
-
-        others = [second() for _ in range(4)]
-        errors: list[BaseException] = []
-
-        def write(handle: Any, n: int) -> None:
-            try:
-                for i in range(5):
-                    handle.replace_doc_chunks("a", [])
-            except BaseException as exc:  # pragma: no cover - reported below
-                errors.append(exc)
-
-        threads = [threading.Thread(target=write, args=(h, n)) for n, h in enumerate(others)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        assert not errors
-        assert store.data_version() == 20
-        assert store.changes_since(0) == (20, ["a"])
 
     def test_repr_hides_credentials(self, store: Any) -> None:
         assert "postgres@" not in repr(store) and "PostgresChunkStore(host=" in repr(store)

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from enum import Enum
 
 from ragspine.eval.modes import EvalError
-from ragspine.retrieval.store.sqlite import TABLE, ChunkStore
+from ragspine.retrieval.store.sqlite import ChunkStore
 
 MANIFEST_TABLE = "ragspine_eval_manifest"
 IN_MEMORY = ":memory:"
@@ -58,8 +58,7 @@ def check_store(store: ChunkStore, fingerprint: IngestFingerprint) -> StoreState
         return StoreState.NEW
     recorded = _read_manifest(store.db_path)
     if recorded is None:
-        (rows,) = store.execute_read(f"SELECT COUNT(*) FROM {TABLE}")[0]
-        if rows:
+        if store.counts(include_inactive=True).chunks:
             raise EvalError(
                 f"{store.db_path} already holds a chunk store that `ragspine eval` did not build; "
                 "pass a new --db path (eval never mixes a dataset into other documents)"
@@ -97,12 +96,11 @@ def mark_ingest(store: ChunkStore, fingerprint: IngestFingerprint, state: StoreS
 
 def active_doc_ids(store: ChunkStore) -> set[str]:
     """Documents that have active chunks (those a resumed ingest can skip)."""
-    return {row[0] for row in store.execute_read(f"SELECT DISTINCT doc_id FROM {TABLE} WHERE active = 1")}
+    return set(store.active_doc_ids())
 
 
 def active_chunk_count(store: ChunkStore) -> int:
-    (count,) = store.execute_read(f"SELECT COUNT(*) FROM {TABLE} WHERE active = 1")[0]
-    return int(count)
+    return store.counts().chunks
 
 
 def _read_manifest(db_path: str) -> tuple[IngestFingerprint, str] | None:

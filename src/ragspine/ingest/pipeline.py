@@ -37,7 +37,7 @@ from ragspine.ingest.metadata import DocumentFields, read_sidecar
 from ragspine.ingest.registry import ACTIVE, DocumentRecord, DocumentRegistry
 from ragspine.ingest.report import IngestReport
 from ragspine.ingest.sensitivity_rules import SensitivityRules
-from ragspine.retrieval.store.sqlite import TABLE, ChunkStore
+from ragspine.retrieval.store.sqlite import ChunkStore
 from ragspine.retrieval.chunking.chunking import DEFAULT_CHUNK_CHARS, DEFAULT_OVERLAP_CHARS
 
 if TYPE_CHECKING:
@@ -233,10 +233,7 @@ class _Run:
         )
 
     def _active_version(self, doc_id: str) -> int | None:
-        rows = self.store.execute_read(
-            f"SELECT MAX(version) FROM {TABLE} WHERE doc_id = ? AND active = 1", (doc_id,)
-        )
-        return rows[0][0] if rows else None
+        return self.store.active_version(doc_id)
 
     def _fail(self, path: Path, reason: str) -> None:
         self.report.failures.append(FileFailure(path, reason))

@@ -9,8 +9,8 @@ Modules, each with one job:
 - `snapshot`: an immutable index over segments with tombstones and live N / df / avgdl;
 - `storage`: segment folders, tombstone records and the manifest on disk, checksummed;
 - `identity`: which analyzer built an index;
-- `store_reads`: what the index reads from a ChunkStore (read-only SQL);
-- `store_index`: keeping a snapshot in step with a ChunkStore (load, catch up, rebuild).
+- `store_index`: keeping a snapshot in step with a ChunkStore (load, catch up, rebuild),
+  reading it only through the store's typed reads (`ChunkStoreProtocol`).
 
 Invariant of the package: for any sequence of ingests, replacements and withdrawals, the scores
 of the index equal `bm25.bm25_scores` over the store's active chunks (to float rounding).

@@ -24,19 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from ragspine.retrieval.store.sqlite import ChunkStore
 from ragspine.retrieval.lexical.index.identity import analyzer_identity, identity_key
 from ragspine.retrieval.lexical.index.segment import SegmentBuilder
 from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot
 from ragspine.retrieval.lexical.index.storage import IndexFileError, IndexFolder
-from ragspine.retrieval.lexical.index.store_reads import (
-    Row,
-    active_fingerprint,
-    active_pages,
-    row_states,
-    rows_by_id,
-    store_uid,
-)
+from ragspine.retrieval.store.protocol import ChunkStoreProtocol, IndexRow
 
 _LOG = logging.getLogger(__name__)
 
@@ -56,7 +48,7 @@ class StoreIndex:
 
     def __init__(
         self,
-        store: ChunkStore,
+        store: ChunkStoreProtocol,
         analyzer: Callable[[str], list[str]],
         *,
         persist: bool = True,
@@ -160,7 +152,7 @@ class StoreIndex:
         version = self.store.data_version()
         builder = SegmentBuilder(first=0)
         n = 0
-        for rows in active_pages(self.store, PAGE_ROWS):
+        for rows in self._active_pages():
             self._add_rows(builder, rows)
             n += len(rows)
         snap = IndexSnapshot([builder.finish()], version=version)
@@ -175,7 +167,7 @@ class StoreIndex:
         if changes is None:
             return None
         version, doc_ids = changes
-        states = row_states(self.store, doc_ids)
+        states = self.store.row_states(doc_ids)
         if len(states) > 1000 and len(states) > REBUILD_SHARE * max(snap.n_active, 1):
             return None
         wanted = {row_id for row_id, active in states if active}
@@ -184,7 +176,7 @@ class StoreIndex:
         removed = positions[~np.isin(indexed, np.fromiter(wanted, dtype=np.int64, count=len(wanted)))]
         added = sorted(wanted - set(indexed.tolist()))
         gone = snap.row_ids()[removed].tolist()
-        content = {row[0]: row for row in rows_by_id(self.store, added + gone)}
+        content = {row[0]: row for row in self.store.index_rows(added + gone)}
         if any(r not in content for r in added + gone):
             return None  # rows vanished from the store: only a rebuild can be trusted
         segment = None
@@ -302,7 +294,7 @@ class StoreIndex:
     # -- store reads ------------------------------------------------------------------------
     def _store_uid(self) -> str:
         if not self._uid:
-            self._uid = store_uid(self.store)
+            self._uid = self.store.store_uid()
         return self._uid
 
     def _matches_store(self, snap: IndexSnapshot) -> bool:
@@ -310,13 +302,20 @@ class StoreIndex:
         before = self.store.data_version()
         if before != snap.version:
             return True  # cannot compare now; the next catch-up will
-        count, total = active_fingerprint(self.store)
+        count, total = self.store.active_fingerprint()
         if self.store.data_version() != before:
             return True
         mine = int(snap.row_ids()[snap.active_positions()].sum())
         return count == snap.n_active and total == mine
 
-    def _add_rows(self, builder: SegmentBuilder, rows: list[Row]) -> None:
+    def _active_pages(self) -> Iterator[list[IndexRow]]:
+        """Every active row of the store, in row-id order, PAGE_ROWS at a time."""
+        last = 0
+        while rows := self.store.active_index_rows(after_row_id=last, limit=PAGE_ROWS):
+            yield rows
+            last = rows[-1][0]
+
+    def _add_rows(self, builder: SegmentBuilder, rows: list[IndexRow]) -> None:
         builder.add(
             [self.analyzer(row[2]) for row in rows],
             chunk_ids=[row[1] for row in rows],

@@ -36,7 +36,9 @@ from typing import Any, Self
 import numpy as np
 from tqdm import tqdm
 
-from ragspine.retrieval.store.sqlite import ChunkStore, StoredChunk, Transaction
+from ragspine.retrieval.store.protocol import ChunkStoreProtocol, StoredChunk
+from ragspine.retrieval.store.sqlite import Snapshot as _Snapshot
+from ragspine.retrieval.store.sqlite import Transaction
 from ragspine.retrieval.vector.embeddings.support import (
     EmbeddingBackendError,
     can_embed,
@@ -96,7 +98,7 @@ class ChunkVectors:
             raise
 
     @classmethod
-    def beside(cls, store: ChunkStore, *, model_id: str, dim: int | None = None) -> ChunkVectors:
+    def beside(cls, store: ChunkStoreProtocol, *, model_id: str, dim: int | None = None) -> ChunkVectors:
         """The vectors of `store`: `<db_path>.vectors.sqlite`; in memory for a ":memory:" store."""
         db = str(store.db_path)
         return cls(None if db == ":memory:" else db + VECTORS_SUFFIX, model_id=model_id, dim=dim)
@@ -370,7 +372,7 @@ class EmbedReport:
 
 
 def embed_chunks(
-    store: ChunkStore,
+    store: ChunkStoreProtocol,
     vectors: ChunkVectors,
     backend: Any,
     *,
@@ -434,19 +436,6 @@ def embed_chunks(
         removed=removed,
         seconds=time.perf_counter() - started,
     )
-
-
-class _Snapshot:
-    """A read transaction: several SELECTs see one committed state."""
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self._conn = conn
-
-    def __enter__(self) -> None:
-        self._conn.execute("BEGIN")
-
-    def __exit__(self, *_: object) -> None:
-        self._conn.execute("COMMIT")
 
 
 def _check_ids(chunk_ids: Sequence[str]) -> list[str]:

@@ -1,0 +1,149 @@
+"""The chunk-store seam: the one Protocol every store implements, and the records it returns.
+
+Invariants: code outside `retrieval/store/` reads and writes chunks only through these methods
+(no SQL against the chunk table or the change log anywhere else); every implementation passes
+the conformance suite `ragspine.testing.chunk_store.ChunkStoreSuite`. The specification's
+contract is the first block (`init_schema`, `replace_doc_chunks`, `iter_chunks`, `execute_read`,
+`close`); the rest are the typed reads the index, the vectors, ingest, eval and the service need.
+
+>>> from ragspine.retrieval.store.sqlite import ChunkStore
+>>> isinstance(ChunkStore(":memory:"), ChunkStoreProtocol)
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, NamedTuple, Protocol, Self, runtime_checkable
+
+from ragspine.retrieval.model import INDEXED_FIELDS, Chunk
+
+
+@dataclass(frozen=True)
+class StoredChunk(Chunk):
+    """A `Chunk` as stored: its ingest metadata and whether it is in the active set."""
+
+    valid_as_of: str = ""
+    ingested_at: str = ""
+    version: int = 1
+    active: bool = True
+
+
+class ChunkCounts(NamedTuple):
+    """How many documents (distinct doc_ids) and chunk rows a store holds."""
+
+    documents: int
+    chunks: int
+
+
+# What the lexical index reads of a row: row_id, chunk_id, text, then the INDEXED_FIELDS in
+# order (metadata as canonical JSON text). A plain tuple: the index reads millions of them.
+INDEX_ROW_FIELDS: tuple[str, ...] = ("row_id", "chunk_id", "text", *INDEXED_FIELDS)
+IndexRow = tuple[Any, ...]
+
+
+@runtime_checkable
+class ChunkStoreProtocol(Protocol):
+    """A versioned chunk store (SQLite `ChunkStore`, `PostgresChunkStore`, or a third party's).
+
+    `db_path` is the local file that caches (the lexical index, chunk vectors) persist beside,
+    or ":memory:" when there is none (an in-memory or a server store).
+    """
+
+    db_path: str
+
+    # -- the specification's contract ---------------------------------------------------------
+    def init_schema(self) -> None:
+        """Create the tables, or migrate an older schema in place. Idempotent."""
+        ...
+
+    def replace_doc_chunks(self, doc_id: str, chunks: Sequence[Chunk], valid_as_of: str = "") -> int:
+        """Make `chunks` the active version of `doc_id` (version = max + 1) in one transaction;
+        return the rows written. An empty list withdraws the document."""
+        ...
+
+    def iter_chunks(
+        self,
+        *,
+        doc_id: str | None = None,
+        topic: str | None = None,
+        entity: str | None = None,
+        geography: str | None = None,
+        period: str | None = None,
+        language: str | None = None,
+        include_inactive: bool = False,
+    ) -> list[StoredChunk]:
+        """Chunks matching every given field (AND), active only unless asked, in
+        (doc_id, version, seq) order (doc_id in byte order)."""
+        ...
+
+    def execute_read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Run one read-only statement (`?` placeholders); a write raises PermissionError."""
+        ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
+
+    # -- versions and the change log ----------------------------------------------------------
+    def data_version(self) -> int:
+        """A counter that grows with every committed change to the chunks."""
+        ...
+
+    def changes_since(self, version: int) -> tuple[int, list[str]] | None:
+        """(current data_version, distinct doc_ids changed after `version`, in change order),
+        read in one snapshot; None when the log does not cover every version after `version`."""
+        ...
+
+    def store_uid(self) -> str:
+        """The store's random identity, fixed at creation ("" for a schema that predates it)."""
+        ...
+
+    # -- typed reads --------------------------------------------------------------------------
+    def counts(self, *, include_inactive: bool = False) -> ChunkCounts:
+        """Documents and chunk rows, active ones only unless asked (read together)."""
+        ...
+
+    def active_doc_ids(self) -> list[str]:
+        """The doc_ids that have active chunks, in byte order."""
+        ...
+
+    def active_version(self, doc_id: str) -> int | None:
+        """The version of `doc_id`'s active chunks; None when it has none (withdrawn or unknown)."""
+        ...
+
+    def latest_version(self, doc_id: str) -> int:
+        """The highest version ever written for `doc_id`, active or not; 0 when never written."""
+        ...
+
+    def chunks_by_row_ids(self, row_ids: Sequence[int]) -> list[StoredChunk | None]:
+        """The rows with these row ids (active or not), in the given order; None for a row id
+        that does not exist."""
+        ...
+
+    def active_index_rows(self, *, after_row_id: int, limit: int) -> list[IndexRow]:
+        """Up to `limit` active rows with row_id > `after_row_id`, in row-id order
+        (`INDEX_ROW_FIELDS`): page through them to build an index."""
+        ...
+
+    def index_rows(self, row_ids: Sequence[int]) -> list[IndexRow]:
+        """The `INDEX_ROW_FIELDS` of these rows (active or not); missing ids are absent."""
+        ...
+
+    def row_states(self, doc_ids: Sequence[str]) -> list[tuple[int, bool]]:
+        """(row_id, active) of every row, any version, of these documents."""
+        ...
+
+    def active_fingerprint(self) -> tuple[int, int]:
+        """(number of active rows, sum of their row ids): a cheap check that an index built
+        from the store still covers exactly its active rows."""
+        ...
