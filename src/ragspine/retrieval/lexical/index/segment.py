@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain
+from typing import cast
 
 import numpy as np
 
@@ -22,6 +23,7 @@ from ragspine.retrieval.lexical.index.strings import DictVocab, HashedVocab, Str
 _RATIO_BLOCK = 1 << 22  # postings per block when computing min_ratio (bounds temporary memory)
 _INFO_CACHE_MAX = 200_000  # looked-up terms remembered per segment
 _MISSING = object()
+_Info = tuple[int, int, int, float]  # (postings start, end, max tf, min length/tf)
 
 
 @dataclass(frozen=True)
@@ -68,9 +70,11 @@ class Segment:
 
     def postings(self, term: str) -> tuple[np.ndarray, np.ndarray, int, float] | None:
         """(positions, tfs, max tf, min length/tf) of `term`, or None when absent."""
-        cache: dict[str, tuple[int, int, int, float] | None] = self.__dict__.setdefault("_info", {})
-        info = cache.get(term, _MISSING)
-        if info is _MISSING:
+        cache: dict[str, _Info | None] = self.__dict__.setdefault("_info", {})
+        found = cache.get(term, _MISSING)  # one atomic read: another thread may clear the cache
+        if found is not _MISSING:
+            info = cast("_Info | None", found)
+        else:
             tid = self.vocab.get(term)
             info = None
             if tid >= 0:
@@ -81,7 +85,7 @@ class Segment:
             cache[term] = info
         if info is None:
             return None
-        start, end, max_tf, min_ratio = info  # type: ignore[misc]
+        start, end, max_tf, min_ratio = info
         return self.docs[start:end], self.tfs[start:end], max_tf, min_ratio
 
 

@@ -17,11 +17,11 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from ragspine.retrieval.model import INDEXED_FIELDS
-from ragspine.retrieval.lexical.bm25 import bm25_idf
 from ragspine.retrieval.lexical.index.scoring import (
     Allow,
     QueryTerm,
     best_k,
+    bm25_idf,
     length_norms,
     ordered,
     score_all,

@@ -75,9 +75,9 @@ class StoreIndex:
 
     def snapshot(self) -> IndexSnapshot:
         """The index of the store's active chunks at its current data_version."""
-        snap = self._snap
-        if snap is not None and snap.version == self.store.data_version():
-            return snap
+        cached = self._snap
+        if cached is not None and cached.version == self.store.data_version():
+            return cached
         with self._lock:
             for _ in range(5):  # a writer may move the store while we catch up
                 snap = self._sync()
