@@ -254,6 +254,21 @@ class ChunkStoreSuite:
         )
         assert rows == [("x", "?"), ("y?", "?")]
 
+    def test_meta_notes_are_kept_and_the_store_keys_are_refused(self, store: Any, second: Opener) -> None:
+        store.replace_doc_chunks("a", chunks("a", ["x"]))
+        uid, version = store.store_uid(), store.data_version()
+        assert store.read_meta("index_settings") is None
+        store.write_meta("index_settings", '{"analyzer": "spec"}')
+        store.write_meta("index_settings", '{"analyzer": "en-stem"}')
+        assert second().read_meta("index_settings") == '{"analyzer": "en-stem"}'
+        for key in ("data_version", "store_uid", "changes_from", ""):
+            with pytest.raises(ValueError, match="not writable"):
+                store.write_meta(key, "99")
+        with pytest.raises(ValueError, match="string"):
+            store.write_meta("n", 1)
+        assert (store.store_uid(), store.data_version()) == (uid, version)  # notes are not chunk changes
+        assert store.read_meta("store_uid") == uid
+
     # -- typed reads --------------------------------------------------------------------------
     def test_counts_and_active_documents(self, store: Any) -> None:
         assert store.counts() == ChunkCounts(0, 0) and store.active_doc_ids() == []

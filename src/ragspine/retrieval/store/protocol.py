@@ -108,6 +108,16 @@ class ChunkStoreProtocol(Protocol):
         """The store's random identity, fixed at creation ("" for a schema that predates it)."""
         ...
 
+    # -- store-level notes (e.g. the settings its chunks and index were made with) -------------
+    def read_meta(self, key: str) -> str | None:
+        """The value kept under `key`; None when there is none."""
+        ...
+
+    def write_meta(self, key: str, value: str) -> None:
+        """Keep `value` under `key` (replacing it), in one transaction; the store's own keys
+        (data_version, store_uid, changes_from) are refused with ValueError."""
+        ...
+
     # -- typed reads --------------------------------------------------------------------------
     def counts(self, *, include_inactive: bool = False) -> ChunkCounts:
         """Documents and chunk rows, active ones only unless asked (read together)."""

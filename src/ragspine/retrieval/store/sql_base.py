@@ -52,6 +52,7 @@ _COLUMNS: tuple[str, ...] = tuple(_COLUMN_TYPES)
 _INDEX_COLUMNS = ", ".join(INDEX_ROW_FIELDS)
 _FILTERS = ("doc_id", "topic", "entity", "geography", "period", "language")
 IN_BATCH = 500  # keys per IN (...) list where the dialect has no array parameter
+OWN_META_KEYS = frozenset({"data_version", "store_uid", "changes_from"})  # kept by the store itself
 
 
 class SQLChunkStore:
@@ -167,7 +168,30 @@ class SQLChunkStore:
                 run(f"INSERT INTO {CHANGES_TABLE} (version, doc_id) VALUES ({m}, {m})", (version, doc_id))
         return len(rows)
 
+    def write_meta(self, key: str, value: str) -> None:
+        """Keep `value` under `key` in the store's meta table (replacing any earlier value), in
+        one transaction; the store's own keys (OWN_META_KEYS) are refused with ValueError."""
+        if not isinstance(key, str) or not key.strip() or key in OWN_META_KEYS:
+            raise ValueError(
+                f"meta key {key!r} is not writable: use a non-empty key other than the store's "
+                f"own ({', '.join(sorted(OWN_META_KEYS))})"
+            )
+        if not isinstance(value, str):
+            raise ValueError(f"meta value must be a string (e.g. JSON text), got {type(value).__name__}")
+        m = self._MARK
+        with self._lock, self._write():
+            self._conn.execute(
+                f"INSERT INTO {META_TABLE} (key, value) VALUES ({m}, {m}) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
+
     # -- reads --------------------------------------------------------------------------------
+    def read_meta(self, key: str) -> str | None:
+        """The value kept under `key` in the store's meta table; None when there is none."""
+        rows = self._rows(f"SELECT value FROM {META_TABLE} WHERE key = {self._MARK}", (key,))
+        return str(rows[0][0]) if rows else None
+
     def iter_chunks(
         self,
         *,
@@ -197,8 +221,7 @@ class SQLChunkStore:
 
     def store_uid(self) -> str:
         """The store's random identity ("" for a store whose schema predates it)."""
-        rows = self._rows(f"SELECT value FROM {META_TABLE} WHERE key = 'store_uid'")
-        return str(rows[0][0]) if rows else ""
+        return self.read_meta("store_uid") or ""
 
     def changes_since(self, version: int) -> tuple[int, list[str]] | None:
         """(current data_version, distinct doc_ids changed after `version`, in change order),

@@ -18,21 +18,19 @@ from typing import Any
 
 from ragspine.retrieval.model import Chunk  # noqa: F401 - the doctest uses it
 from ragspine.retrieval.store.protocol import StoredChunk
-from ragspine.retrieval.store.sql_base import (  # noqa: F401 - names this module has always had
-    _COLUMN_TYPES,
+from ragspine.retrieval.store.sql_base import (  # noqa: F401 - _COLUMNS, _row: bench/prepare.py
     _COLUMNS,
     CHANGES_TABLE,
     META_TABLE,
     TABLE,
     SQLChunkStore,
     _row,
-    _stored,
     iter_chunks_query,
 )
 
 __all__ = [
     "CHANGES_TABLE", "META_TABLE", "TABLE", "ChunkStore", "NotAChunkStoreError", "StoredChunk",
-    "Transaction", "iter_chunks_query",
+    "Snapshot", "Transaction", "iter_chunks_query",
 ]  # fmt: skip
 
 _ALLOWED_READ_ACTIONS = frozenset(
