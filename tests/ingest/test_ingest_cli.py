@@ -68,4 +68,4 @@ def test_a_bad_rule_file_is_a_clean_error(tmp_path: Path) -> None:
     rules = tmp_path / "rules.toml"
     rules.write_text('[[rules]]\nlabel = "NOPE"\npaths = ["*"]\n', "utf-8")
     code, _, err = _run(str(tmp_path / "a.txt"), "--db", str(tmp_path / "s.db"), "--rules", str(rules))
-    assert code == 1 and "not one of the levels" in err and "Traceback" not in err
+    assert code == 1 and "'NOPE'" in err and "not a known level" in err and "Traceback" not in err

@@ -52,8 +52,10 @@ def test_rule_file_in_toml_and_json(tmp_path: Path) -> None:
 def test_rules_built_in_python() -> None:
     rules = SensitivityRules((SensitivityRule("RESTRICTED", paths=("*",)),))
     assert rules.classify("r.pdf", "") == "RESTRICTED"
-    with pytest.raises(ValueError, match="not one of the levels"):
+    with pytest.raises(ValueError, match="'TOP' .*not a known level"):
         SensitivityRules((SensitivityRule("TOP", paths=("*",)),))
+    full_width = SensitivityRules((SensitivityRule("ｒｅｓｔｒｉｃｔｅｄ", paths=("*",)),))
+    assert full_width.classify("r.pdf", "") == "RESTRICTED"
 
 
 def test_custom_levels_order_the_labels() -> None:
@@ -67,7 +69,7 @@ def test_custom_levels_order_the_labels() -> None:
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        ('[[rules]]\nlabel = "TOP"\npaths = ["*"]\n', "not one of the levels"),
+        ('[[rules]]\nlabel = "TOP"\npaths = ["*"]\n', "'TOP' .*not a known level"),
         ('[[rules]]\nlabel = "RESTRICTED"\n', "neither paths nor keywords"),
         ('[[rules]]\nlabel = "RESTRICTED"\npath = ["*"]\n', "unknown key"),
         ('[[rules]]\nlabel = "RESTRICTED"\npaths = "*"\n', "must be a list of strings"),

@@ -4,14 +4,20 @@ Invariants: the same bytes, sidecar and settings give the same chunks (determini
 `ingest_key` changes whenever any of them changes, so an unchanged key means unchanged chunks.
 Field precedence, highest first: sidecar, Markdown front matter, CLI defaults; `language` falls
 back to detection on the text; `sensitivity` is the per-document value, else the strictest
-matching rule, else the CLI default. Every chunk's text is a substring of the loaded text; PDF
-locators gain `;pages=…` (see `pages`).
+matching rule, else the CLI default, normalised and checked against the known levels (an unknown
+label fails the document, naming where it came from). Every chunk's text is a substring of the
+loaded text; PDF locators gain `;pages=…` (see `pages`).
+
+This is the one preparation path: the folder pipeline (`prepare`), and `Workspace.ingest_bytes`
+(HTTP upload, `ragspine.open().ingest`) and `Workspace.ingest_text` (via `prepare_loaded`) all
+label and chunk here, so the same file and metadata give the same chunks whichever way it came.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +26,8 @@ from ragspine.retrieval.language import detect_language
 from ragspine.ingest.loaders import LoadedDocument, load_document
 from ragspine.ingest.metadata import DocumentFields, Sidecar, filterable, to_fields
 from ragspine.ingest.pages import with_pages
-from ragspine.ingest.sensitivity_rules import SensitivityRules, normalize_label
+from ragspine.ingest.sensitivity_rules import SensitivityRules
+from ragspine.retrieval.sensitivity import check_label
 from ragspine.retrieval.chunking.chunking import (
     DEFAULT_CHUNK_CHARS,
     DEFAULT_OVERLAP_CHARS,
@@ -28,8 +35,9 @@ from ragspine.retrieval.chunking.chunking import (
 )
 from ragspine.retrieval.model import Chunk, DocumentMeta
 
-# Bump when loaders or locators change what the same bytes turn into, so re-runs re-ingest.
-INGEST_FORMAT = 1
+# Bump when loaders, locators or labels change what the same bytes turn into, so re-runs
+# re-ingest. 2: sensitivity labels normalised by NFKC (full-width spellings), unknown ones refused.
+INGEST_FORMAT = 2
 DIMENSIONS = ("topic", "entity", "geography", "period", "language")
 
 
@@ -42,6 +50,12 @@ class IngestSettings:
     rules: SensitivityRules = field(default_factory=SensitivityRules)
     max_chars: int = DEFAULT_CHUNK_CHARS
     overlap_chars: int = DEFAULT_OVERLAP_CHARS
+    # Where the default label comes from, for the unknown-label error.
+    sensitivity_from: str = field(default="--sensitivity", compare=False)
+
+    def __post_init__(self) -> None:
+        label = check_label(self.sensitivity, self.rules.levels, source=self.sensitivity_from)
+        object.__setattr__(self, "sensitivity", label)
 
     def fingerprint(self) -> str:
         """A digest of these settings (part of every document's `ingest_key`)."""
@@ -52,6 +66,18 @@ class IngestSettings:
             "chunking": [self.max_chars, self.overlap_chars],
         }
         return _digest(data)
+
+
+def ingest_settings(
+    defaults: Mapping[str, str | None], sensitivity: str | None = None, **options: Any
+) -> IngestSettings:
+    """IngestSettings from the defaults a caller gives (CLI flags, `Workspace.ingest_bytes`
+    arguments): blank values dropped, the rest stripped; a blank `sensitivity` is INTERNAL.
+    `options`: the other IngestSettings fields."""
+    given = {k: v.strip() for k, v in defaults.items() if v and v.strip()}
+    return IngestSettings(
+        defaults=DocumentFields(given), sensitivity=(sensitivity or "").strip() or "INTERNAL", **options
+    )
 
 
 @dataclass(frozen=True)
@@ -89,11 +115,29 @@ def prepare(
     loaded = load_document(source.path, data)
     front = to_fields(loaded.metadata, "front matter") if loaded.metadata else DocumentFields()
     own = sidecar.fields.over(front)
+    where = "sidecar" if sidecar.fields.known.get("sensitivity") else "front matter"
+    origin = f"the {where} of {source.doc_id!r}"
+    return prepare_loaded(
+        source.doc_id, loaded, own, settings, user_metadata=filterable(own.free), own_from=origin
+    )
+
+
+def prepare_loaded(
+    doc_id: str,
+    loaded: LoadedDocument,
+    own: DocumentFields,
+    settings: IngestSettings,
+    *,
+    user_metadata: dict[str, Any],
+    own_from: str,
+) -> PreparedDocument:
+    """Label and chunk a loaded document whose own fields are `own` (`own_from` names where
+    they came from, for errors); `settings` fill the rest. ValueError with the reason."""
     fields = own.over(settings.defaults).known
     title = fields.get("title") or loaded.title
-    sensitivity, source_of_label = _sensitivity(source.doc_id, loaded, title, own, settings)
+    sensitivity, source_of_label = _sensitivity(doc_id, loaded, title, own, own_from, settings)
     meta = DocumentMeta(
-        doc_id=source.doc_id,
+        doc_id=doc_id,
         title=title,
         topic=fields.get("topic", ""),
         entity=fields.get("entity", ""),
@@ -101,7 +145,7 @@ def prepare(
         period=fields.get("period", ""),
         language=fields.get("language") or detect_language(loaded.text),
         sensitivity=sensitivity,
-        metadata=filterable(own.free),
+        metadata=user_metadata,
     )
     chunks = chunk_document(
         loaded.text, meta, max_chars=settings.max_chars, overlap_chars=settings.overlap_chars
@@ -115,15 +159,21 @@ def prepare(
 
 
 def _sensitivity(
-    doc_id: str, loaded: LoadedDocument, title: str, own: DocumentFields, settings: IngestSettings
+    doc_id: str,
+    loaded: LoadedDocument,
+    title: str,
+    own: DocumentFields,
+    own_from: str,
+    settings: IngestSettings,
 ) -> tuple[str, str]:
+    levels = settings.rules.levels
     given = own.known.get("sensitivity")
     if given:
-        return normalize_label(given), "document"
+        return check_label(given, levels, source=own_from), "document"
     ruled = settings.rules.classify(doc_id, loaded.text, title)
     if ruled is not None:
         return ruled, "rule"
-    return normalize_label(settings.sensitivity), "default"
+    return settings.sensitivity, "default"
 
 
 def _digest(data: Any) -> str:

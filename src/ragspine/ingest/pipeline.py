@@ -30,10 +30,10 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
-from ragspine.ingest.document import IngestSettings, content_hash, ingest_key, prepare
+from ragspine.ingest.document import IngestSettings, content_hash, ingest_key, ingest_settings, prepare
 from ragspine.ingest.files import FileFailure, SourceFile, discover
 from ragspine.ingest.loaders import SUPPORTED_SUFFIXES
-from ragspine.ingest.metadata import DocumentFields, read_sidecar
+from ragspine.ingest.metadata import read_sidecar
 from ragspine.ingest.registry import ACTIVE, DocumentRecord, DocumentRegistry
 from ragspine.ingest.report import IngestReport
 from ragspine.ingest.sensitivity_rules import SensitivityRules
@@ -91,12 +91,8 @@ def ingest_paths(
     given = {
         "entity": entity, "period": period, "topic": topic, "geography": geography, "language": language
     }  # fmt: skip
-    settings = IngestSettings(
-        defaults=DocumentFields({k: v.strip() for k, v in given.items() if v and v.strip()}),
-        sensitivity=(sensitivity or "INTERNAL").strip() or "INTERNAL",
-        rules=_rules(rules),
-        max_chars=max_chars,
-        overlap_chars=overlap_chars,
+    settings = ingest_settings(
+        given, sensitivity, rules=_rules(rules), max_chars=max_chars, overlap_chars=overlap_chars
     )
     if "://" in db:
         raise ValueError(

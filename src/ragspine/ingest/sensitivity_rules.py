@@ -5,7 +5,8 @@ gets the strictest of their labels (the last in `levels`), so adding a rule can 
 a rule file with an unknown label, an unknown key or a rule without any glob or keyword is
 rejected when it is loaded, never half-applied. Globs follow `globs.glob_match` over the doc_id;
 keywords match case-insensitively anywhere in the document's title or text. A sidecar or front
-matter `sensitivity` wins over every rule (the pipeline applies that precedence).
+matter `sensitivity` wins over every rule (the pipeline applies that precedence). Labels and levels
+are spelled by `retrieval.sensitivity.normalize_label` (the one normaliser).
 
 Rule file (TOML, or the same structure as JSON):
 
@@ -28,8 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from ragspine.ingest.globs import any_match
+from ragspine.retrieval.sensitivity import DEFAULT_LEVELS, check_label, normalize_label
 
-DEFAULT_LEVELS: tuple[str, ...] = ("PUBLIC", "INTERNAL", "CONFIDENTIAL", "RESTRICTED")
+__all__ = ["DEFAULT_LEVELS", "SensitivityRule", "SensitivityRules", "normalize_label"]
 _RULE_KEYS = frozenset({"label", "paths", "keywords"})
 _FILE_KEYS = frozenset({"levels", "rules"})
 
@@ -57,12 +59,9 @@ class SensitivityRules:
     _folded_keywords: tuple[tuple[str, ...], ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        known = set(self.levels)
-        for rule in self.rules:
-            if rule.label not in known:
-                raise ValueError(
-                    f"sensitivity rule label {rule.label!r} is not one of the levels {list(self.levels)}"
-                )
+        object.__setattr__(self, "levels", tuple(normalize_label(level) for level in self.levels))
+        for number, rule in enumerate(self.rules, start=1):
+            check_label(rule.label, self.levels, source=f"sensitivity rule {number}")
             if not rule.paths and not rule.keywords:
                 raise ValueError(f"sensitivity rule for {rule.label!r} has neither paths nor keywords")
         folded = tuple(tuple(k.casefold() for k in rule.keywords) for rule in self.rules)
@@ -79,7 +78,7 @@ class SensitivityRules:
                     haystack = f"{title}\n{text}".casefold()
                 matched = any(keyword in haystack for keyword in keywords)
             if matched:
-                rank = self.levels.index(rule.label)
+                rank = self.levels.index(normalize_label(rule.label))
                 best = rank if best is None else max(best, rank)
         return None if best is None else self.levels[best]
 
@@ -135,11 +134,6 @@ class SensitivityRules:
                 )
             )
         return cls(tuple(rules), levels)
-
-
-def normalize_label(label: str) -> str:
-    """A sensitivity label as stored: stripped and upper-cased ("restricted " → "RESTRICTED")."""
-    return label.strip().upper()
 
 
 def _labels(values: Any, what: str) -> list[str]:
