@@ -315,7 +315,7 @@ def test_labels_an_older_version_stored_are_still_restricted_at_every_exit(tmp_p
         assert set(LEGACY[:2]) <= raw, "the legacy spellings are really stored and matched"
         for n in range(len(LEGACY)):
             query = f"revenue fell legacycode{n}"
-            outputs = [
+            outputs: list[Any] = [
                 ws.search(query),
                 ws.ask(query).to_dict(),
                 ws.chunks(f"old{n}"),

@@ -1,9 +1,9 @@
 """LLM listwise rerank of the fused head, with RESTRICTED exit #1 and an RRF fallback.
 
 Invariants:
-- A candidate whose sensitivity is RESTRICTED (case-insensitive) is never shown to the judge and
-  keeps its original position; if every head candidate is RESTRICTED (or only one is open, so
-  there is nothing to order) the judge is not called.
+- A candidate whose sensitivity is RESTRICTED (any spelling, `is_restricted`) is never shown to
+  the judge and keeps its original position; if every head candidate is RESTRICTED (or only one
+  is open, so there is nothing to order) the judge is not called.
 - Any exception from the judge, or output that is not a permutation, leaves the open candidates
   in their incoming (RRF) order. `listwise_rerank` never raises.
 """
