@@ -1,10 +1,12 @@
-"""The import architecture holds: `lint-imports` keeps every contract in pyproject.toml.
+"""Guard rails: `lint-imports` keeps every contract in pyproject.toml; the unit tier is in-process.
 
-`[tool.importlinter]` declares the layer order (facades > assembly > ingest > the retrieval
-stages > model > leaf helpers), that settings import nothing from retrieval and retrieval never
-imports settings, ingest or a facade, and that no sibling packages or modules import each other
-in a cycle. Every import counts, lazy (function-level) ones included: the second test plants one
-in a copy of the package and checks that the same configuration rejects it.
+`[tool.importlinter]` declares the layer order (facades > assembly > ingest > pipeline > the
+retrieval stages > model > settings > leaf helpers), that settings import nothing from retrieval
+and retrieval never imports settings, assembly, ingest or a facade, and that no sibling packages
+or modules import each other in a cycle. Every import counts, lazy (function-level) ones
+included: the second test plants one in a copy of the package and checks that the same
+configuration rejects it. The third checks that the tier markers set by tests/conftest.py keep
+servers, processes and neural models out of `pytest -m unit`.
 """
 
 from __future__ import annotations
@@ -62,3 +64,19 @@ def test_a_lazy_import_of_settings_from_retrieval_breaks_the_contracts(tmp_path:
     assert result.returncode != 0, output
     # the forbidden contract names the planted import (only the copy has it)
     assert "ragspine.retrieval.model -> ragspine.settings.config" in output, output
+
+
+def test_the_unit_tier_leaves_out_servers_processes_and_models() -> None:
+    """`pytest -m unit` (tiers from tests/conftest.py) keeps in-process tests only."""
+    files = ["tests/service/test_llm_provider.py", "tests/test_cli.py", "tests/test_demo.py"]
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "unit", "-p", "no:cacheprovider", *files],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    collected = {line for line in result.stdout.splitlines() if "::" in line}
+    assert not any(line.startswith("tests/service/") for line in collected), "a server test is unit"
+    assert "tests/test_cli.py::test_console_script_runs_as_a_real_process" not in collected
+    assert "tests/test_demo.py::test_demo_on_the_default_dense_channel" not in collected
+    assert "tests/test_demo.py::test_demo_answers_three_questions_and_hides_the_memo" in collected
+    assert any(line.startswith("tests/test_cli.py::") for line in collected)
