@@ -172,7 +172,7 @@ class Workspace:
         index = self.retriever.index
         return ingest_settings(
             defaults, sensitivity, max_chars=index.max_chars, overlap_chars=index.overlap_chars,
-            sensitivity_from="the sensitivity argument",
+            sensitivity_from="the sensitivity argument", chunker=index.chunker,
         )  # fmt: skip
 
     def _write(self, doc_id: str, chunks: Sequence[Chunk], valid_as_of: str) -> IngestResult:

@@ -11,6 +11,8 @@ loaded text; PDF locators gain `;pages=…` (see `pages`).
 This is the one preparation path: the folder pipeline (`prepare`), and `Workspace.ingest_bytes`
 (HTTP upload, `ragspine.open().ingest`) and `Workspace.ingest_text` (via `prepare_loaded`) all
 label and chunk here, so the same file and metadata give the same chunks whichever way it came.
+Chunks are cut by `IngestSettings.chunker` (the workspace passes its configured one), else by the
+paragraph packer with the settings' budget.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from ragspine.retrieval.chunking.chunking import (
     DEFAULT_OVERLAP_CHARS,
     chunk_document,
 )
+from ragspine.retrieval.chunking.protocol import Chunker
 from ragspine.retrieval.model import Chunk, DocumentMeta
 
 # Bump when loaders, locators or labels change what the same bytes turn into, so re-runs
@@ -52,6 +55,8 @@ class IngestSettings:
     overlap_chars: int = DEFAULT_OVERLAP_CHARS
     # Where the default label comes from, for the unknown-label error.
     sensitivity_from: str = field(default="--sensitivity", compare=False)
+    # The configured chunker (RAGSPINE_CHUNKER); None: the paragraph packer with the budget above.
+    chunker: Chunker | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         label = check_label(self.sensitivity, self.rules.levels, source=self.sensitivity_from)
@@ -65,6 +70,8 @@ class IngestSettings:
             "rules": self.rules.fingerprint(),
             "chunking": [self.max_chars, self.overlap_chars],
         }
+        if self.chunker is not None:
+            data["chunker"] = _identity(self.chunker)
         return _digest(data)
 
 
@@ -147,9 +154,12 @@ def prepare_loaded(
         sensitivity=sensitivity,
         metadata=user_metadata,
     )
-    chunks = chunk_document(
-        loaded.text, meta, max_chars=settings.max_chars, overlap_chars=settings.overlap_chars
-    )
+    if settings.chunker is not None:
+        chunks = settings.chunker.chunk(loaded.text, meta)
+    else:
+        chunks = chunk_document(
+            loaded.text, meta, max_chars=settings.max_chars, overlap_chars=settings.overlap_chars
+        )
     if not chunks:
         raise ValueError("no text to index")
     chunks = with_pages(chunks, loaded.page_spans, loaded.page_numbers)
@@ -174,6 +184,13 @@ def _sensitivity(
     if ruled is not None:
         return ruled, "rule"
     return settings.sensitivity, "default"
+
+
+def _identity(chunker: Chunker) -> str:
+    """The chunker's repr when its class defines one (e.g. its budget), else its class path."""
+    kind = type(chunker)
+    path = f"{kind.__module__}.{kind.__qualname__}"
+    return repr(chunker) if kind.__repr__ is not object.__repr__ else path
 
 
 def _digest(data: Any) -> str:
