@@ -49,7 +49,7 @@ from ragspine.retrieval.query.filter_extraction import make_filter_extractor
 from ragspine.retrieval.query.glossary import GlossaryQueryRewriter, load_glossary
 from ragspine.retrieval.rerank.factory import make_reranker
 from ragspine.retrieval.rerank.protocol import Reranker
-from ragspine.retrieval.store.sqlite import ChunkStore
+from ragspine.retrieval.store.protocol import ChunkStoreProtocol
 from ragspine.retrieval.types import EmbeddingBackend
 from ragspine.settings.config import (
     DENSE_MODES,
@@ -313,7 +313,7 @@ def build_retriever(
     *,
     provider: LLMProvider | None = None,
     embedding_backend: EmbeddingBackend | None | bool = True,
-) -> tuple[NarrativeIndexRetriever, ChunkStore]:
+) -> tuple[NarrativeIndexRetriever, ChunkStoreProtocol]:
     """The pipeline `settings` describe over the store RAGSPINE_DB names: chunker → store →
     BM25 (+ the dense channel when an embedding backend resolves, fused by RAGSPINE_FUSION) →
     glossary rewriter → reranker (RAGSPINE_RERANKER, else the listwise judge over `provider`)

@@ -35,7 +35,7 @@ from ragspine.assembly import (
     resolve_embedding,
 )
 from ragspine.settings.config import LEXICAL_MODES, RETRIEVAL_MODES, SETTINGS, Settings
-from ragspine.retrieval.store.sqlite import ChunkStore
+from ragspine.retrieval.store.protocol import ChunkStoreProtocol
 from ragspine.retrieval.model import Chunk, check_user_metadata
 from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever
 from ragspine.retrieval.sensitivity import is_restricted
@@ -73,7 +73,7 @@ class Workspace:
         self,
         settings: Settings,
         retriever: NarrativeIndexRetriever,
-        store: ChunkStore,
+        store: ChunkStoreProtocol,
         provider: LLMProvider | None,
     ) -> None:
         self.settings, self.retriever, self.store, self.provider = settings, retriever, store, provider

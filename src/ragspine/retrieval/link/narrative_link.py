@@ -33,7 +33,7 @@ from ragspine.retrieval.rerank.llm_judge import ProviderListwiseJudge
 from ragspine.retrieval.rerank.protocol import Reranker
 from ragspine.retrieval.sensitivity import RESTRICTED_SENSITIVITY, is_restricted
 from ragspine.retrieval.store.factory import open_chunk_store
-from ragspine.retrieval.store.sqlite import ChunkStore
+from ragspine.retrieval.store.protocol import ChunkStoreProtocol
 from ragspine.retrieval.types import EmbeddingBackend, QueryRewriter
 
 __all__ = [
@@ -153,7 +153,7 @@ def build_narrative_retriever(
     channels: str = "hybrid",
     embed_on_write: bool = True,
     analyzer: Callable[[str], list[str]] | None = None,
-) -> tuple[NarrativeIndexRetriever, ChunkStore]:
+) -> tuple[NarrativeIndexRetriever, ChunkStoreProtocol]:
     """The default assembly: store (schema ensured) → BM25 + RRF (+ the dense channel when a
     backend is given: chunk vectors in `<db>.vectors.sqlite`, rankings fused by `fusion`;
     `channels="vector"` ranks by the dense channel alone) → glossary multi-query (the configured

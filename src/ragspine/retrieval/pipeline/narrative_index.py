@@ -45,7 +45,8 @@ from ragspine.retrieval.rerank.listwise_rerank import (
     listwise_rerank,
 )
 from ragspine.retrieval.rerank.protocol import Reranker
-from ragspine.retrieval.store.sqlite import ChunkStore
+from ragspine.retrieval.store.protocol import ChunkStoreProtocol
+from ragspine.retrieval.store.sqlite import ChunkStore  # noqa: F401 - the doctests use it
 from ragspine.retrieval.types import EmbeddingBackend, QueryRewriter
 from ragspine.retrieval.vector.arrays import as_matrix
 from ragspine.retrieval.vector.dense.channel import DenseChannel, vector_key
@@ -72,7 +73,7 @@ class NarrativeIndex:
 
     def __init__(
         self,
-        store: ChunkStore,
+        store: ChunkStoreProtocol,
         *,
         embedding_backend: EmbeddingBackend | None = None,
         query_rewriter: QueryRewriter | None = None,
@@ -239,7 +240,7 @@ class StoreChunks:
     cache shared by the snapshots of one NarrativeIndex)."""
 
     def __init__(
-        self, store: ChunkStore, snapshot: IndexSnapshot, cache: dict[int, Chunk] | None = None
+        self, store: ChunkStoreProtocol, snapshot: IndexSnapshot, cache: dict[int, Chunk] | None = None
     ) -> None:
         self.store = store
         self._row_ids = snapshot.row_ids()
