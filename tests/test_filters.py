@@ -167,3 +167,12 @@ def test_deep_nesting_is_refused() -> None:
         spec = {"and": [spec]}
     with pytest.raises(ValueError, match="nested deeper"):
         parse_filter(spec)
+
+
+def test_a_sensitivity_filter_compares_normalised_labels() -> None:
+    # Stored labels are normalised at write time (PUBLIC), so the filter value is normalised too.
+    from ragspine.retrieval.filters import Predicate, matches, parse_filter
+
+    assert Predicate("sensitivity", "eq", " public ").value == "PUBLIC"
+    assert matches(parse_filter({"sensitivity": "ｐｕｂｌｉｃ"}), {"sensitivity": "PUBLIC"})
+    assert not matches(parse_filter({"sensitivity": {"in": ["internal", "restricted"]}}), {"sensitivity": "PUBLIC"})

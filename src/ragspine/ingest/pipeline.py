@@ -30,15 +30,25 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
-from ragspine.ingest.document import IngestSettings, content_hash, ingest_key, ingest_settings, prepare
+from ragspine.ingest.document import (
+    IngestSettings,
+    content_hash,
+    ingest_key,
+    ingest_settings,
+    prepare,
+)
 from ragspine.ingest.files import FileFailure, SourceFile, discover
 from ragspine.ingest.loaders import SUPPORTED_SUFFIXES
 from ragspine.ingest.metadata import read_sidecar
 from ragspine.ingest.registry import ACTIVE, DocumentRecord, DocumentRegistry
 from ragspine.ingest.report import IngestReport
 from ragspine.ingest.sensitivity_rules import SensitivityRules
+from ragspine.retrieval.chunking.chunking import (
+    DEFAULT_CHUNK_CHARS,
+    DEFAULT_OVERLAP_CHARS,
+)
+from ragspine.retrieval.chunking.protocol import Chunker
 from ragspine.retrieval.store.sqlite import ChunkStore
-from ragspine.retrieval.chunking.chunking import DEFAULT_CHUNK_CHARS, DEFAULT_OVERLAP_CHARS
 
 if TYPE_CHECKING:
     from ragspine.retrieval.vector.dense.chunk_vectors import EmbedReport
@@ -79,20 +89,24 @@ def ingest_paths(
     progress: bool | None = None,
     embedding_backend: Any = None,
     embed_batch_size: int = 64,
+    chunker: Chunker | None = None,
 ) -> IngestRunReport:
     """Ingest every supported file under `paths` into the store at `db`; see the module docstring.
 
     The metadata arguments are defaults for documents that do not set the field themselves
     (sidecar or front matter). `rules` is a SensitivityRules or a rule-file path; `force`
     re-ingests unchanged files; `progress` None shows a bar only on a terminal.
-    `embedding_backend` (e.g. `ragspine.workspace.embedding_backend_for(settings)`): embed the
+    `embedding_backend` (e.g. `ragspine.assembly.make_embedding(settings)`): embed the
     chunks that lack a vector once all files are written, `embed_batch_size` per call.
+    `chunker` (e.g. `ragspine.assembly.make_chunker_for(settings)`) cuts the documents; None:
+    the paragraph packer with `max_chars` / `overlap_chars`.
     """
     given = {
         "entity": entity, "period": period, "topic": topic, "geography": geography, "language": language
     }  # fmt: skip
     settings = ingest_settings(
-        given, sensitivity, rules=_rules(rules), max_chars=max_chars, overlap_chars=overlap_chars
+        given, sensitivity, rules=_rules(rules), max_chars=max_chars, overlap_chars=overlap_chars,
+        chunker=chunker,
     )
     if "://" in db:
         raise ValueError(

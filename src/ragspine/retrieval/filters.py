@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any, Union
 
+from ragspine.retrieval.sensitivity import normalize_label
+
 OPERATORS = ("eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "between")
 CORE_FIELDS = ("topic", "entity", "geography", "period", "language", "doc_id", "sensitivity",
                "valid_as_of")  # fmt: skip
@@ -173,6 +175,8 @@ def to_dict(spec: Filter | None) -> Any:
 def _scalar(field: str, value: Any) -> str | int | float:
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise ValueError(f"filter value for {field!r} must be a string or a number, got {value!r}")
+    if field == "sensitivity" and isinstance(value, str):
+        return normalize_label(value)  # stored labels are normalised: compare like with like
     return value
 
 
