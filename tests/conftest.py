@@ -29,6 +29,8 @@ import pytest
 from ragspine.retrieval.store.sqlite import ChunkStore
 
 
+TESTS_DIR = Path(__file__).resolve().parent
+_REPO = str(TESTS_DIR.parent)  # only our own code is read: the tests, their fixtures, ragspine.testing
 INTEGRATION_DIRS = frozenset({"server", "service"})
 # starting a process or a server (checked in the source of the test and of every fixture it uses)
 _BOUNDARY = re.compile(r"\bsubprocess\.|\bPopen\(|HTTPServer\b|Server\(|\brunning_server\(")
@@ -50,7 +52,7 @@ def _last_line(code: CodeType) -> int:
 def _source(func: Callable[..., object]) -> str:
     """The lines of `func` (read by line numbers: much cheaper than inspect.getsource)."""
     code = getattr(inspect.unwrap(func), "__code__", None)
-    if code is None:
+    if code is None or not code.co_filename.startswith(_REPO):
         return ""
     return "".join(linecache.getlines(code.co_filename)[code.co_firstlineno - 1 : _last_line(code)])
 
@@ -66,11 +68,11 @@ def _uses_of(func: Callable[..., object]) -> tuple[bool, bool]:
     return bool(_BOUNDARY.search(code)), bool(_MODEL.search(code))
 
 
-def _tier(item: pytest.Item, tests_dir: Path) -> str | None:
+def _tier(item: pytest.Item) -> str | None:
     """The tier marker `item` should get, or None when it is marked slow or integration already."""
     if item.get_closest_marker("slow") or item.get_closest_marker("integration"):
         return None
-    parts = item.path.relative_to(tests_dir).parts if item.path.is_relative_to(tests_dir) else ()
+    parts = item.path.relative_to(TESTS_DIR).parts if item.path.is_relative_to(TESTS_DIR) else ()
     if INTEGRATION_DIRS.intersection(parts[:-1]):
         return "integration"
     funcs = {getattr(item, "function", None)}
@@ -85,9 +87,8 @@ def _tier(item: pytest.Item, tests_dir: Path) -> str | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    tests_dir = Path(__file__).resolve().parent
     for item in items:
-        tier = _tier(item, tests_dir)
+        tier = _tier(item)
         if tier is not None:
             item.add_marker(tier)
 
