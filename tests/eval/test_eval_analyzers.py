@@ -1,4 +1,4 @@
-"""Named analyzers: spec is `tokenize`; en-stem stems ASCII words only; auto says what it chose."""
+"""Named analyzers: spec is `tokenize`; en-stem stems ASCII words only; auto is en-stem everywhere."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import threading
 
 import pytest
 
-from ragspine.retrieval.lexical import analyzers
 from ragspine.retrieval.lexical.analyzers import AnalyzerError, make_analyzer
 from ragspine.retrieval.lexical.tokenize import tokenize
 
@@ -45,18 +44,18 @@ def test_en_stem_is_safe_across_threads() -> None:
     assert all(tokens == expected for tokens in seen) and len(seen) == 800
 
 
-def test_auto_reports_its_choice(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(analyzers, "stemmer_available", lambda: False)
+def test_auto_is_en_stem_on_every_install() -> None:
+    # PyStemmer is a core dependency (pyproject `dependencies`), so auto never depends on extras
     chosen = make_analyzer("auto")
-    assert chosen.name == "spec" and "not installed" in chosen.note
-    if analyzers.importlib.util.find_spec("Stemmer") is not None:
-        monkeypatch.setattr(analyzers, "stemmer_available", lambda: True)
-        assert make_analyzer("auto").name == "en-stem"
+    assert chosen.name == "en-stem" and chosen.note == "auto: en-stem (the default)"
+    assert chosen(TEXT) == make_analyzer("en-stem")(TEXT)
+    assert chosen.analyzer_id == make_analyzer("en-stem").analyzer_id  # one persisted index
 
 
-def test_errors_name_the_valid_choices_and_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_errors_name_the_valid_choices_and_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(AnalyzerError, match="unknown analyzer 'porter'; valid: auto, spec, en-stem"):
         make_analyzer("porter")
     monkeypatch.setitem(sys.modules, "Stemmer", None)  # import Stemmer now raises ImportError
-    with pytest.raises(AnalyzerError, match=r"pip install 'ragspine\[stem\]'"):
-        make_analyzer("en-stem")
+    for name in ("en-stem", "auto"):
+        with pytest.raises(AnalyzerError, match=r"pip install PyStemmer .*RAGSPINE_ANALYZER=spec"):
+            make_analyzer(name)

@@ -1,4 +1,4 @@
-"""`ragspine eval` end to end on a tiny BEIR folder the tests write themselves."""
+"""`ragspine eval --whole-entries` end to end on a tiny BEIR folder the tests write themselves."""
 
 from __future__ import annotations
 
@@ -14,15 +14,16 @@ from ragspine.cli import main
 from ragspine.eval.dataset import load_beir
 from ragspine.eval.runner import ingest_corpus, whole_document_budget
 from ragspine.eval.store import IngestFingerprint, StoreState, mark_ingest, open_store
-from ragspine.retrieval.store.sqlite import ChunkStore
-from ragspine.retrieval.model import Chunk
 from ragspine.retrieval.lexical.retrieval import NarrativeIndex
+from ragspine.retrieval.model import Chunk
+from ragspine.retrieval.store.sqlite import ChunkStore
 
 REQUIRED_KEYS = {"dataset", "split", "mode", "docs", "queries", "ndcg@10", "recall@100", "mrr@10", "queries_per_s"}
 
 
 def invoke(*args: object) -> Result:
-    return CliRunner().invoke(main, ["eval", *map(str, args)], catch_exceptions=False)
+    """`ragspine eval --whole-entries ...` (the product path: test_eval_is_product.py)."""
+    return CliRunner().invoke(main, ["eval", "--whole-entries", *map(str, args)], catch_exceptions=False)
 
 
 def json_of(result: Result) -> dict[str, object]:

@@ -13,6 +13,8 @@ MODULES = [
     "ragspine.eval.modes",
     "ragspine.eval.runner",
     "ragspine.eval.report",
+    "ragspine.eval.product",
+    "ragspine.retrieval.lexical.index.identity",
     "ragspine.retrieval.lexical.analyzers",
 ]
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from ragspine.eval.runner import chunk_depth, documents_by_best_chunk, rank_documents
-from ragspine.retrieval.model import Chunk
-from ragspine.retrieval.lexical.retrieval import RetrievalResult
 
 
-def result(doc: str, seq: int, score: float) -> RetrievalResult:
-    return RetrievalResult(Chunk(f"{doc}:{seq}", doc, seq, "text", f"{doc}#p1"), score, None, score)
+def result(doc: str, seq: int, score: float) -> tuple[str, float]:
+    """A ranked chunk as the document ranking sees it: its document and fused score."""
+    return doc, score
 
 
 def test_each_document_takes_the_place_of_its_best_chunk() -> None:
@@ -22,7 +21,7 @@ def test_chunk_depth_grows_until_enough_documents_or_no_more_chunks() -> None:
     ranked = [result(f"d{d}", s, 100.0 - 5 * d - s) for d in range(10) for s in range(5)]
     asked: list[int] = []
 
-    def retrieve(k: int) -> list[RetrievalResult]:
+    def retrieve(k: int) -> list[tuple[str, float]]:
         asked.append(k)
         return ranked[:k]
 

@@ -1,4 +1,5 @@
-"""BEIR-format evaluation: load a dataset, run it through the retrieval stack, score it.
+"""BEIR-format evaluation: load a dataset, run it through the product (files → `ragspine ingest`
+→ `Workspace.search`, `run_product_eval`; or whole entries, `run_eval`), score it.
 
 Names are imported on first use, so `ragspine.eval.cli` (loaded with every CLI start) stays light.
 
@@ -26,6 +27,8 @@ _EXPORTS = {
     "EvalOptions": "runner",
     "EvalReport": "runner",
     "run_eval": "runner",
+    "ProductOptions": "product",
+    "run_product_eval": "product",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -1,4 +1,5 @@
-"""`ragspine eval`: a thin click wrapper over `load_beir` + `run_eval` + `format_report`.
+"""`ragspine eval`: a thin click wrapper over `load_beir` + `run_product_eval` (the default: the
+product path with the product's settings) or `run_eval` (`--whole-entries`) + `format_report`.
 
 Imports only click at module load (the CLI registers this command at start-up); the retrieval
 stack is imported when the command runs. Library errors become a one-line message, exit 1.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -18,71 +20,92 @@ ANALYZERS = ("auto", "spec", "en-stem")
 @click.command("eval")
 @click.argument("dataset_dir", type=click.Path(path_type=Path))
 @click.option("--split", required=True, help="Qrels split to score: qrels/SPLIT.tsv (e.g. test, dev, train).")
-@click.option("--mode", type=click.Choice(MODES, case_sensitive=False), default="auto", show_default=True,
-              help="Retrieval mode; auto = hybrid when the embedding spec resolves to a backend, else "
-                   "bm25. hybrid and vector need one.")  # fmt: skip
+@click.option("--mode", type=click.Choice(MODES, case_sensitive=False), default=None,
+              help="Retrieval mode [default: RAGSPINE_RETRIEVAL_MODE, as for search; auto = hybrid when an "
+                   "embedding backend resolves, else bm25]. hybrid and vector need a backend.")  # fmt: skip
 @click.option("--embedding", default=None, metavar="SPEC",
               help="Embedding backend (none, auto, e5, onnx, openai, ...: make_embedding_backend's names); "
                    "default: RAGSPINE_EMBEDDING, as for search and serve.")  # fmt: skip
-@click.option("--db", default=None, type=click.Path(dir_okay=False),
-              help="Keep the ingested store here and reuse it on the next run over the same corpus "
-                   "(default: in memory; RAGSPINE_DB is not used).")  # fmt: skip
+@click.option("--analyzer", type=click.Choice(ANALYZERS, case_sensitive=False), default=None,
+              help="Lexical analyzer [default: RAGSPINE_ANALYZER, as for search; auto = en-stem]: spec (the "
+                   "specification's tokenizer), en-stem (+ Snowball English stemmer).")  # fmt: skip
+@click.option("--chunk-chars", default=None, type=click.IntRange(min=1),
+              help="Chunk budget [default: RAGSPINE_CHUNK_CHARS, 480]. With --whole-entries: chunk the "
+                   "entries at this budget instead of keeping each whole.")  # fmt: skip
+@click.option("--overlap-chars", default=None, type=click.IntRange(min=0),
+              help="Chunk overlap [default: RAGSPINE_CHUNK_OVERLAP, 80].")  # fmt: skip
+@click.option("--cache", default=None, type=click.Path(file_okay=False),
+              help="Keep the ingested workspace (files, store, vectors, index) under this folder and reuse it "
+                   "on the next run with the same corpus and settings (default: a temporary folder).")  # fmt: skip
+@click.option("--config", "config_file", default=None, type=click.Path(dir_okay=False),
+              help="TOML settings file [env RAGSPINE_CONFIG], as for search; flags override it.")  # fmt: skip
 @click.option("--top-k", default=100, show_default=True, type=click.IntRange(min=1),
               help="Documents ranked per query (recall@100 counts within these).")  # fmt: skip
 @click.option("--json", "json_path", default=None, metavar="PATH",
               help="Also write the results as a JSON object to PATH ('-' for standard output).")  # fmt: skip
-@click.option("--analyzer", type=click.Choice(ANALYZERS, case_sensitive=False), default="auto", show_default=True,
-              help="Index/query analyzer: spec (the specification's tokenizer), en-stem (+ Snowball English "
-                   "stemmer, extra [stem]), auto (en-stem when installed, else spec).")  # fmt: skip
-@click.option("--chunk-chars", default=None, type=click.IntRange(min=1),
-              help="Chunk corpus entries with this budget (the specification's default is 480); "
-                   "default: each entry whole, as one chunk.")  # fmt: skip
-@click.option("--overlap-chars", default=None, type=click.IntRange(min=0),
-              help="Chunk overlap with --chunk-chars [default: 80, the specification's].")  # fmt: skip
+@click.option("--whole-entries", is_flag=True,
+              help="Not the product path: ingest each corpus entry whole, as one chunk, through NarrativeIndex "
+                   "(the BEIR convention; analyzer auto, glossary off unless --glossary).")  # fmt: skip
+@click.option("--db", default=None, type=click.Path(dir_okay=False),
+              help="With --whole-entries: keep that run's store here and reuse it (default: in memory).")  # fmt: skip
 @click.option("--glossary", is_flag=True,
-              help="Expand queries with the configured glossary (off: measured no effect on the tuning splits).")  # fmt: skip
+              help="With --whole-entries: expand queries with the glossary (the product path always does, "
+                   "as search does).")  # fmt: skip
 def eval_command(
     dataset_dir: Path,
     split: str,
-    mode: str,
+    mode: str | None,
     embedding: str | None,
-    db: str | None,
-    top_k: int,
-    json_path: str | None,
-    analyzer: str,
+    analyzer: str | None,
     chunk_chars: int | None,
     overlap_chars: int | None,
+    cache: str | None,
+    config_file: str | None,
+    top_k: int,
+    json_path: str | None,
+    whole_entries: bool,
+    db: str | None,
     glossary: bool,
 ) -> None:
     """Score retrieval on a BEIR folder (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv).
 
-    Each corpus entry is one document (title + blank line + text); documents are ranked by their
-    best chunk; nDCG@10, Recall@100 and MRR@10 follow trec_eval's conventions.
+    By default this measures the product: each corpus entry is written as a file (title, blank
+    line, text), ingested as `ragspine ingest` does and searched as `ragspine.open(db).search`
+    does, with the product's settings (printed); entries are ranked by their best snippet.
+    nDCG@10, Recall@100 and MRR@10 follow trec_eval's conventions.
     """
-    from ragspine.settings.config import ConfigError
     from ragspine.eval.dataset import load_beir
     from ragspine.eval.report import format_report
-    from ragspine.eval.runner import EvalOptions, run_eval
-    from ragspine.retrieval.chunking.chunking import DEFAULT_OVERLAP_CHARS
+    from ragspine.settings.config import ConfigError
 
-    if overlap_chars is not None and chunk_chars is None:
-        raise click.UsageError("--overlap-chars needs --chunk-chars (whole documents have no overlap)")
-    options = EvalOptions(
-        mode=mode,
-        embedding=embedding,
-        analyzer=analyzer,
-        chunk_chars=chunk_chars,
-        overlap_chars=DEFAULT_OVERLAP_CHARS if overlap_chars is None else overlap_chars,
-        glossary=glossary,
-        top_k=top_k,
-        db=db,
-    )
+    if whole_entries:
+        if cache is not None:
+            raise click.UsageError("--cache keeps a product-path workspace; with --whole-entries use --db FILE")
+        if overlap_chars is not None and chunk_chars is None:
+            raise click.UsageError("--overlap-chars needs --chunk-chars (whole documents have no overlap)")
+    else:
+        for given, name in ((db, "--db"), (glossary or None, "--glossary")):
+            if given is not None:
+                raise click.UsageError(
+                    f"{name} applies to --whole-entries runs; the default run is the product path "
+                    "(--cache DIR keeps its workspace; the glossary rewriter is on, as in search)"
+                )
     try:
         from ragspine.eval.modes import resolve_mode
 
-        resolve_mode(mode, embedding)  # a mode that cannot run fails before loading anything
+        if whole_entries or mode is not None:
+            resolve_mode(mode or "auto", embedding)  # a mode that cannot run fails before loading anything
         dataset = load_beir(dataset_dir, split)
-        report = run_eval(dataset, options)
+        if whole_entries:
+            report = _whole_entries(dataset, mode, embedding, analyzer, chunk_chars, overlap_chars, top_k, db, glossary)
+        else:
+            from ragspine.eval.product import ProductOptions, run_product_eval
+
+            options = ProductOptions(
+                mode=mode, embedding=embedding, analyzer=analyzer, chunk_chars=chunk_chars,
+                chunk_overlap=overlap_chars, config=config_file, top_k=top_k, cache=cache,
+            )  # fmt: skip
+            report = run_product_eval(dataset, options)
     except (ValueError, ConfigError, PermissionError) as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(format_report(report))
@@ -95,3 +118,18 @@ def eval_command(
                 Path(json_path).write_text(text + "\n", encoding="utf-8")
             except OSError as exc:
                 raise click.ClickException(f"--json {json_path}: cannot write ({exc.strerror})") from exc
+
+
+def _whole_entries(
+    dataset: Any, mode: str | None, embedding: str | None, analyzer: str | None, chunk_chars: int | None,
+    overlap_chars: int | None, top_k: int, db: str | None, glossary: bool,
+) -> Any:  # fmt: skip
+    from ragspine.eval.runner import EvalOptions, run_eval
+    from ragspine.retrieval.chunking.chunking import DEFAULT_OVERLAP_CHARS
+
+    options = EvalOptions(
+        mode=mode or "auto", embedding=embedding, analyzer=analyzer or "auto", chunk_chars=chunk_chars,
+        overlap_chars=DEFAULT_OVERLAP_CHARS if overlap_chars is None else overlap_chars,
+        glossary=glossary, top_k=top_k, db=db,
+    )  # fmt: skip
+    return run_eval(dataset, options)

@@ -1,4 +1,5 @@
-"""Run a BEIR dataset through the retrieval stack and score the document rankings.
+"""`ragspine eval --whole-entries`: a BEIR dataset through `NarrativeIndex` directly, and the
+document ranking and report shared with the default (product) run in `eval.product`.
 
 Invariants: each corpus entry is one document (doc_id = `_id`, title in its metadata, text =
 `CorpusDoc.indexed_text`); chunk results become a document ranking by each document's best
@@ -10,6 +11,7 @@ ingest/retrieve calls are used, so any engine behind it is measured the same way
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -30,18 +32,18 @@ from ragspine.eval.store import (
     mark_ingest,
     open_store,
 )
-from ragspine.retrieval.store.sqlite import ChunkStore
 from ragspine.retrieval.chunking.chunking import DEFAULT_OVERLAP_CHARS
-from ragspine.retrieval.model import DocumentMeta
+from ragspine.retrieval.fusion.rrf import Fusion
 from ragspine.retrieval.lexical.analyzers import make_analyzer
 from ragspine.retrieval.lexical.retrieval import (
     DEFAULT_BM25_B,
     DEFAULT_BM25_K1,
     GlossaryQueryRewriter,
     NarrativeIndex,
-    RetrievalResult,
 )
-from ragspine.retrieval.fusion.rrf import Fusion
+from ragspine.retrieval.model import DocumentMeta
+from ragspine.retrieval.store.sqlite import ChunkStore
+from ragspine.retrieval.types import EmbeddingBackend
 
 DEFAULT_EVAL_TOP_K = 100
 WHOLE = "whole"
@@ -102,6 +104,9 @@ class EvalReport:
     embedded: int = 0
     run: dict[str, list[tuple[str, float]]] = field(default_factory=dict, repr=False)
     per_query: dict[str, dict[str, float]] = field(default_factory=dict, repr=False)
+    path: str = "whole entries"  # or "product": files → ragspine ingest → Workspace.search
+    settings: dict[str, str] = field(default_factory=dict)  # the product settings a product run used
+    empty_entries: int = 0  # corpus entries with no text (not ingested on the product path)
 
     @property
     def queries_per_s(self) -> float:
@@ -137,6 +142,9 @@ class EvalReport:
             "embed_s": round(self.embed_s, 2),
             "embedded": self.embedded,
             "query_s": round(self.query_s, 2),
+            "path": self.path,
+            "settings": dict(self.settings),
+            "empty_entries": self.empty_entries,
         }
 
 
@@ -218,7 +226,7 @@ def run_eval(dataset: BeirDataset, options: EvalOptions = EvalOptions()) -> Eval
     )
 
 
-def _dense_assembly(spec: str | None) -> tuple[object | None, Fusion]:
+def _dense_assembly(spec: str | None) -> tuple[EmbeddingBackend | None, Fusion]:
     """The embedding backend for the resolved `spec` (None: BM25 only) and the configured
     fusion, built the way `Workspace.from_settings` builds them for search and serve (same
     factory, RAGSPINE_EMBEDDING_MODEL/_BASE_URL/_API_KEY options, same fusion settings)."""
@@ -276,7 +284,7 @@ def query_all(
         if not text.strip():
             run[qid] = []
             continue
-        run[qid] = rank_documents(lambda k, q=text: index.retrieve(q, top_k=k, rerank=False), top_k, depth)
+        run[qid] = rank_documents(functools.partial(_retrieve, index, text), top_k, depth)
     return run, time.perf_counter() - started
 
 
@@ -290,11 +298,11 @@ def chunk_depth(top_k: int, chunks: int, docs: int) -> int:
 
 
 def rank_documents(
-    retrieve: Callable[[int], list[RetrievalResult]], top_k: int, depth: int
+    retrieve: Callable[[int], list[tuple[str, float]]], top_k: int, depth: int
 ) -> list[tuple[str, float]]:
     """The top_k documents by their best chunk, as (doc_id, best chunk's fused score).
 
-    `retrieve(k)` returns the best k chunks; k starts at `depth` and doubles while fewer than
+    `retrieve(k)` returns the best k chunks as (doc_id, fused score), best first; k starts at `depth` and doubles while fewer than
     top_k distinct documents came back and the retriever filled the whole request.
     """
     k = max(depth, top_k)
@@ -306,22 +314,24 @@ def rank_documents(
         k *= 2
 
 
-def documents_by_best_chunk(results: Iterable[RetrievalResult], top_k: int) -> list[tuple[str, float]]:
+def documents_by_best_chunk(results: Iterable[tuple[str, float]], top_k: int) -> list[tuple[str, float]]:
     """Each document once, at the position of its first (best) chunk, at most top_k.
 
-    >>> from ragspine.retrieval.chunking.chunking import Chunk
-    >>> r = lambda cid, doc, s: RetrievalResult(Chunk(cid, doc, 0, "t", "l"), s, None, s)
-    >>> documents_by_best_chunk([r("a:1", "a", 0.5), r("b:0", "b", 0.4), r("a:0", "a", 0.3)], 10)
+    >>> documents_by_best_chunk([("a", 0.5), ("b", 0.4), ("a", 0.3)], 10)
     [('a', 0.5), ('b', 0.4)]
     """
     ranking: dict[str, float] = {}
-    for result in results:
-        doc = result.chunk.doc_id
+    for doc, score in results:
         if doc not in ranking:
-            ranking[doc] = result.fused_score
+            ranking[doc] = score
             if len(ranking) == top_k:
                 break
     return list(ranking.items())
+
+
+def _retrieve(index: NarrativeIndex, query: str, k: int) -> list[tuple[str, float]]:
+    """The best k chunks for `query` as (doc_id, fused score), without the listwise judge."""
+    return [(r.chunk.doc_id, r.fused_score) for r in index.retrieve(query, top_k=k, rerank=False)]
 
 
 def whole_document_budget(dataset: BeirDataset) -> int:

@@ -212,7 +212,7 @@ SETTINGS: tuple[Setting, ...] = (
         "480",
         "Chunk budget in characters of the paragraph chunker (the specification's 480). Recorded "
         "in the store with the analyzer: opening a store made with another value is an error "
-        "that says how to rebuild it (`ragspine reindex`).",
+        "that says how to rebuild it (`ragspine ingest PATH --rebuild`).",
         int_range(1, 1_000_000),
     ),
     Setting(
@@ -229,7 +229,7 @@ SETTINGS: tuple[Setting, ...] = (
         "tokenizer (NFKC, lower-case, CJK unigrams + bigrams). en-stem: the same, plus the "
         "Snowball English stemmer on English words (PyStemmer, a core dependency). auto: en-stem. "
         "Chinese terms are the same under all three. Recorded in the store: opening a store "
-        "indexed with another analyzer is an error that says how to rebuild (`ragspine reindex`).",
+        "indexed with another analyzer is an error that says how to rebuild (`ragspine ingest PATH --rebuild`).",
         choice("auto", "spec", "en-stem"),
     ),
     Setting(

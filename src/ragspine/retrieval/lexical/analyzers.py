@@ -3,22 +3,22 @@
 Invariants: every analyzer starts from the specification's `tokenize` (NFKC, lower-case, CJK
 unigrams + bigrams, alphanumeric runs) and only rewrites ASCII alphabetic tokens, so Chinese and
 Japanese terms are identical under every analyzer; the same analyzer must tokenize chunks and
-queries. Optional libraries are imported only when their analyzer is built; a missing one is an
-`AnalyzerError` that names the extra to install.
+queries (a store records the analyzer that indexed it: `index.identity.check_index_settings`).
+PyStemmer is a core dependency, so `auto` is en-stem on every install; it is imported only when
+an analyzer that needs it is built, and a broken install is an `AnalyzerError` saying so.
 
 | name    | terms                                                                             |
 |---------|-----------------------------------------------------------------------------------|
 | spec    | `tokenize` exactly (the specification's analyzer, no dependency)                   |
 | en-stem | `tokenize`, then the Snowball English (Porter2) stemmer on ASCII alphabetic words |
-|         | (PyStemmer, extra `[stem]`)                                                      |
-| auto    | en-stem when PyStemmer is importable, else spec; `.name` says which was chosen    |
+|         | (PyStemmer, a core dependency)                                                    |
+| auto    | en-stem (the product default, RAGSPINE_ANALYZER=auto); `.name` says "en-stem"      |
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.metadata
-import importlib.util
 import inspect
 import threading
 from collections.abc import Callable
@@ -97,11 +97,6 @@ class _EnglishStemmer:
         return [stem(t) if t.isascii() and t.isalpha() else t for t in tokenize(text)]
 
 
-def stemmer_available() -> bool:
-    """Whether PyStemmer (the `[stem]` extra) can be imported."""
-    return importlib.util.find_spec("Stemmer") is not None
-
-
 def make_analyzer(spec: str | None = None) -> Analyzer:
     """The analyzer named `spec` (case-insensitive; None → "spec").
 
@@ -114,18 +109,15 @@ def make_analyzer(spec: str | None = None) -> Analyzer:
     name = (spec or SPEC).strip().lower()
     if name not in ANALYZER_NAMES:
         raise AnalyzerError(f"unknown analyzer {spec!r}; valid: {', '.join(ANALYZER_NAMES)}")
-    if name == AUTO:
-        if stemmer_available():
-            stemmer = _EnglishStemmer()
-            return Analyzer(EN_STEM, stemmer, "auto: PyStemmer is installed", stemmer.version)
-        return Analyzer(SPEC, tokenize, "auto: PyStemmer not installed (extra [stem])")
-    if name == EN_STEM:
+    if name in (AUTO, EN_STEM):
         try:
             stemmer = _EnglishStemmer()
         except ImportError:
             raise AnalyzerError(
-                "analyzer 'en-stem' needs PyStemmer: pip install 'ragspine[stem]' "
-                "(or choose the analyzer 'spec')"
+                f"analyzer {name!r} (en-stem) needs PyStemmer, a dependency of ragspine that is "
+                "missing from this install: pip install PyStemmer (or choose the analyzer 'spec', "
+                "RAGSPINE_ANALYZER=spec)"
             ) from None
-        return Analyzer(EN_STEM, stemmer, version=stemmer.version)
+        note = "auto: en-stem (the default)" if name == AUTO else ""
+        return Analyzer(EN_STEM, stemmer, note, stemmer.version)
     return Analyzer(SPEC, tokenize)
