@@ -221,7 +221,7 @@ def _ingest(
 ) -> tuple[bool, int, float, int, float]:
     """Ingest the corpus into `root` unless a finished ingest of the same key is there; return
     (reused, empty entries, ingest seconds, chunks embedded, embedding seconds)."""
-    from ragspine.assembly import index_settings_for, make_embedding
+    from ragspine.assembly import index_settings_for, make_chunker_for, make_embedding
     from ragspine.ingest.pipeline import ingest_paths
     from ragspine.ingest.rebuild import prepare_store
 
@@ -237,7 +237,7 @@ def _ingest(
     report = ingest_paths(
         [root / CORPUS_FOLDER], settings.db, embedding_backend=make_embedding(settings),
         max_chars=settings.chunk_chars, overlap_chars=settings.chunk_overlap,
-        progress=None if progress else False,
+        chunker=make_chunker_for(settings), progress=None if progress else False,
     )  # fmt: skip
     if report.failures:
         first = report.failures[0]
