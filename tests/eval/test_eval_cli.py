@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from conftest import CORPUS
 
 from ragspine.cli import main
 from ragspine.eval.dataset import load_beir
@@ -73,7 +72,8 @@ def test_db_is_reused_and_a_different_corpus_is_an_error(
     assert other_analyzer["reused_store"] is True and other_analyzer["analyzer"] == "spec"
     assert other_analyzer["ndcg@10"] == json_of(first)["ndcg@10"]  # the toy set has no stemming effect
 
-    other = make_beir("other", corpus=[*CORPUS[:5], {"_id": "new", "title": "", "text": "changed"}])
+    corpus = [json.loads(line) for line in (beir_dir / "corpus.jsonl").read_text("utf-8").splitlines()]
+    other = make_beir("other", corpus=[*corpus[:5], {"_id": "new", "title": "", "text": "changed"}])
     mixed = invoke(other, "--split", "test", "--db", db)
     assert mixed.exit_code == 1
     assert "holds the eval store of a different corpus (toy, 6 docs" in mixed.output
