@@ -257,14 +257,11 @@ def make_provider(settings: Settings) -> LLMProvider | None:
 
 
 def make_chunker_for(settings: Settings) -> Chunker:
-    """The chunker RAGSPINE_CHUNKER names, with the chunk budget for the paragraph packer."""
-    options: dict[str, Any] = {}
+    """The chunker RAGSPINE_CHUNKER names; the paragraph packer gets RAGSPINE_CHUNK_CHARS and
+    RAGSPINE_CHUNK_OVERLAP."""
     if settings.chunker == "paragraph":
-        for name in ("max_chars", "overlap_chars"):  # RAGSPINE_CHUNK_CHARS / _OVERLAP when declared
-            value = getattr(settings, {"max_chars": "chunk_chars", "overlap_chars": "chunk_overlap"}[name], None)
-            if value is not None:
-                options[name] = value
-    return make_chunker(settings.chunker, **options)
+        return make_chunker("paragraph", max_chars=settings.chunk_chars, overlap_chars=settings.chunk_overlap)
+    return make_chunker(settings.chunker)
 
 
 def make_reranker_for(settings: Settings, provider: LLMProvider | None) -> Reranker | None:

@@ -102,7 +102,7 @@ def ingest(
     doc_id = path relative to the folder. Unchanged files are skipped; changed ones get a new
     version. Per-document metadata comes from NAME.meta.json sidecars or Markdown front matter.
     """
-    from ragspine.assembly import index_settings_for, make_embedding
+    from ragspine.assembly import index_settings_for, make_chunker_for, make_embedding
     from ragspine.ingest.pipeline import ingest_paths
     from ragspine.ingest.rebuild import finish_rebuild, prepare_store
 
@@ -115,7 +115,8 @@ def ingest(
         report = ingest_paths(
             list(paths), settings.db, include=include, exclude=exclude, rules=rules,
             prune=prune, force=force or remake, embedding_backend=backend,
-            max_chars=settings.chunk_chars, overlap_chars=settings.chunk_overlap, **meta,
+            max_chars=settings.chunk_chars, overlap_chars=settings.chunk_overlap,
+            chunker=make_chunker_for(settings), **meta,
         )  # fmt: skip
         if rebuild:
             withdrawn = finish_rebuild(settings.db, asked, [*report.ingested, *report.unchanged])
