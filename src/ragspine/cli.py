@@ -107,6 +107,7 @@ def ingest(
     from ragspine.ingest.rebuild import finish_rebuild, prepare_store
 
     withdrawn: list[str] = []
+    defaults: dict[str, Any] = dict(meta)
     with _user_errors():
         settings = load_settings(config_file=config_file, flags={"RAGSPINE_DB": db})
         asked = index_settings_for(settings)  # the store's record must match (or --rebuild)
@@ -116,7 +117,7 @@ def ingest(
             list(paths), settings.db, include=include, exclude=exclude, rules=rules,
             prune=prune, force=force or remake, embedding_backend=backend,
             max_chars=settings.chunk_chars, overlap_chars=settings.chunk_overlap,
-            chunker=make_chunker_for(settings), **meta,
+            chunker=make_chunker_for(settings), **defaults,
         )  # fmt: skip
         if rebuild:
             withdrawn = finish_rebuild(settings.db, asked, [*report.ingested, *report.unchanged])

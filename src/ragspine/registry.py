@@ -116,7 +116,7 @@ class Registry(Generic[T]):
                 f"{self.seam} {key!r} built a {type(built).__name__}, which does not implement "
                 f"the {self.protocol.__name__} protocol"
             )
-        return built  # type: ignore[no-any-return]
+        return built
 
     def about(self) -> dict[str, str]:
         """name → one-line description, for help texts and docs."""

@@ -111,7 +111,8 @@ class Workspace:
             return self.ingest_bytes(path.name, data, doc_id=doc_id or path.name, valid_as_of=valid_as_of, **meta)
         if doc_id is None:
             raise ValueError("ingesting a text needs doc_id=...")
-        return self.ingest_text(source, doc_id, valid_as_of=valid_as_of, **meta)
+        fields: dict[str, Any] = dict(meta)
+        return self.ingest_text(source, doc_id, valid_as_of=valid_as_of, **fields)
 
     def ingest_text(
         self,

@@ -100,7 +100,7 @@ def _routes(ws: Workspace) -> APIRouter:
         name = Path(file.filename or "").name
         if not name:
             raise ValueError("the uploaded file needs a file name (its suffix picks the loader)")
-        meta = dict(title=title, topic=topic, entity=entity, geography=geography, period=period,
+        meta: dict[str, Any] = dict(title=title, topic=topic, entity=entity, geography=geography, period=period,
                     language=language, sensitivity=sensitivity)  # fmt: skip
         result = ws.ingest_bytes(name, file.file.read(), doc_id=doc_id or name, **meta)
         return vars(result)
@@ -126,15 +126,17 @@ def _routes(ws: Workspace) -> APIRouter:
     @router.post("/search", response_model=m.SearchOut, tags=["retrieval"])
     def search(body: SearchIn) -> dict[str, Any]:  # type: ignore[valid-type]
         """Ranked, cited snippets (RESTRICTED never included)."""
-        mode = ws.check_mode(body.mode)
-        where = _where(body)
-        return {"mode": mode, "snippets": ws.search(body.query, where=where, top_k=body.top_k, mode=body.mode)}
+        given: Any = body  # the model class is built at run time (its top_k bound)
+        mode = ws.check_mode(given.mode)
+        where = _where(given)
+        return {"mode": mode, "snippets": ws.search(given.query, where=where, top_k=given.top_k, mode=given.mode)}
 
     @router.post("/ask", response_model=m.AskOut, tags=["retrieval"])
     def ask(body: AskIn) -> dict[str, Any]:  # type: ignore[valid-type]
         """An answer with numbered citations: from the LLM when configured, else extractive."""
-        where = _where(body)
-        return ws.ask(body.question, where=where, top_k=body.top_k).to_dict()
+        given: Any = body  # the model class is built at run time (its top_k bound)
+        where = _where(given)
+        return ws.ask(given.question, where=where, top_k=given.top_k).to_dict()
 
     return router
 

@@ -181,7 +181,7 @@ def query_models(max_top_k: int) -> tuple[type[BaseModel], type[BaseModel]]:
         query: Annotated[Text, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
         filters: Filters | None = None  # type: ignore[valid-type]
         where: dict[str, Any] | None = Field(None, description=WHERE_HELP)
-        top_k: TopK = min(10, max_top_k)  # type: ignore[valid-type]
+        top_k: TopK = min(10, max_top_k)
         mode: Mode | None = Field(None, description="auto (default), or a preset the service can run")
 
     class AskIn(BaseModel):
@@ -191,6 +191,6 @@ def query_models(max_top_k: int) -> tuple[type[BaseModel], type[BaseModel]]:
         question: Annotated[Text, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
         filters: Filters | None = None  # type: ignore[valid-type]
         where: dict[str, Any] | None = Field(None, description=WHERE_HELP)
-        top_k: TopK = min(5, max_top_k)  # type: ignore[valid-type]
+        top_k: TopK = min(5, max_top_k)
 
     return SearchIn, AskIn

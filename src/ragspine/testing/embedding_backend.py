@@ -35,8 +35,8 @@ class EmbeddingBackendSuite:
         raise NotImplementedError("an EmbeddingBackendSuite subclass must provide the backend fixture")
 
     def test_satisfies_the_protocol(self, backend: Any) -> None:
-        assert isinstance(backend, EmbeddingBackend)
         assert isinstance(backend.is_remote, bool)
+        assert isinstance(backend, EmbeddingBackend)
 
     def test_one_vector_per_text_in_order_of_one_dimension(self, backend: Any) -> None:
         vectors = backend.embed_texts(TEXTS)

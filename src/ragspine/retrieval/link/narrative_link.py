@@ -17,6 +17,7 @@ from ragspine.agent.agent import LLMProvider
 from ragspine.retrieval.chunking.protocol import Chunker
 from ragspine.retrieval.filters import Filter, parse_filter, to_dict
 from ragspine.retrieval.fusion.rrf import Fusion
+from ragspine.retrieval.lexical.tokenize import tokenize
 from ragspine.retrieval.model import FILTER_FIELDS
 from ragspine.retrieval.pipeline.hybrid import DEFAULT_TOP_K, RetrievalResult
 from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex
@@ -47,7 +48,7 @@ __all__ = [
 _LOG = logging.getLogger(__name__)
 
 
-def split_filters(filters: Any) -> tuple[dict[str, str], Filter | None]:
+def split_filters(filters: Any) -> tuple[dict[str, Any], Filter | None]:
     """(exact keyword filters, typed filter) for a `filters` argument.
 
     A mapping of the five metadata fields to strings is the specification's exact-match form
@@ -176,7 +177,7 @@ def build_narrative_retriever(
             fusion=fusion,
             channels=channels,
             embed_on_write=embed_on_write,
-            **({} if analyzer is None else {"analyzer": analyzer}),  # default: the spec's tokenize
+            analyzer=tokenize if analyzer is None else analyzer,
         )
     except BaseException:
         store.close()

@@ -8,6 +8,7 @@ query first and never returns duplicates.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 import re
 from dataclasses import dataclass
 from importlib import resources
@@ -102,9 +103,14 @@ class GlossaryQueryRewriter:
                 continue
             pattern = re.compile(re.escape(found), re.IGNORECASE)
             variants.extend(
-                pattern.sub(lambda _m, t=term: t, query) for term in group.terms if term != found
+                pattern.sub(_literal(term), query) for term in group.terms if term != found
             )
         return list(dict.fromkeys(variants))[: self.max_queries]
+
+
+def _literal(text: str) -> Callable[[re.Match[str]], str]:
+    """A replacement function inserting `text` as is (no backslash or group processing)."""
+    return lambda _match: text
 
 
 def _find_term(query: str, terms: tuple[str, ...]) -> str | None:
