@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 CORE := $(VENV)/.core
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench clean
+.PHONY: demo test bench bench-cold clean
 
 # The package alone (what `make demo` needs): quick on a fresh machine.
 $(CORE): pyproject.toml
@@ -25,7 +25,9 @@ $(STAMP): $(CORE)
 demo: $(CORE)
 	$(BIN)/ragspine demo
 
+# Types first (seconds), then every test (import layers included: tests/test_architecture.py).
 test: $(STAMP)
+	$(BIN)/python -m mypy src
 	$(BIN)/python -m pytest
 
 # Lexical index benchmarks (see docs/benchmarks.md). bm25s and rank_bm25 are benchmark-only
@@ -34,6 +36,11 @@ BENCH_SCALES ?= scifact,10k,100k,1M
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet 'bm25s>=0.2' 'rank_bm25>=0.2.2'
 	PYTHONPATH=. $(BIN)/python -m bench.run --scales $(BENCH_SCALES)
+
+# Cold hybrid `ragspine search` (fresh process per query; wall, CPU, peak RSS). BEFORE=<src folder
+# of another checkout, e.g. a git worktree of an older commit> adds that code, run for run.
+bench-cold: $(STAMP)
+	PYTHONPATH=. $(BIN)/python -m bench.cold_search $(if $(BEFORE),--before $(BEFORE))
 
 clean:
 	rm -rf $(VENV) .ragspine build src/*.egg-info .pytest_cache .hypothesis

@@ -170,8 +170,9 @@ def test_vector_channel_embeds_chunks_once_and_ranks_only_the_filtered_set() -> 
     backend = _CountingBackend()
     assert isinstance(backend, EmbeddingBackend)
     retriever = HybridRetriever(chunks, embedding_backend=backend)
-    assert sorted(backend.embedded) == ["a cat sat", "a dog ran", "cat food"], "chunks embedded up front"
+    assert backend.embedded == [], "chunk vectors are made lazily, per query"
     results = retriever.search("cat", entity="X")
+    assert backend.embedded == ["a cat sat", "a dog ran", "cat"], "only the filter's survivors, then the query"
     assert [r.chunk.chunk_id for r in results] == ["a:0", "b:0"], "the filter applies to both channels"
     assert results[0].vector_score == pytest.approx(1.0)
     assert results[1].bm25_score == 0.0, "the vector channel can bring a chunk BM25 missed"

