@@ -31,7 +31,7 @@ import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragspine.agent.agent import LLMProvider
 from ragspine.retrieval.chunking.factory import make_chunker
@@ -63,6 +63,9 @@ from ragspine.settings.config import (
 )
 from ragspine.settings.config import resolve_settings as read_settings
 
+if TYPE_CHECKING:
+    from ragspine.ingest.pipeline import IngestRunReport
+
 __all__ = [
     "build_retriever",
     "close_backend",
@@ -71,6 +74,7 @@ __all__ = [
     "effective_mode",
     "embedding_options",
     "index_settings_for",
+    "ingest_files",
     "load_settings",
     "make_chunker_for",
     "make_embedding",
@@ -343,6 +347,36 @@ def build_retriever(
         close_backend(backend)
         raise
     return retriever, store
+
+
+def ingest_files(
+    paths: Sequence[Path],
+    settings: Settings,
+    *,
+    rebuild: bool = False,
+    force: bool = False,
+    progress: bool | None = None,
+    **options: Any,
+) -> tuple[IngestRunReport, list[str]]:
+    """`ragspine ingest PATHS`: the files under `paths` into RAGSPINE_DB with the configured
+    chunker, budget and embedding backend; the store's recorded index settings must match
+    (`rebuild=True` re-chunks everything and withdraws documents not under `paths`).
+    `options` go to `ingest_paths` (metadata defaults, include/exclude, rules, prune).
+    (the run's report, the doc_ids withdrawn by a rebuild)."""
+    from ragspine.ingest.pipeline import ingest_paths
+    from ragspine.ingest.rebuild import finish_rebuild, prepare_store
+
+    asked = index_settings_for(settings)  # the store's record must match (or rebuild)
+    local = "://" not in settings.db
+    remake = prepare_store(settings.db, asked, rebuild=rebuild) if local else False
+    report = ingest_paths(
+        list(paths), settings.db, force=force or remake, progress=progress,
+        embedding_backend=make_embedding(settings) if local else None,
+        max_chars=settings.chunk_chars, overlap_chars=settings.chunk_overlap,
+        chunker=make_chunker_for(settings), **options,
+    )  # fmt: skip
+    withdrawn = finish_rebuild(settings.db, asked, [*report.ingested, *report.unchanged]) if rebuild else []
+    return report, withdrawn
 
 
 def index_settings_for(settings: Settings) -> IndexSettings:

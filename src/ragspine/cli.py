@@ -102,25 +102,16 @@ def ingest(
     doc_id = path relative to the folder. Unchanged files are skipped; changed ones get a new
     version. Per-document metadata comes from NAME.meta.json sidecars or Markdown front matter.
     """
-    from ragspine.assembly import index_settings_for, make_chunker_for, make_embedding
-    from ragspine.ingest.pipeline import ingest_paths
-    from ragspine.ingest.rebuild import finish_rebuild, prepare_store
+    from ragspine.assembly import index_settings_for, ingest_files
 
-    withdrawn: list[str] = []
     defaults: dict[str, Any] = dict(meta)
     with _user_errors():
         settings = load_settings(config_file=config_file, flags={"RAGSPINE_DB": db})
-        asked = index_settings_for(settings)  # the store's record must match (or --rebuild)
-        remake = prepare_store(settings.db, asked, rebuild=rebuild) if "://" not in settings.db else False
-        backend = make_embedding(settings) if "://" not in settings.db else None
-        report = ingest_paths(
-            list(paths), settings.db, include=include, exclude=exclude, rules=rules,
-            prune=prune, force=force or remake, embedding_backend=backend,
-            max_chars=settings.chunk_chars, overlap_chars=settings.chunk_overlap,
-            chunker=make_chunker_for(settings), **defaults,
+        asked = index_settings_for(settings)
+        report, withdrawn = ingest_files(
+            list(paths), settings, rebuild=rebuild, force=force, include=include, exclude=exclude,
+            rules=rules, prune=prune, **defaults,
         )  # fmt: skip
-        if rebuild:
-            withdrawn = finish_rebuild(settings.db, asked, [*report.ingested, *report.unchanged])
     for failure in report.failures:
         click.echo(f"failed: {failure.path}: {failure.reason}", err=True)
     if rebuild:

@@ -221,9 +221,7 @@ def _ingest(
 ) -> tuple[bool, int, float, int, float]:
     """Ingest the corpus into `root` unless a finished ingest of the same key is there; return
     (reused, empty entries, ingest seconds, chunks embedded, embedding seconds)."""
-    from ragspine.assembly import index_settings_for, make_chunker_for, make_embedding
-    from ragspine.ingest.pipeline import ingest_paths
-    from ragspine.ingest.rebuild import prepare_store
+    from ragspine.assembly import ingest_files
 
     manifest = root / MANIFEST_FILE
     done = _read_manifest(manifest)
@@ -232,13 +230,8 @@ def _ingest(
     started = time.perf_counter()
     _write_manifest(manifest, {"key": key, "status": "partial"})
     empty = write_corpus(dataset, root / CORPUS_FOLDER)
-    # What `ragspine ingest ROOT/corpus --db ROOT/chunks.db` does with these settings:
-    prepare_store(settings.db, index_settings_for(settings), rebuild=False)
-    report = ingest_paths(
-        [root / CORPUS_FOLDER], settings.db, embedding_backend=make_embedding(settings),
-        max_chars=settings.chunk_chars, overlap_chars=settings.chunk_overlap,
-        chunker=make_chunker_for(settings), progress=None if progress else False,
-    )  # fmt: skip
+    # Exactly `ragspine ingest ROOT/corpus --db ROOT/chunks.db` with these settings:
+    report, _ = ingest_files([root / CORPUS_FOLDER], settings, progress=None if progress else False)
     if report.failures:
         first = report.failures[0]
         raise EvalError(
