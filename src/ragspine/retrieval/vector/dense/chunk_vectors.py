@@ -39,12 +39,13 @@ from tqdm import tqdm
 from ragspine.retrieval.store.protocol import ChunkStoreProtocol, StoredChunk
 from ragspine.retrieval.store.sqlite import Snapshot as _Snapshot
 from ragspine.retrieval.store.sqlite import Transaction
+from ragspine.retrieval.vector.arrays import as_matrix, unit_rows
 from ragspine.retrieval.vector.embeddings.support import (
     EmbeddingBackendError,
     can_embed,
     model_id_of,
 )
-from ragspine.retrieval.vector.arrays import as_matrix, unit_rows
+from ragspine.retrieval.vector.errors import VectorModelMismatch
 
 VECTORS_SUFFIX = ".vectors.sqlite"
 _META = "chunk_vector_meta"
@@ -52,10 +53,6 @@ _VECTORS = "chunk_vector"
 _TOMBSTONES = "chunk_vector_deleted"
 _FORMAT = "ragspine-chunk-vectors-v1"
 _IN_BATCH = 900  # ids per IN (...) query: below SQLite's oldest bound-parameter limit (999)
-
-
-class VectorModelMismatch(ValueError):
-    """The stored vectors were made by another model or have another dimension."""
 
 
 class ChunkVectors:
@@ -441,7 +438,7 @@ def embed_chunks(
 def _check_ids(chunk_ids: Sequence[str]) -> list[str]:
     if isinstance(chunk_ids, str):
         # ValueError, as backend_support.check_texts does for texts
-        raise ValueError("chunk_ids must be a list of strings, not one string")  # noqa: TRY004
+        raise ValueError("chunk_ids must be a list of strings, not one string")
     ids = list(chunk_ids)
     for i, cid in enumerate(ids):
         if not isinstance(cid, str) or not cid:
