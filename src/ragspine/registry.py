@@ -152,9 +152,11 @@ def import_target(target: str, *, what: str) -> Callable[..., Any]:
     return found
 
 
-def check_options(what: str, build: Callable[..., Any], options: Mapping[str, Any]) -> None:
+def check_options(
+    what: str, build: Callable[..., Any], options: Mapping[str, Any], *, required: bool = True
+) -> None:
     """ValueError naming the valid options when `options` has one `build` does not take, or
-    lacks one it requires. A builder taking **kwargs accepts any option."""
+    (with `required`) lacks one it requires. A builder taking **kwargs accepts any option."""
     try:
         params = inspect.signature(build).parameters
     except (TypeError, ValueError):  # a builtin without a signature: let it decide
@@ -167,7 +169,7 @@ def check_options(what: str, build: Callable[..., Any], options: Mapping[str, An
         valid = ", ".join(named) or "none"
         raise ValueError(f"{what}: unknown option(s) {', '.join(unknown)}; valid: {valid}")
     missing = [p for p in named if params[p].default is params[p].empty and p not in options]
-    if missing:
+    if missing and required:
         raise ValueError(f"{what} needs the option(s) {', '.join(missing)}")
 
 

@@ -35,12 +35,11 @@ Invariants:
 from __future__ import annotations
 
 import importlib.util
-import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ragspine.registry import spec_from_env
+from ragspine.registry import check_options, spec_from_env
 from ragspine.retrieval.types import EmbeddingBackend
 from ragspine.retrieval.vector.embeddings.support import (
     EmbeddingBackendError,
@@ -210,10 +209,5 @@ def _check_options(name: str, entry: BackendEntry, options: Mapping[str, Any]) -
         if options:
             raise ValueError(f"embedding backend {name!r} takes no options, got {', '.join(sorted(options))}")
         return
-    params = inspect.signature(entry.options_of).parameters
-    valid = [p for p, v in params.items() if v.kind in (v.POSITIONAL_OR_KEYWORD, v.KEYWORD_ONLY)]
-    unknown = sorted(set(options) - set(valid))
-    if unknown:
-        raise ValueError(
-            f"embedding backend {name!r}: unknown option(s) {', '.join(unknown)}; valid: {', '.join(valid)}"
-        )
+    # Missing required options are the backend's own error (it says what the value means).
+    check_options(f"embedding backend {name!r}", entry.options_of, options, required=False)

@@ -20,12 +20,11 @@ Invariants:
 from __future__ import annotations
 
 import importlib
-import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ragspine.registry import spec_from_env
+from ragspine.registry import check_options, spec_from_env
 from ragspine.retrieval.vector.stores.inprocess import VectorStore
 
 
@@ -86,19 +85,6 @@ def make_vector_store(spec: str | None = None, **options: Any) -> VectorStore:
     if entry is None:
         raise ValueError(f"unknown vector store {spec!r}; valid: {', '.join(VECTOR_STORES)}")
     cls = entry.load(name)
-    _check_options(name, cls, options)
+    check_options(f"vector store {name!r}", cls, options)
     store: VectorStore = cls(**options)
     return store
-
-
-def _check_options(name: str, cls: type, options: Mapping[str, Any]) -> None:
-    params = inspect.signature(cls).parameters
-    valid = [p for p, v in params.items() if v.kind in (v.POSITIONAL_OR_KEYWORD, v.KEYWORD_ONLY)]
-    unknown = sorted(set(options) - set(valid))
-    if unknown:
-        raise ValueError(
-            f"vector store {name!r}: unknown option(s) {', '.join(unknown)}; valid: {', '.join(valid)}"
-        )
-    missing = [p for p in valid if params[p].default is params[p].empty and p not in options]
-    if missing:
-        raise ValueError(f"vector store {name!r} needs the option(s) {', '.join(missing)}")
