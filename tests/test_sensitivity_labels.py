@@ -323,3 +323,10 @@ def test_labels_an_older_version_stored_are_still_restricted_at_every_exit(tmp_p
             ]
             assert f"secretcode{n}x" not in json.dumps(outputs, ensure_ascii=False)
             assert {s["doc_id"] for s in outputs[0]} == set(PUBLIC_DOCS)
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=30))
+def test_the_ascii_fast_path_equals_the_full_normalisation(label: str) -> None:
+    from ragspine.retrieval.sensitivity import _normalize_unicode
+
+    assert normalize_label(label) == _normalize_unicode(label)

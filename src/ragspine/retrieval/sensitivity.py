@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Iterable
+from functools import lru_cache
 
 RESTRICTED_SENSITIVITY = "RESTRICTED"
 # Least strict first; a sensitivity rule file may declare others (`levels = [...]`).
@@ -35,7 +36,16 @@ def normalize_label(label: object) -> str:
     >>> [normalize_label(x) for x in ("ＲＥＳＴＲＩＣＴＥＤ", " restricted\\u3000", "Public")]
     ['RESTRICTED', 'RESTRICTED', 'PUBLIC']
     """
-    text = unicodedata.normalize("NFKC", str(label))
+    text = str(label)
+    if text.isascii():  # the common case: NFKC and case-folding change nothing ASCII upper() does not
+        return text.strip().upper()
+    return _normalize_unicode(text)
+
+
+@lru_cache(maxsize=1024)
+def _normalize_unicode(text: str) -> str:
+    """The full normalisation (labels take few distinct values, so results are kept)."""
+    text = unicodedata.normalize("NFKC", text)
     text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
     return unicodedata.normalize("NFKC", text.casefold()).strip().upper()
 
