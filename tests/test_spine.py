@@ -18,6 +18,7 @@ from ragspine.retrieval.link.narrative_link import build_narrative_retriever
 from ragspine.retrieval.link.routers import ROUTERS
 from ragspine.retrieval.model import Chunk, DocumentMeta
 from ragspine.retrieval.postprocess import POSTPROCESSORS, PostprocessorError, make_postprocessor
+from ragspine.retrieval.query.factory import QUERY_REWRITERS
 from ragspine.retrieval.rerank.cross_encoder import RERANKERS, make_reranker
 from ragspine.retrieval.rerank.llm_judge import ProviderListwiseJudge
 from ragspine.retrieval.types import RetrievalResult
@@ -102,8 +103,9 @@ class TestUserPostprocessor(PostprocessorSuite):
 @pytest.mark.parametrize(
     ("choices", "registry"),
     [(config.CHUNKERS, CHUNKERS), (config.INDEX_TEXTS, INDEX_TEXTS), (config.RERANKERS, RERANKERS),
-     (config.POSTPROCESSORS, POSTPROCESSORS), (config.ROUTERS, ROUTERS)],  # fmt: skip
-    ids=["chunker", "index_text", "reranker", "postprocessor", "router"],
+     (config.POSTPROCESSORS, POSTPROCESSORS), (config.ROUTERS, ROUTERS),
+     (config.QUERY_REWRITERS, QUERY_REWRITERS)],  # fmt: skip
+    ids=["chunker", "index_text", "reranker", "postprocessor", "router", "query_rewriter"],
 )
 def test_each_setting_accepts_exactly_its_registry_names(choices: tuple[str, ...], registry: Registry[Any]) -> None:
     assert list(choices) == registry.names
@@ -222,3 +224,27 @@ class Sentences:
                              f"{meta.doc_id}@{start}-{end}", sensitivity=meta.sensitivity))  # fmt: skip
             start = end
         return out
+
+
+class Upper:
+    """A user's rewriter: the query, then the query upper-cased; records what it was asked."""
+
+    asked: list[str] = []
+
+    def rewrite(self, query: str) -> list[str]:
+        Upper.asked.append(query)
+        return [query, query.upper()]
+
+
+def test_the_query_rewriter_slot(tmp_path: Path) -> None:
+    assert [s.query_rewriter for s in (load_settings({}), load_settings({"RAGSPINE_QUERY_REWRITER": "NONE"}))] == [
+        "glossary", "none"]  # fmt: skip
+    with ragspine.open(tmp_path / "a", retrieval_mode="bm25", query_rewriter="none") as ws:
+        assert ws.retriever.index.query_rewriter is None
+        assert ws.stats()["channels"]["query_rewriter"] == "none"
+    Upper.asked = []
+    with ragspine.open(tmp_path / "b", retrieval_mode="bm25", query_rewriter="test_spine:Upper") as ws:
+        ws.ingest("Revenue fell.", doc_id="d", sensitivity="PUBLIC")
+        assert [h["doc_id"] for h in ws.search("revenue")] == ["d"] and Upper.asked == ["revenue"]
+    with ragspine.open(tmp_path / "c", retrieval_mode="bm25") as ws:
+        assert type(ws.retriever.index.query_rewriter).__name__ == "GlossaryQueryRewriter"

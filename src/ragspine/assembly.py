@@ -46,11 +46,12 @@ from ragspine.retrieval.lexical.index.identity import IndexSettings, check_index
 from ragspine.retrieval.link.routers import LibraryIndex, LibraryRouter, make_router
 from ragspine.retrieval.postprocess import PostprocessorChain, make_postprocessor
 from ragspine.retrieval.query.filter_extraction import make_filter_extractor
-from ragspine.retrieval.query.glossary import GlossaryQueryRewriter, load_glossary
+from ragspine.retrieval.query.factory import make_query_rewriter
+from ragspine.retrieval.query.glossary import Glossary, load_glossary
 from ragspine.retrieval.rerank.factory import make_reranker
 from ragspine.retrieval.rerank.protocol import Reranker
 from ragspine.retrieval.store.protocol import ChunkStoreProtocol
-from ragspine.retrieval.types import EmbeddingBackend
+from ragspine.retrieval.types import EmbeddingBackend, QueryRewriter
 from ragspine.settings.config import (
     DENSE_MODES,
     EMBEDDING_MODEL_OPTION,
@@ -81,6 +82,7 @@ __all__ = [
     "make_fusion",
     "make_postprocessor_for",
     "make_provider",
+    "make_query_rewriter_for",
     "make_reranker_for",
     "make_router_for",
     "resolve_embedding",
@@ -268,6 +270,13 @@ def make_chunker_for(settings: Settings) -> Chunker:
     return make_chunker(settings.chunker)
 
 
+def make_query_rewriter_for(settings: Settings, glossary: Glossary | None = None) -> QueryRewriter | None:
+    """RAGSPINE_QUERY_REWRITER's rewriter; the glossary one reads RAGSPINE_GLOSSARY."""
+    if settings.query_rewriter == "glossary":
+        return make_query_rewriter("glossary", glossary=glossary or load_glossary(settings.glossary))
+    return make_query_rewriter(settings.query_rewriter)
+
+
 def make_reranker_for(settings: Settings, provider: LLMProvider | None) -> Reranker | None:
     """RAGSPINE_RERANKER's reranker; "llm" is the listwise judge over `provider`. None: no
     reranker of its own (the listwise judge still runs when an LLM is configured)."""
@@ -300,7 +309,11 @@ def channels(settings: Settings) -> dict[str, str]:
         "dense": resolve_embedding(settings)[0] or "none",
         "embedding": resolve_embedding(settings)[1],
         "fusion": "none (no dense channel)" if mode == "bm25" else describe_fusion(make_fusion(settings)),
-        "query_rewriter": f"glossary ({settings.glossary or 'built-in'})",
+        "query_rewriter": (
+            f"glossary ({settings.glossary or 'built-in'})"
+            if settings.query_rewriter == "glossary"
+            else settings.query_rewriter
+        ),
         "reranker": settings.reranker if settings.reranker != "none" else judge,
         "postprocessor": settings.postprocessor,
         "router": settings.router,
@@ -330,7 +343,7 @@ def build_retriever(
             reranker=make_reranker_for(settings, provider),
             postprocessor=make_postprocessor_for(settings),
             chunker=make_chunker_for(settings),
-            query_rewriter=GlossaryQueryRewriter(glossary),
+            query_rewriter=make_query_rewriter_for(settings, glossary),
             filter_extractor=make_filter_extractor(settings.filter_extractor, provider=provider, glossary=glossary),
             fusion=make_fusion(settings),
             channels="vector" if effective_mode(settings) == "vector" else "hybrid",

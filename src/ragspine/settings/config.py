@@ -65,6 +65,7 @@ FILTER_EXTRACTORS = ("none", "rules", "llm")
 FUSION_METHODS = ("adaptive", "weighted", "rrf")
 # The first names of each stage's registry (a test keeps them equal; dotted paths are accepted too).
 CHUNKERS = ("paragraph",)
+QUERY_REWRITERS = ("none", "glossary")
 INDEX_TEXTS = ("none",)
 RERANKERS = ("none", "llm")
 POSTPROCESSORS = ("none",)
@@ -113,6 +114,14 @@ SETTINGS: tuple[Setting, ...] = (
         "Path of a glossary JSON file (entities and metrics with synonyms) for query rewriting; "
         "unset: the built-in glossary.",
         EXISTING_FILE,
+    ),
+    Setting(
+        "RAGSPINE_QUERY_REWRITER",
+        "glossary",
+        "Query rewriter (`make_query_rewriter`): glossary: the query plus variants with its "
+        "entity/metric synonyms (RAGSPINE_GLOSSARY), each searched and fused. none: the query "
+        "alone. A dotted path names a class of your own implementing QueryRewriter.",
+        component(*QUERY_REWRITERS),
     ),
     Setting(
         "RAGSPINE_FILTER_EXTRACTOR",
@@ -346,6 +355,7 @@ class Settings:
     fusion_adaptive: tuple[float, ...] | None = None
     vector_store: str = "in_process"
     chunker: str = "paragraph"
+    query_rewriter: str = "glossary"
     chunk_chars: int = 480
     chunk_overlap: int = 80
     analyzer: str = "auto"

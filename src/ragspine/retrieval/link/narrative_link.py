@@ -48,6 +48,17 @@ __all__ = [
 _LOG = logging.getLogger(__name__)
 
 
+class GlossaryDefault:
+    """The default of `build_narrative_retriever(query_rewriter=...)`: the built-in glossary
+    rewriter (the specification's default chain); None means no rewriter at all."""
+
+    def __repr__(self) -> str:
+        return "GLOSSARY_DEFAULT"
+
+
+GLOSSARY_DEFAULT = GlossaryDefault()
+
+
 def split_filters(filters: Any) -> tuple[dict[str, Any], Filter | None]:
     """(exact keyword filters, typed filter) for a `filters` argument.
 
@@ -148,7 +159,7 @@ def build_narrative_retriever(
     reranker: Reranker | None = None,
     postprocessor: Postprocessor | None = None,
     chunker: Chunker | None = None,
-    query_rewriter: QueryRewriter | None = None,
+    query_rewriter: QueryRewriter | None | GlossaryDefault = GLOSSARY_DEFAULT,
     filter_extractor: FilterExtractor | None = None,
     fusion: Fusion | None = None,
     channels: str = "hybrid",
@@ -157,8 +168,8 @@ def build_narrative_retriever(
 ) -> tuple[NarrativeIndexRetriever, ChunkStoreProtocol]:
     """The default assembly: store (schema ensured) → BM25 + RRF (+ the dense channel when a
     backend is given: chunk vectors in `<db>.vectors.sqlite`, rankings fused by `fusion`;
-    `channels="vector"` ranks by the dense channel alone) → glossary multi-query (the configured
-    glossary unless `query_rewriter` is given) → `reranker` (e.g. `make_reranker(...)`), else the
+    `channels="vector"` ranks by the dense channel alone) → glossary multi-query (the built-in
+    glossary unless `query_rewriter` is given; None: none) → `reranker` (e.g. `make_reranker(...)`), else the
     listwise LLM judge when a provider is given → `postprocessor` (e.g. `make_postprocessor(...)`)
     → snippets. `chunker` cuts documents ingested through the index (default: the paragraph
     packer). The layers are values: nothing here reads settings (`ragspine.assembly` builds them
@@ -170,7 +181,7 @@ def build_narrative_retriever(
         index = NarrativeIndex(
             store,
             embedding_backend=embedding_backend,
-            query_rewriter=query_rewriter or GlossaryQueryRewriter(),
+            query_rewriter=GlossaryQueryRewriter() if isinstance(query_rewriter, GlossaryDefault) else query_rewriter,
             judge=ProviderListwiseJudge(provider) if provider is not None else None,
             reranker=reranker,
             chunker=chunker,

@@ -1,0 +1,38 @@
+"""The query-rewriter slot: `make_query_rewriter(spec, glossary=...)` (RAGSPINE_QUERY_REWRITER).
+
+    from ragspine.retrieval.query.factory import make_query_rewriter
+
+    rewriter = make_query_rewriter("glossary", glossary=load_glossary("my_terms.json"))
+    rewriter.rewrite("为什么营收下滑")   # the original first, then glossary variants
+
+Invariants: names and errors come from the QUERY_REWRITERS registry (a test keeps the settings'
+choices equal to its names); "none" is None: each query is searched as given, alone. Every
+rewriter returns the original query first. LLM transforms (HyDE, RAG-Fusion, step-back,
+decomposition) and their security gate plug in here (issue 18).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragspine.registry import Entry, Registry
+from ragspine.retrieval.query.glossary import GlossaryQueryRewriter
+from ragspine.retrieval.types import QueryRewriter
+
+QUERY_REWRITERS: Registry[QueryRewriter] = Registry(
+    "query rewriter",
+    {"glossary": Entry(GlossaryQueryRewriter, "entity and metric synonyms from the glossary (no LLM)")},
+    protocol=QueryRewriter,
+    none_names=("none",),
+)
+
+
+def make_query_rewriter(spec: str = "glossary", **options: Any) -> QueryRewriter | None:
+    """The rewriter `spec` names, built with `options` (glossary: `glossary`, `max_queries`).
+
+    >>> make_query_rewriter("glossary").rewrite("revenue")[0]
+    'revenue'
+    >>> make_query_rewriter("none") is None
+    True
+    """
+    return QUERY_REWRITERS.make(spec, **options)
