@@ -300,14 +300,15 @@ def make_router_for(
 def channels(settings: Settings) -> dict[str, str]:
     """The configured pipeline, stage by stage, for `config show` and the service's stats."""
     mode = effective_mode(settings)
+    backend, why = resolve_embedding(settings)
     judge = "listwise LLM judge" if settings.llm_configured else "none"
     return {
         "retrieval_mode": f"{settings.retrieval_mode} -> {mode}",
         "chunker": settings.chunker,
         "index_text": settings.contextual,
         "lexical": "bm25 (CJK unigram+bigram) + rrf",
-        "dense": resolve_embedding(settings)[0] or "none",
-        "embedding": resolve_embedding(settings)[1],
+        "dense": backend or "none",
+        "embedding": why,
         "fusion": "none (no dense channel)" if mode == "bm25" else describe_fusion(make_fusion(settings)),
         "query_rewriter": (
             f"glossary ({settings.glossary or 'built-in'})"
@@ -326,15 +327,13 @@ def build_retriever(
     settings: Settings,
     *,
     provider: LLMProvider | None = None,
-    embedding_backend: EmbeddingBackend | None | bool = True,
 ) -> tuple[NarrativeIndexRetriever, ChunkStoreProtocol]:
     """The pipeline `settings` describe over the store RAGSPINE_DB names: chunker → store →
     BM25 (+ the dense channel when an embedding backend resolves, fused by RAGSPINE_FUSION) →
     glossary rewriter → reranker (RAGSPINE_RERANKER, else the listwise judge over `provider`)
-    → post-processors → link. `embedding_backend=True` builds the configured one; pass a
-    backend (or None) to use that instead. The caller closes the store and the index."""
+    → post-processors → link. The caller closes the store and the index."""
     glossary = load_glossary(settings.glossary)
-    backend = make_embedding(settings) if embedding_backend is True else embedding_backend or None
+    backend = make_embedding(settings)
     try:
         retriever, store = build_narrative_retriever(
             settings.db,
@@ -382,12 +381,15 @@ def ingest_files(
     asked = index_settings_for(settings)  # the store's record must match (or rebuild)
     local = "://" not in settings.db
     remake = prepare_store(settings.db, asked, rebuild=rebuild) if local else False
-    report = ingest_paths(
-        list(paths), settings.db, force=force or remake, progress=progress,
-        embedding_backend=make_embedding(settings) if local else None,
-        max_chars=settings.chunk_chars, overlap_chars=settings.chunk_overlap,
-        chunker=make_chunker_for(settings), **options,
-    )  # fmt: skip
+    backend = make_embedding(settings) if local else None
+    try:
+        report = ingest_paths(
+            list(paths), settings.db, force=force or remake, progress=progress,
+            embedding_backend=backend, max_chars=settings.chunk_chars,
+            overlap_chars=settings.chunk_overlap, chunker=make_chunker_for(settings), **options,
+        )  # fmt: skip
+    finally:
+        close_backend(backend)
     withdrawn = finish_rebuild(settings.db, asked, [*report.ingested, *report.unchanged]) if rebuild else []
     return report, withdrawn
 
