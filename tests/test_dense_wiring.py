@@ -150,7 +150,8 @@ def test_hybrid_search_through_the_workspace(dense: None, tmp_path: Path) -> Non
         assert stats["index"]["retrieval"] == "hybrid"
         assert stats["index"]["embedding_model"] == "deterministic:blake2b-tokens-v1;dim=256"
         assert stats["index"]["dense"] == {"stored_vectors": 3, "active": 3, "with_vector": 3,
-                                           "lexical_only": 0, "missing": 0}  # fmt: skip
+                                           "lexical_only": 0, "missing": 0, "damaged": 0,
+                                           "problem": None, "healthy": True}  # fmt: skip
         assert stats["channels"]["fusion"].startswith("adaptive (k=")
         assert ws.embed_pending(progress=False).embedded == 0  # type: ignore[union-attr]
         with pytest.raises(ValueError, match="runs hybrid retrieval.*cannot switch to 'bm25'"):

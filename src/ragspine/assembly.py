@@ -27,6 +27,7 @@ Invariants:
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import threading
 import weakref
 from collections.abc import Mapping, Sequence
@@ -52,6 +53,7 @@ from ragspine.retrieval.rerank.factory import make_reranker
 from ragspine.retrieval.rerank.protocol import Reranker
 from ragspine.retrieval.store.protocol import ChunkStoreProtocol
 from ragspine.retrieval.types import EmbeddingBackend, QueryRewriter
+from ragspine.retrieval.vector.stores.inprocess import ChunkVectorStore
 from ragspine.settings.config import (
     DENSE_MODES,
     EMBEDDING_MODEL_OPTION,
@@ -218,6 +220,39 @@ def make_embedding(settings: Settings) -> EmbeddingBackend | None:
     return backend
 
 
+# -- vectors ----------------------------------------------------------------------------------
+def make_vector_store_for(settings: Settings, backend: EmbeddingBackend | None) -> ChunkVectorStore | None:
+    """Where the dense channel keeps its vectors (RAGSPINE_VECTOR_STORE): None for in_process
+    (`ChunkVectors` beside the store, opened by the index), else the pgvector table or Qdrant
+    collection named by RAGSPINE_VECTOR_URL / _COLLECTION for `backend`'s model. None without
+    a backend."""
+    if backend is None or settings.vector_store == "in_process":
+        return None
+    from ragspine.retrieval.vector.dense.channel import vector_key
+    from ragspine.retrieval.vector.stores.factory import make_vector_store
+
+    model_id = vector_key(backend) or f"unnamed:{type(backend).__qualname__}"
+    dim = getattr(backend, "dim", None)
+    name = settings.vector_collection or default_vector_collection(model_id)
+    if settings.vector_store == "pgvector":
+        url = settings.vector_url or settings.db
+        if not isinstance(dim, int):
+            raise ValueError("RAGSPINE_VECTOR_STORE=pgvector needs an embedding backend with a known `dim`")
+        return make_vector_store("pgvector", url=url, table=name, dim=dim, model_id=model_id)  # type: ignore[return-value]
+    url = settings.vector_url or ""
+    where = {"url": url} if url.startswith(("http://", "https://")) else {"path": url}
+    return make_vector_store("qdrant", collection=name, dim=dim, model_id=model_id, **where)  # type: ignore[return-value]
+
+
+def default_vector_collection(model_id: str) -> str:
+    """`ragspine_vec_` + 12 hex digits of the model id: one table / collection per model.
+
+    >>> default_vector_collection("e5-small")
+    'ragspine_vec_b16338524866'
+    """
+    return "ragspine_vec_" + hashlib.blake2b(model_id.encode("utf-8"), digest_size=6).hexdigest()
+
+
 # -- fusion -----------------------------------------------------------------------------------
 def make_fusion(settings: Settings) -> Fusion:
     """The `Fusion` of the settings: RAGSPINE_FUSION with its weights; whatever is unset keeps
@@ -339,6 +374,7 @@ def build_retriever(
             settings.db,
             provider,
             embedding_backend=backend,
+            vectors=make_vector_store_for(settings, backend),
             reranker=make_reranker_for(settings, provider),
             postprocessor=make_postprocessor_for(settings),
             chunker=make_chunker_for(settings),

@@ -135,21 +135,31 @@ def ingest(
 def embed(db: str | None, config_file: Path | None, reembed: bool, batch_size: int) -> None:
     """Embed every active chunk that has no vector yet with the configured backend.
 
-    Vectors go to DB.vectors.sqlite beside the store, for one model; chunks are embedded shortest
-    first with a progress bar. Running it again embeds only what is new. After changing
-    RAGSPINE_EMBEDDING (or its model) run it with --reembed.
+    Vectors go to DB.vectors.sqlite beside the store (or to the pgvector table / Qdrant collection
+    RAGSPINE_VECTOR_STORE names), for one model; chunks are embedded shortest first with a
+    progress bar. Running it again embeds only what is new, and re-embeds vectors that fail
+    their checksum (a damaged vectors file is moved aside). After changing RAGSPINE_EMBEDDING
+    (or its model) run it with --reembed.
     """
-    from ragspine.retrieval.vector.dense.chunk_vectors import VECTORS_SUFFIX
+    from ragspine.retrieval.vector.dense.chunk_vectors import VECTORS_SUFFIX, quarantine_if_damaged
     from ragspine.workspace import Workspace
 
     with _user_errors():
         settings = load_settings(config_file=config_file, flags={"RAGSPINE_DB": db})
-        if settings.db == ":memory:" or "://" in settings.db:
+        beside = settings.vector_store == "in_process"  # else pgvector / Qdrant (RAGSPINE_VECTOR_STORE)
+        if beside and (settings.db == ":memory:" or "://" in settings.db):
             raise ValueError(
                 "ragspine embed keeps vectors in a file beside a SQLite store; an in-memory or "
-                "PostgreSQL store keeps them in memory, made at ingest and at search"
+                "PostgreSQL store keeps them in memory, made at ingest and at search (or set "
+                "RAGSPINE_VECTOR_STORE=pgvector to keep them in the database, shared by every replica)"
             )
-        _require_store(settings.db)
+        if reembed and not beside:
+            raise ValueError(
+                f"--reembed deletes the vectors file beside a SQLite store; with RAGSPINE_VECTOR_STORE="
+                f"{settings.vector_store} name a new RAGSPINE_VECTOR_COLLECTION (or drop the old one) instead"
+            )
+        if "://" not in settings.db:
+            _require_store(settings.db)
         from ragspine.assembly import resolve_embedding
 
         backend_name, why = resolve_embedding(settings)
@@ -162,12 +172,14 @@ def embed(db: str | None, config_file: Path | None, reembed: bool, batch_size: i
             removed = _remove_files(settings.db + VECTORS_SUFFIX)
             if removed:
                 click.echo(f"removed {', '.join(removed)}", err=True)
+        elif beside and (moved := quarantine_if_damaged(settings.db + VECTORS_SUFFIX)) is not None:
+            click.echo(f"the vectors file was damaged: moved aside to {moved}; embedding every chunk again", err=True)
         with Workspace.from_settings(settings) as workspace:
             report = workspace.embed_pending(batch_size=batch_size)
             assert report is not None  # a backend was resolved above
             dense = workspace.retriever.index.dense
             assert dense is not None
-            where = f"{dense.vectors.path} (model {dense.vectors.model_id})"
+            where = f"{getattr(dense.vectors, 'path', dense.vectors)} (model {dense.vectors.model_id})"
     click.echo(_embed_summary(report))
     click.echo(f"vectors: {where}")
 
@@ -191,6 +203,7 @@ def _embed_summary(report: Any) -> str:
         f"embedded {report.embedded} chunk(s) in {report.seconds:.1f}s{rate}; already embedded: "
         f"{report.present}; lexical-only (RESTRICTED, remote backend): {report.lexical_only}; "
         f"stale vectors removed: {report.removed}"
+        + (f"; damaged vectors re-embedded: {report.repaired}" if report.repaired else "")
     )
 
 

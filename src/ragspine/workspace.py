@@ -18,6 +18,7 @@ Invariants:
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -40,6 +41,7 @@ from ragspine.retrieval.model import Chunk, check_user_metadata
 from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.retrieval.vector.dense.chunk_vectors import EmbedReport
+from ragspine.retrieval.vector.errors import VectorStoreError
 
 if TYPE_CHECKING:
     from ragspine.ingest.document import IngestSettings
@@ -236,13 +238,20 @@ class Workspace:
         if dense is not None:
             coverage = dense.coverage()
             index["embedding_model"] = dense.vectors.model_id
+            try:
+                stored: int | None = dense.vectors.count()
+            except (sqlite3.DatabaseError, VectorStoreError):  # a damaged file: reported, not raised
+                stored = None
             index["dense"] = {
-                "stored_vectors": dense.vectors.count(),
+                "stored_vectors": stored,
                 # as of the last search (all zero before the first one)
                 "active": coverage.active,
                 "with_vector": coverage.with_vector,
                 "lexical_only": coverage.lexical_only,
                 "missing": coverage.missing,
+                "damaged": coverage.damaged,
+                "problem": coverage.problem,
+                "healthy": coverage.problem is None and coverage.damaged == 0 and stored is not None,
             }
         return {"documents": documents, "chunks": chunks, "index": index, "channels": channels(self.settings)}
 

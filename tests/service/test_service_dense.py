@@ -24,6 +24,7 @@ def test_hybrid_search_and_stats_over_http(serve: Any) -> None:
     assert all(isinstance(s["scores"]["vector"], float) for s in found["snippets"])
     assert client.get("/stats").json()["index"]["dense"] == {
         "stored_vectors": 2, "active": 2, "with_vector": 2, "lexical_only": 0, "missing": 0,
+        "damaged": 0, "problem": None, "healthy": True,
     }  # fmt: skip
 
     refused = client.post("/search", json={"query": "margin", "mode": "bm25"})
@@ -39,3 +40,42 @@ def test_economy_service_reports_no_dense_channel(serve: Any) -> None:
     assert stats["index"]["dense"] is None and stats["channels"]["dense"] == "none"
     found = served.client.post("/search", json={"query": "margin"}).json()
     assert found["mode"] == "bm25" and found["snippets"][0]["scores"]["vector"] is None
+
+
+def test_damaged_vectors_file_never_fails_a_request(tmp_path: Any) -> None:
+    """Issue 14 item 12: a vectors file whose bytes were overwritten (found when the server
+    starts); search, upload and /stats answer (BM25), /stats says the vectors are not healthy,
+    and `ragspine embed` moves the file aside and embeds every chunk again."""
+    import httpx
+    from click.testing import CliRunner
+
+    import ragspine
+    from ragspine.cli import main
+    from ragspine.retrieval.vector.dense.chunk_vectors import VECTORS_SUFFIX
+    from ragspine.service import running_server
+    from service_helpers import API_KEY, AUTH, BM25_ENV
+
+    folder = tmp_path / "ws"
+    with ragspine.open(folder, env=BM25_ENV, embedding="deterministic", api_keys=[API_KEY]) as ws:
+        for i in range(3):
+            ws.ingest_text(f"Borealis margin note {i} about recalls.", doc_id=f"d{i}")
+        db = str(ws.store.db_path)
+    vectors = db + VECTORS_SUFFIX
+    with open(vectors, "r+b") as f:
+        f.write(b"\xa5" * 100)  # the header: SQLite can no longer read the file
+    with ragspine.open(folder, env=BM25_ENV, embedding="deterministic", api_keys=[API_KEY]) as ws, \
+            running_server(ws) as url, httpx.Client(base_url=url, headers=AUTH, timeout=30) as client:  # fmt: skip
+        found = client.post("/search", json={"query": "margin recalls"})
+        assert found.status_code == 200 and found.json()["snippets"]
+        added = client.post("/documents", json=doc("d9", "Borealis margin fell after the recall."))
+        assert added.status_code == 201
+        assert client.post("/search", json={"query": "margin recall"}).status_code == 200
+        dense = client.get("/stats").json()["index"]["dense"]
+        assert dense["healthy"] is False and "unreadable" in dense["problem"]
+    result = CliRunner().invoke(main, ["embed", "--db", db], env={**BM25_ENV, "RAGSPINE_EMBEDDING": "deterministic",
+                                                                  "RAGSPINE_RETRIEVAL_MODE": "hybrid"})
+    assert result.exit_code == 0, result.output
+    assert "moved aside" in result.output and "embedded 4 chunk(s)" in result.output
+    with ragspine.open(folder, env=BM25_ENV, embedding="deterministic") as ws:
+        ws.search("margin recall")
+        assert ws.stats()["index"]["dense"]["healthy"] is True

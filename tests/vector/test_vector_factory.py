@@ -25,8 +25,10 @@ def test_the_registry_is_what_the_setting_accepts() -> None:
     assert tuple(VECTOR_STORES) == config.VECTOR_STORES == ("in_process", "pgvector", "qdrant")
     setting = next(s for s in config.SETTINGS if s.env == "RAGSPINE_VECTOR_STORE")
     assert setting.default == "in_process" and config.Settings().vector_store == "in_process"
+    where = {"in_process": {}, "pgvector": {"RAGSPINE_VECTOR_URL": "postgresql://u@h/db"},
+             "qdrant": {"RAGSPINE_VECTOR_URL": "http://127.0.0.1:6333"}}  # fmt: skip
     for name in VECTOR_STORES:
-        assert config.load_settings({"RAGSPINE_VECTOR_STORE": name}).vector_store == name
+        assert config.load_settings({"RAGSPINE_VECTOR_STORE": name, **where[name]}).vector_store == name
 
 
 def test_a_bad_setting_is_a_config_error_listing_the_names() -> None:

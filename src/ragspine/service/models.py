@@ -142,11 +142,14 @@ class DenseOut(BaseModel):
     """The dense channel's vectors; the coverage counts are as of the last search (all zero
     before the first one)."""
 
-    stored_vectors: int = Field(description="Vectors in the store's vectors file for this model")
+    stored_vectors: int | None = Field(description="Vectors stored for this model (null: the vectors cannot be read)")
     active: int = Field(description="Active chunks the last search ranked")
     with_vector: int
     lexical_only: int = Field(description="RESTRICTED chunks a remote backend may not see")
     missing: int = Field(description="Active chunks without a vector (`ragspine embed` fills them)")
+    damaged: int = Field(0, description="Stored vectors that failed their checksum (ranked by BM25 until `ragspine embed`)")
+    problem: str | None = Field(None, description="Why the stored vectors cannot be read at all (search runs on BM25)")
+    healthy: bool = Field(True, description="No damaged or unreadable vectors")
 
 
 class IndexOut(BaseModel):

@@ -17,6 +17,7 @@ accepts, a known e5 variant) and builds everything from these values.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -277,12 +278,29 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "RAGSPINE_VECTOR_STORE",
         "in_process",
-        "Vector store `make_vector_store()` builds when no name is given. in_process: numpy, in "
-        "memory, saved to a folder. pgvector: a PostgreSQL table [postgres]. qdrant: a Qdrant "
-        "collection [qdrant]. Not used by retrieval: the dense channel keeps its chunk vectors "
-        "in `<db>.vectors.sqlite` beside the chunk store (in memory for `:memory:` and "
-        "PostgreSQL stores), whatever this is set to.",
+        "Where the dense channel keeps chunk vectors (and what `make_vector_store()` builds when "
+        "no name is given). in_process: `<db>.vectors.sqlite` beside a SQLite store (in memory "
+        "for `:memory:` and PostgreSQL stores), read into memory, exact cosine, checksummed. "
+        "pgvector: a PostgreSQL table [postgres], shared by every replica (RAGSPINE_VECTOR_URL, "
+        "default RAGSPINE_DB when that is PostgreSQL). qdrant: a Qdrant collection [qdrant] "
+        "(RAGSPINE_VECTOR_URL). With pgvector/qdrant the store ranks (plain cosine; no language "
+        "centring) and `ragspine embed` fills it.",
         choice(*VECTOR_STORES),
+    ),
+    Setting(
+        "RAGSPINE_VECTOR_URL",
+        None,
+        "pgvector: the `postgresql://` URL of the database (default: RAGSPINE_DB when it is "
+        "one). qdrant: the server's http(s) URL, or a folder path for Qdrant's local mode. "
+        "Refused with RAGSPINE_VECTOR_STORE=in_process.",
+        TEXT,
+    ),
+    Setting(
+        "RAGSPINE_VECTOR_COLLECTION",
+        None,
+        "pgvector table / Qdrant collection name (lower-case letters, digits, _). Unset: "
+        "`ragspine_vec_` + a digest of the embedding model id, so each model has its own.",
+        TEXT,
     ),
     Setting(
         "RAGSPINE_LLM_BASE_URL",
@@ -354,6 +372,8 @@ class Settings:
     fusion_weights: tuple[float, ...] | None = None
     fusion_adaptive: tuple[float, ...] | None = None
     vector_store: str = "in_process"
+    vector_url: str | None = None
+    vector_collection: str | None = None
     chunker: str = "paragraph"
     query_rewriter: str = "glossary"
     chunk_chars: int = 480
@@ -489,9 +509,38 @@ def _read_config_file(path: str) -> dict[str, str]:
     return out
 
 
+def _check_vector_store(settings: Settings) -> None:
+    name, url, collection = settings.vector_store, settings.vector_url, settings.vector_collection
+    if name == "in_process":
+        for var, value in (("RAGSPINE_VECTOR_URL", url), ("RAGSPINE_VECTOR_COLLECTION", collection)):
+            if value is not None:
+                raise ConfigError(
+                    f"{var} is set but RAGSPINE_VECTOR_STORE='in_process' keeps vectors beside the "
+                    "store; set RAGSPINE_VECTOR_STORE=pgvector or qdrant, or unset it"
+                )
+    if collection is not None and not re.fullmatch(r"[a-z_][a-z0-9_]{0,50}", collection):
+        raise ConfigError(
+            f"RAGSPINE_VECTOR_COLLECTION={collection!r}: use lower-case letters, digits and _ "
+            "(at most 51, not starting with a digit)"
+        )
+    if name == "pgvector":
+        target = url if url is not None else settings.db
+        if not target.startswith(("postgresql://", "postgres://")):
+            raise ConfigError(
+                "RAGSPINE_VECTOR_STORE='pgvector' needs a PostgreSQL database: set "
+                "RAGSPINE_VECTOR_URL=postgresql://… (or keep the chunks in PostgreSQL with RAGSPINE_DB)"
+            )
+    if name == "qdrant" and url is None:
+        raise ConfigError(
+            "RAGSPINE_VECTOR_STORE='qdrant' needs RAGSPINE_VECTOR_URL: the server's http(s) URL, "
+            "or a folder for Qdrant's local mode"
+        )
+
+
 def _check_combinations(settings: Settings, sources: Mapping[str, str]) -> None:
     _check_embedding(settings, sources)
     _check_fusion(settings)
+    _check_vector_store(settings)
     for var, value in (("RAGSPINE_RERANKER", settings.reranker), ("RAGSPINE_ROUTER", settings.router)):
         if value == "llm" and not settings.llm_base_url:
             raise ConfigError(

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from ragspine.retrieval.filters import Predicate, matches, parse_filter
-from ragspine.retrieval.vector.stores.inprocess import SCORE_DECIMALS, VectorStore
+from ragspine.retrieval.vector.stores.inprocess import SCORE_DECIMALS, ChunkVectorStore, VectorStore
 
 NewStore = Callable[[int], VectorStore]
 Reopen = Callable[[VectorStore], VectorStore]
@@ -94,6 +94,22 @@ class VectorStoreSuite:
 
     def test_satisfies_the_protocol(self, new_store: NewStore) -> None:
         assert isinstance(new_store(3), VectorStore)
+
+    def test_is_a_chunk_vector_store(self, new_store: NewStore) -> None:
+        """What the dense channel needs beyond `VectorStore`: model, dimension, ids, missing, get."""
+        store = new_store(3)
+        assert isinstance(store, ChunkVectorStore)
+        assert store.model_id is None or isinstance(store.model_id, str)
+
+    def test_ids_missing_and_get(self, filled: Any) -> None:
+        store, ids, vectors = filled
+        assert store.ids() == sorted(ids)
+        assert store.missing([ids[3], "nope:0", ids[0], "nope:1"]) == ["nope:0", "nope:1"]
+        rows, present = store.get([ids[2], "nope:0", ids[5]])
+        assert present.tolist() == [True, False, True]
+        np.testing.assert_allclose(rows[[0, 2]], unit(vectors[[2, 5]]), atol=1e-6)
+        assert not rows[1].any()
+        assert store.dim == 6
 
     def test_exact_cosine_order(self, new_store: NewStore) -> None:
         rng = np.random.default_rng(11)

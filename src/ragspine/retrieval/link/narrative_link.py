@@ -36,6 +36,7 @@ from ragspine.retrieval.sensitivity import RESTRICTED_SENSITIVITY, is_restricted
 from ragspine.retrieval.store.factory import open_chunk_store
 from ragspine.retrieval.store.protocol import ChunkStoreProtocol
 from ragspine.retrieval.types import EmbeddingBackend, QueryRewriter
+from ragspine.retrieval.vector.stores.inprocess import ChunkVectorStore
 
 __all__ = [
     "RESTRICTED_SENSITIVITY",
@@ -165,9 +166,11 @@ def build_narrative_retriever(
     channels: str = "hybrid",
     embed_on_write: bool = True,
     analyzer: Callable[[str], list[str]] | None = None,
+    vectors: ChunkVectorStore | None = None,
 ) -> tuple[NarrativeIndexRetriever, ChunkStoreProtocol]:
     """The default assembly: store (schema ensured) → BM25 + RRF (+ the dense channel when a
-    backend is given: chunk vectors in `<db>.vectors.sqlite`, rankings fused by `fusion`;
+    backend is given: chunk vectors in `<db>.vectors.sqlite`, or in `vectors` (a pgvector /
+    Qdrant `ChunkVectorStore`), rankings fused by `fusion`;
     `channels="vector"` ranks by the dense channel alone) → glossary multi-query (the built-in
     glossary unless `query_rewriter` is given; None: none) → `reranker` (e.g. `make_reranker(...)`), else the
     listwise LLM judge when a provider is given → `postprocessor` (e.g. `make_postprocessor(...)`)
@@ -189,9 +192,12 @@ def build_narrative_retriever(
             channels=channels,
             embed_on_write=embed_on_write,
             analyzer=tokenize if analyzer is None else analyzer,
+            vectors=vectors,
         )
     except BaseException:
         store.close()
+        if vectors is not None:
+            vectors.close()
         raise
     return NarrativeIndexRetriever(index, filter_extractor=filter_extractor, postprocessor=postprocessor), store
 

@@ -33,7 +33,7 @@ from ragspine.retrieval.lexical.index.segment import SegmentBuilder
 from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot
 from ragspine.retrieval.types import ChunkSource, EmbeddingBackend, QueryRewriter, RetrievalResult
 from ragspine.retrieval.lexical.tokenize import tokenize
-from ragspine.retrieval.vector.dense.channel import DenseChannel, DenseView
+from ragspine.retrieval.vector.dense.channel import DenseChannel, DenseRanking
 
 CHANNELS = ("hybrid", "vector")
 TIE_WEIGHT = 1e-6  # stands in for a fusion weight of 0
@@ -157,7 +157,7 @@ class HybridRetriever:
         # lazy (a list given with only a backend): chunk vectors are made per query, for the
         # positions its filter allows, and kept by chunk_id in this channel; else all at once.
         self._lazy: DenseChannel | None = None
-        self.dense: DenseView | None = None
+        self.dense: DenseRanking | None = None
         if embedding_backend is not None and dense is None:
             dense = DenseChannel(embedding_backend)
         if dense is not None and lazy:
@@ -302,7 +302,7 @@ class HybridRetriever:
                 best[i] = max(best[i], top.get(i, 0.0))
         return best
 
-    def _dense_view(self, filters: dict[str, str], where: Filter | None) -> tuple[DenseView | None, Any]:
+    def _dense_view(self, filters: dict[str, str], where: Filter | None) -> tuple[DenseRanking | None, Any]:
         """The dense view for one query (None without an embedding backend) and the positions
         the metadata filter allows; a lazy retriever first embeds the allowed chunks that have
         no vector yet (the filter comes before any embedding)."""
@@ -314,7 +314,7 @@ class HybridRetriever:
         return self.dense, allowed
 
     def _dense_channel(
-        self, view: DenseView | None, allowed: Any, variants: list[str], depth: int
+        self, view: DenseRanking | None, allowed: Any, variants: list[str], depth: int
     ) -> tuple[list[list[int]], dict[int, float] | None, list[Any]]:
         """Cosine ranking per query variant over the same allowed positions as BM25, each
         ranked position's best cosine, and the query vectors."""

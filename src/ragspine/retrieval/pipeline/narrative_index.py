@@ -9,13 +9,16 @@ cannot; rerank only reorders, with RESTRICTED handled by `listwise_rerank`.
 With an embedding backend, chunk vectors are computed at ingest (`embed_on_write`, the new
 document's chunks) or in bulk by `embed_pending` (batched, resumable, with a progress bar), and
 kept beside the store in `<db>.vectors.sqlite` keyed by chunk_id and model (`ChunkVectors`; in
-memory for an in-memory or PostgreSQL store). A RESTRICTED chunk is never sent to a remote
+memory for an in-memory or PostgreSQL store), or in the `ChunkVectorStore` given as `vectors`
+(pgvector, Qdrant: RAGSPINE_VECTOR_STORE through the assembly). A RESTRICTED chunk is never sent to a remote
 backend. Retrieval never recomputes a stored vector; see `DenseChannel` for what happens to
 chunks that have none.
 """
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -54,8 +57,13 @@ from ragspine.retrieval.vector.dense.chunk_vectors import (
     ChunkVectors,
     EmbedReport,
     embed_chunks,
+    vector_metadata,
 )
+from ragspine.retrieval.vector.errors import VectorFilesDamaged, VectorStoreError
+from ragspine.retrieval.vector.stores.inprocess import ChunkVectorStore
 from ragspine.retrieval.vector.embeddings.support import can_embed
+
+log = logging.getLogger(__name__)
 
 _ROW_CACHE_MAX = 20_000  # stored rows kept in memory per NarrativeIndex
 
@@ -91,6 +99,7 @@ class NarrativeIndex:
         fusion: Fusion | None = None,
         channels: str = "hybrid",
         embed_on_write: bool = True,
+        vectors: ChunkVectorStore | None = None,
     ) -> None:
         self.store = store
         self.embedding_backend = embedding_backend
@@ -112,12 +121,15 @@ class NarrativeIndex:
         self.dense: DenseChannel | None = None
         if embedding_backend is not None:
             key = vector_key(embedding_backend)
-            vectors = (
-                ChunkVectors.beside(store, model_id=key, dim=getattr(embedding_backend, "dim", None))
-                if key is not None
-                else None
-            )  # a backend without a model_id gets in-memory vectors only
-            self.dense = DenseChannel(embedding_backend, vectors)
+            problem = None
+            if vectors is None and key is not None:  # a backend without a model_id: in memory only
+                try:
+                    vectors = ChunkVectors.beside(store, model_id=key, dim=getattr(embedding_backend, "dim", None))
+                except VectorFilesDamaged as exc:  # search goes on: BM25 (and a few vectors in memory)
+                    log.warning("%s; searching without the stored vectors", exc)
+                    problem = f"vectors unreadable: {exc}"
+                    vectors = ChunkVectors(None, model_id=key)
+            self.dense = DenseChannel(embedding_backend, vectors, problem=problem)
         # The lexical index: files beside the store (`<db>.bm25/`) unless persist_index=False
         # or the store is in memory.
         self.lexical_index = StoreIndex(store, analyzer, persist=persist_index)
@@ -145,10 +157,17 @@ class NarrativeIndex:
         assert self.dense is not None
         backend, vectors = self.dense.backend, self.dense.vectors
         todo = [c for c in chunks if can_embed(backend, c.sensitivity)]
-        missing = set(vectors.missing([c.chunk_id for c in todo]))
-        todo = [c for c in todo if c.chunk_id in missing]
-        if todo:
-            vectors.add([c.chunk_id for c in todo], as_matrix(backend.embed_texts([c.text for c in todo])))
+        try:
+            missing = set(vectors.missing([c.chunk_id for c in todo]))
+            todo = [c for c in todo if c.chunk_id in missing]
+            if todo:
+                vectors.upsert(
+                    [c.chunk_id for c in todo],
+                    as_matrix(backend.embed_texts([c.text for c in todo])),
+                    [vector_metadata(c) for c in todo],
+                )
+        except (sqlite3.DatabaseError, VectorStoreError) as exc:  # the chunks are written: BM25 has them
+            log.warning("could not store the new chunks' vectors (%s); run `ragspine embed` to embed them", exc)
 
     def embed_pending(self, *, progress: bool | None = None, batch_size: int = 64) -> EmbedReport | None:
         """Embed every active chunk that has no vector yet (batched by length, each batch

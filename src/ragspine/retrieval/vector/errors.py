@@ -13,3 +13,7 @@ class VectorStoreError(ValueError):
 
 class VectorModelMismatch(VectorStoreError):
     """The stored vectors were made by another model or have another dimension."""
+
+
+class VectorFilesDamaged(VectorStoreError):
+    """Stored vectors cannot be read (a damaged file); the message says how to rebuild them."""

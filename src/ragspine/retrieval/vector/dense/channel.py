@@ -31,10 +31,11 @@ Invariants:
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -42,8 +43,9 @@ from ragspine.retrieval.language import detect_language
 from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot
 from ragspine.retrieval.types import ChunkSource, EmbeddingBackend
 from ragspine.retrieval.vector.embeddings.support import can_embed, embed_queries
-from ragspine.retrieval.vector.dense.chunk_vectors import ChunkVectors
-from ragspine.retrieval.vector.stores.inprocess import SCORE_DECIMALS
+from ragspine.retrieval.vector.dense.chunk_vectors import ChunkVectors, vector_metadata
+from ragspine.retrieval.vector.errors import VectorModelMismatch, VectorStoreError
+from ragspine.retrieval.vector.stores.inprocess import SCORE_DECIMALS, ChunkVectorStore, top_k_rows
 from ragspine.retrieval.vector.arrays import as_matrix, unit_rows
 
 log = logging.getLogger(__name__)
@@ -70,14 +72,34 @@ class DenseCoverage:
     active: int
     with_vector: int
     lexical_only: int  # RESTRICTED chunks a remote backend may not see
+    damaged: int = 0  # stored records that failed their checksum (ranked by BM25 until re-embedded)
+    problem: str | None = None  # why the vectors could not be read at all (BM25 only), if so
 
     @property
     def missing(self) -> int:
         return self.active - self.with_vector - self.lexical_only
 
 
+class DenseRanking(Protocol):
+    """What the pipeline asks of the dense channel for one snapshot (`DenseView`, `StoreDenseView`)."""
+
+    def embed_queries(self, texts: Sequence[str]) -> list[np.ndarray]: ...
+
+    def rank(self, query: np.ndarray, allowed: np.ndarray, depth: int) -> tuple[list[int], dict[int, float]]: ...
+
+    def scores_at(self, query: np.ndarray, positions: Sequence[int]) -> dict[int, float]: ...
+
+    def crosses_language(self, text: str, position: int) -> bool: ...
+
+
 class DenseChannel:
     """Vectors aligned to an `IndexSnapshot`'s positions; exact cosine ranking.
+
+    `vectors` is the `ChunkVectorStore` the vectors live in: `ChunkVectors` (the default; in
+    memory when not given) is read into a matrix aligned to the positions and kept up to date
+    from its change log; any other store (pgvector, Qdrant) is asked per query (`StoreDenseView`:
+    the store ranks, this channel keeps the positions the query may see; plain cosine, no
+    language centring).
 
     >>> from ragspine.retrieval.lexical.index.segment import SegmentBuilder
     >>> from ragspine.retrieval.chunking.chunking import Chunk
@@ -96,18 +118,28 @@ class DenseChannel:
     def __init__(
         self,
         backend: EmbeddingBackend,
-        vectors: ChunkVectors | None = None,
+        vectors: ChunkVectorStore | None = None,
         *,
         lazy_limit: int = DEFAULT_LAZY_LIMIT,
+        problem: str | None = None,
     ) -> None:
         self.backend = backend
         key = vector_key(backend)
         if vectors is None:
             vectors = ChunkVectors(None, model_id=key or f"unnamed:{type(backend).__qualname__}")
-        elif key is not None and vectors.model_id != key:
-            raise ValueError(f"vectors of model {vectors.model_id!r} cannot serve backend model {key!r}")
-        self.vectors = vectors
+        elif key is not None and vectors.model_id is not None and vectors.model_id != key:
+            raise VectorModelMismatch(
+                f"vectors of model {vectors.model_id!r} cannot serve backend model {key!r}; "
+                "re-embed with the backend in use (`ragspine embed --reembed`)"
+            )
+        self.vectors: ChunkVectorStore = vectors
         self.lazy_limit = lazy_limit
+        self._problem: str | None = None  # set while the vectors cannot be read
+        self._open_problem = problem  # why the persisted vectors could not be opened (given by the owner)
+        self._present: set[str] = set()  # ids a (non-ChunkVectors) store is known to hold
+        self._lexical_only: set[str] = set()  # ids a remote backend may not see (RESTRICTED)
+        self._position_of: dict[str, int] = {}
+        self._positions_segments: list[int] = []
         self._lock = threading.Lock()
         self._row_of: dict[str, int] = {}
         self._matrix = np.zeros((0, 0), dtype=np.float32)
@@ -118,37 +150,42 @@ class DenseChannel:
         self._coverage = DenseCoverage(0, 0, 0)
 
     # -- keeping up with the store ---------------------------------------------------------------
-    def attach(self, snapshot: IndexSnapshot, source: ChunkSource) -> DenseView:
+    def attach(self, snapshot: IndexSnapshot, source: ChunkSource) -> DenseRanking:
         """Align to `snapshot`: load vectors written since the last call, embed what is missing
         (within `lazy_limit`), and map every position to its vector row. The returned view ranks
         that snapshot's positions and is not changed by later attaches."""
         with self._lock:
-            self._load_new()
+            if not isinstance(self.vectors, ChunkVectors):
+                return self._store_view(snapshot, source, snapshot.active_positions(), self.lazy_limit)
+            readable = self._load_new()
             rows, groups = self._align(snapshot, source)
             active = snapshot.active_positions()
             missing = active[rows[active] == _NO_VECTOR]
-            if len(missing):
+            if len(missing) and readable:
                 self._fill(snapshot, source, missing, rows, limit=self.lazy_limit)
             on = rows[active]
             self._coverage = DenseCoverage(
-                int(len(active)), int(np.count_nonzero(on >= 0)), int(np.count_nonzero(on == _LEXICAL_ONLY))
-            )
+                int(len(active)), int(np.count_nonzero(on >= 0)), int(np.count_nonzero(on == _LEXICAL_ONLY)),
+                len(self.vectors.damaged_ids()), self._open_problem or self._problem,
+            )  # fmt: skip
             centres, inverse_norms = self._centring(rows[active], groups[active], rows, groups)
             return DenseView(
                 self.backend, snapshot, rows, self._matrix, self._count, groups, centres, inverse_norms
             )
 
-    def view_over(self, snapshot: IndexSnapshot, source: ChunkSource, allowed: np.ndarray) -> DenseView:
+    def view_over(self, snapshot: IndexSnapshot, source: ChunkSource, allowed: np.ndarray) -> DenseRanking:
         """The lazy form of `attach`, for a retriever over a fixed list of chunks: embed only
         the `allowed` positions (one query's filter survivors) that have no vector yet, with
         no `lazy_limit`, and keep them (by chunk_id) for later queries. Language centring, when
         it applies, is computed over `allowed` (with no filter: every active position, as
         `attach` does)."""
         with self._lock:
-            self._load_new()
+            if not isinstance(self.vectors, ChunkVectors):
+                return self._store_view(snapshot, source, allowed, None)
+            readable = self._load_new()
             rows, groups = self._align(snapshot, source)
             missing = allowed[rows[allowed] == _NO_VECTOR]
-            if len(missing):
+            if len(missing) and readable:
                 self._fill(snapshot, source, missing, rows, limit=None)
             centres, inverse_norms = self._centring(rows[allowed], groups[allowed], rows, groups)
             return DenseView(
@@ -194,18 +231,66 @@ class DenseChannel:
     def coverage(self) -> DenseCoverage:
         return self._coverage
 
-    def _load_new(self) -> None:
-        if self._version < 0:
-            version = self.vectors.version()  # before reading: a write in between is re-read next time
-            ids, matrix = self.vectors.load_all()
-            self._version = version
-            self._add_rows(ids, matrix)
-            return
-        version, added, _deleted = self.vectors.changed_since(self._version)
-        if added:
-            matrix, present = self.vectors.get(added)
-            self._add_rows([i for i, ok in zip(added, present, strict=True) if ok], matrix[present])
-        self._version = version  # deleted ids keep their rows: an id's text (so vector) never changes
+    def _load_new(self) -> bool:
+        """Read the vectors written since the last call; False (logged, BM25 only, `coverage()`
+        says why) when the vectors file cannot be read: a damaged file is never an error here."""
+        vectors = self.vectors
+        assert isinstance(vectors, ChunkVectors)
+        try:
+            if self._version < 0:
+                version = vectors.version()  # before reading: a write in between is re-read next time
+                ids, matrix = vectors.load_all()
+                self._version = version
+                self._add_rows(ids, matrix)
+            else:
+                version, added, _deleted = vectors.changed_since(self._version)
+                if added:
+                    matrix, present = vectors.get(added)
+                    self._add_rows([i for i, ok in zip(added, present, strict=True) if ok], matrix[present])
+                self._version = version  # deleted ids keep their rows: an id's text (so vector) never changes
+        except (sqlite3.DatabaseError, VectorStoreError) as exc:
+            if self._problem is None:
+                log.warning(
+                    "cannot read the chunk vectors in %s (%s): searching by BM25 only; run "
+                    "`ragspine embed` to rebuild them", vectors.path, exc,
+                )  # fmt: skip
+            self._problem = f"vectors unreadable: {exc}"
+            return False
+        self._problem = None
+        return True
+
+    # -- a store that ranks for us (pgvector, Qdrant, …) -------------------------------------------
+    def _store_view(
+        self, snapshot: IndexSnapshot, source: ChunkSource, positions: np.ndarray, limit: int | None
+    ) -> StoreDenseView:
+        """Map the snapshot's chunk ids to positions, find which of `positions` have no vector in
+        the store (only ids not seen before are asked), embed them within `limit`, and return the
+        view that lets the store rank."""
+        if [id(s) for s in snapshot.segments] != self._positions_segments:
+            active = snapshot.active_positions().tolist()
+            self._position_of = {snapshot.chunk_id(p): p for p in active}
+            self._positions_segments = [id(s) for s in snapshot.segments]
+        ids = [snapshot.chunk_id(p) for p in positions.tolist()]
+        unknown = [i for i in ids if i not in self._present and i not in self._lexical_only]
+        if unknown:
+            absent = set(self.vectors.missing(unknown))
+            self._present.update(i for i in unknown if i not in absent)
+            todo = [p for p, i in zip(positions.tolist(), ids, strict=True) if i in absent]
+            chunks = source.chunks_at(todo)
+            sendable = [c for c in chunks if can_embed(self.backend, c.sensitivity)]
+            self._lexical_only.update(c.chunk_id for c in chunks if not can_embed(self.backend, c.sensitivity))
+            if sendable and limit is not None and len(sendable) > limit:
+                log.warning(
+                    "%d chunks have no vector in %r: they are ranked by BM25 only until embedded; "
+                    "run `ragspine embed` to embed them", len(sendable), self.vectors,
+                )  # fmt: skip
+            elif sendable:
+                vectors = as_matrix(self.backend.embed_texts([c.text for c in sendable]), what="chunk vectors")
+                self.vectors.upsert([c.chunk_id for c in sendable], vectors, [vector_metadata(c) for c in sendable])
+                self._present.update(c.chunk_id for c in sendable)
+        with_vector = sum(1 for i in ids if i in self._present)
+        self._coverage = DenseCoverage(len(ids), with_vector, sum(1 for i in ids if i in self._lexical_only))
+        return StoreDenseView(self.backend, snapshot, source, self.vectors, self._position_of)
 
     def _add_rows(self, ids: Sequence[str], matrix: np.ndarray) -> None:
         if not len(ids):
@@ -287,7 +372,7 @@ class DenseChannel:
         log.info("embedding %d chunks that have no vector yet (%s)", len(todo), self.vectors.model_id)
         ids = [c.chunk_id for _, c in todo]
         vectors = unit_rows(as_matrix(self.backend.embed_texts([c.text for _, c in todo]), what="chunk vectors"))
-        self.vectors.add(ids, vectors)
+        self.vectors.upsert(ids, vectors, [vector_metadata(c) for _, c in todo])
         self._add_rows(ids, vectors)  # the version is left alone: other writers' rows still come
         for (position, _), chunk_id in zip(todo, ids, strict=True):
             rows[position] = self._row_of[chunk_id]
@@ -314,14 +399,7 @@ class DenseView:
     def embed_queries(self, texts: Sequence[str]) -> list[np.ndarray]:
         """`embed_query` of each text, from one backend call (one forward pass for a local
         model); a text given twice is embedded once."""
-        distinct = list(dict.fromkeys(texts))
-        if not distinct:
-            return []
-        matrix = unit_rows(as_matrix(embed_queries(self.backend, distinct), what="query vectors"))
-        if len(matrix) != len(distinct):
-            raise ValueError(f"the embedding backend returned {len(matrix)} vectors for {len(distinct)} queries")
-        vectors = {text: self.centre_query(row, text) for text, row in zip(distinct, matrix, strict=True)}
-        return [vectors[text] for text in texts]
+        return unit_query_vectors(self.backend, texts, self.centre_query)
 
     def centre_query(self, vector: np.ndarray, text: str) -> np.ndarray:
         """`vector` (unit) minus the mean of `text`'s language, re-normalised; unchanged when
@@ -359,15 +437,8 @@ class DenseView:
         if self.matrix.shape[1] != len(query):
             raise ValueError(f"query vector has dimension {len(query)}, stored vectors {self.matrix.shape[1]}")
         scores = self._scores(query, positions, rows)
-        if len(scores) > depth:
-            kth = np.partition(scores, len(scores) - depth)[len(scores) - depth]
-            keep = scores >= kth  # every tie of the depth-th score, so ids can break ties exactly
-            positions, scores = positions[keep], scores[keep]
-        snapshot = self.snapshot
-        order = sorted(range(len(positions)), key=lambda i: (-scores[i], snapshot.chunk_id(int(positions[i]))))
-        top = [int(positions[i]) for i in order[:depth]]
-        values = {int(positions[i]): float(scores[i]) for i in order[:depth]}
-        return top, values
+        best = top_k_rows(positions, scores, depth, _ChunkIds(self.snapshot))
+        return [p for p, _ in best], dict(best)
 
     def scores_at(self, query: np.ndarray, positions: Sequence[int]) -> dict[int, float]:
         """Cosine of each given position that has a vector (rounded like `rank`)."""
@@ -378,6 +449,88 @@ class DenseView:
             return {}
         scores = self._scores(query, pos[has], rows[has])
         return dict(zip(pos[has].tolist(), scores.tolist(), strict=True))
+
+
+class StoreDenseView:
+    """One snapshot's positions ranked by a vector store (pgvector, Qdrant, …): the store returns
+    its best ids; the ones the query may not see (another filter, inactive, not in this snapshot)
+    are dropped, asking for more until `depth` remain or the store has no more. Order and scores
+    are the store's exact re-ranked cosine, ties by chunk_id, as `DenseView` ranks without
+    language centring."""
+
+    def __init__(
+        self,
+        backend: EmbeddingBackend,
+        snapshot: IndexSnapshot,
+        source: ChunkSource,
+        store: ChunkVectorStore,
+        position_of: dict[str, int],
+    ) -> None:
+        self.backend, self.snapshot, self.source, self.store = backend, snapshot, source, store
+        self.position_of = position_of
+
+    def embed_queries(self, texts: Sequence[str]) -> list[np.ndarray]:
+        return unit_query_vectors(self.backend, texts, lambda vector, _text: vector)
+
+    def rank(self, query: np.ndarray, allowed: np.ndarray, depth: int) -> tuple[list[int], dict[int, float]]:
+        if depth <= 0 or not len(allowed):
+            return [], {}
+        mask = np.zeros(int(allowed.max()) + 1, dtype=bool)
+        mask[allowed] = True
+        total = self.store.count()
+        k = min(total, max(2 * depth, depth + 32))
+        kept: list[tuple[int, float]] = []
+        while k > 0:
+            kept = []
+            for chunk_id, score in self.store.query(query, k=k):
+                p = self.position_of.get(chunk_id)
+                if p is not None and p < len(mask) and mask[p]:
+                    kept.append((p, score))
+            if len(kept) >= depth or k >= total:
+                break
+            k = min(total, 4 * k)
+        kept = kept[:depth]
+        return [p for p, _ in kept], dict(kept)
+
+    def scores_at(self, query: np.ndarray, positions: Sequence[int]) -> dict[int, float]:
+        positions = [int(p) for p in positions]
+        if not positions:
+            return {}
+        rows, present = self.store.get([self.snapshot.chunk_id(p) for p in positions])
+        if not present.any():
+            return {}
+        scores = np.round((rows[present] @ query).astype(np.float64), SCORE_DECIMALS)
+        chosen = [p for p, ok in zip(positions, present.tolist(), strict=True) if ok]
+        return dict(zip(chosen, scores.tolist(), strict=True))
+
+    def crosses_language(self, text: str, position: int) -> bool:
+        query = language_code(text)
+        chunk = language_code(self.source.chunks_at([position])[0].text)
+        unknown = LANGUAGES.index("")
+        return query != unknown and chunk != unknown and query != chunk
+
+
+class _ChunkIds:
+    """A snapshot's chunk ids indexed by position (what `top_k_rows` breaks ties by)."""
+
+    def __init__(self, snapshot: IndexSnapshot) -> None:
+        self.snapshot = snapshot
+
+    def __getitem__(self, position: int) -> str:
+        return self.snapshot.chunk_id(int(position))
+
+
+def unit_query_vectors(backend: EmbeddingBackend, texts: Sequence[str], centre: Any) -> list[np.ndarray]:
+    """Unit query vectors of `texts` from one backend call (each distinct text once), each
+    passed through `centre(vector, text)`."""
+    distinct = list(dict.fromkeys(texts))
+    if not distinct:
+        return []
+    matrix = unit_rows(as_matrix(embed_queries(backend, distinct), what="query vectors"))
+    if len(matrix) != len(distinct):
+        raise ValueError(f"the embedding backend returned {len(matrix)} vectors for {len(distinct)} queries")
+    vectors = {text: centre(row, text) for text, row in zip(distinct, matrix, strict=True)}
+    return [vectors[text] for text in texts]
 
 
 def language_code(text: str) -> int:

@@ -1,7 +1,9 @@
 """Persisted dense vectors of a chunk store's chunks, and the batch job that fills them at ingest.
 
 `ChunkVectors` keeps one unit-length float32 vector per chunk_id, for ONE embedding model, in a
-SQLite file beside the chunk store (`<db>.vectors.sqlite`) or in memory.
+SQLite file beside the chunk store (`<db>.vectors.sqlite`) or in memory: the persisted
+in-process `VectorStore` the dense channel reads for a SQLite store (pgvector or Qdrant when
+configured: `embed_chunks` and the channel take any `ChunkVectorStore`).
 
 Invariants:
 - A file records the `model_id` and `dim` it was made with; opening it with another model_id,
@@ -9,7 +11,12 @@ Invariants:
   Vectors of different models are never mixed or compared.
 - A chunk_id carries a digest of its text, so its text never changes: a stored vector is never
   recomputed (`embed_chunks` only embeds ids `missing` reports).
-- Every write (`add`, `retain`) is one transaction (BEGIN IMMEDIATE … COMMIT, ROLLBACK on any
+- Every record carries a 32-bit checksum of its bytes (`record_checksums`). A record that
+  fails it, or has the wrong length, is never used: reads skip it (WARNING, `damaged_ids()`),
+  the chunk is ranked by BM25 until `embed_chunks` (`ragspine embed`) repairs and re-embeds it.
+  A file SQLite cannot read raises `VectorFilesDamaged`. A v1 file (no checksums) is upgraded
+  in place on open.
+- Every write (`upsert`, `add`, `delete`, `retain`) is one transaction (BEGIN IMMEDIATE … COMMIT, ROLLBACK on any
   error): a reader sees all of it or none of it, and a rejected input (wrong dimension, NaN or
   infinity) writes nothing. Rows are L2-normalised before they are stored.
 - `version()` grows with every write that changes something. Each vector row records the
@@ -24,10 +31,12 @@ Invariants:
 
 from __future__ import annotations
 
+import json
+import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -36,27 +45,56 @@ from typing import Any, Self
 import numpy as np
 from tqdm import tqdm
 
+from ragspine.retrieval.filters import Filter, matches, parse_filter
+from ragspine.retrieval.model import FILTER_FIELDS, Chunk
 from ragspine.retrieval.store.protocol import ChunkStoreProtocol, StoredChunk
 from ragspine.retrieval.store.sqlite import Snapshot as _Snapshot
 from ragspine.retrieval.store.sqlite import Transaction
-from ragspine.retrieval.vector.arrays import as_matrix, unit_rows
+from ragspine.retrieval.vector.arrays import as_matrix, as_vector, unit_rows
 from ragspine.retrieval.vector.embeddings.support import (
     EmbeddingBackendError,
     can_embed,
     model_id_of,
 )
-from ragspine.retrieval.vector.errors import VectorModelMismatch
+from ragspine.retrieval.vector.errors import VectorFilesDamaged, VectorModelMismatch
+from ragspine.retrieval.vector.stores.inprocess import (
+    SCORE_DECIMALS,
+    ChunkVectorStore,
+    check_upsert,
+    top_k,
+)
+
+log = logging.getLogger(__name__)
 
 VECTORS_SUFFIX = ".vectors.sqlite"
 _META = "chunk_vector_meta"
 _VECTORS = "chunk_vector"
 _TOMBSTONES = "chunk_vector_deleted"
-_FORMAT = "ragspine-chunk-vectors-v1"
+_FORMAT = "ragspine-chunk-vectors-v2"
+_FORMAT_V1 = "ragspine-chunk-vectors-v1"  # no checksums or metadata: upgraded in place on open
 _IN_BATCH = 900  # ids per IN (...) query: below SQLite's oldest bound-parameter limit (999)
 
 
+def record_checksums(rows: np.ndarray) -> np.ndarray:
+    """A 32-bit checksum per float32 row (int64 array): Σ word·w mod 2³², with w odd and
+    different per column, so a flipped bit, a changed or zeroed word, or two swapped words change
+    it. Vectorised: checking 100k records costs milliseconds, not a Python loop."""
+    words = np.ascontiguousarray(rows, dtype="<f4").view("<u4")
+    weights = (np.arange(words.shape[1], dtype=np.uint32) * np.uint32(2654435761) + np.uint32(1)) | np.uint32(1)
+    sums = np.empty(len(words), dtype=np.int64)
+    for start in range(0, len(words), 8192):  # uint32 arithmetic wraps: exactly mod 2³²
+        part = words[start : start + 8192]
+        sums[start : start + 8192] = (part * weights).sum(axis=1, dtype=np.uint32)
+    return sums
+
+
 class ChunkVectors:
-    """Unit-length float32 vectors keyed by chunk_id for ONE model, in a SQLite file (or in memory).
+    """Unit-length float32 vectors keyed by chunk_id for ONE model, in a SQLite file (or in
+    memory): the dense channel's persisted in-process `VectorStore` (also a `ChunkVectorStore`).
+
+    Every record carries a checksum of its bytes; a record that fails it (or has the wrong
+    length) is never used: reads skip it and log a WARNING, `damaged_ids()` lists it, and
+    `repair()` deletes it so `embed_chunks` embeds that chunk again.
 
     >>> with ChunkVectors(None, model_id="m") as vectors:
     ...     vectors.add(["a", "b"], [[3.0, 4.0], [0.0, 2.0]])
@@ -73,6 +111,7 @@ class ChunkVectors:
         self.path = ":memory:" if path is None or str(path) == ":memory:" else str(path)
         self.model_id = model_id
         self.dim: int | None = dim
+        self._damaged: set[str] = set()
         if self.path != ":memory:":
             file = Path(self.path)
             if file.is_dir():
@@ -89,7 +128,10 @@ class ChunkVectors:
             raise ValueError(f"cannot open chunk vectors file {self.path}: {exc}") from exc
         except sqlite3.DatabaseError as exc:
             self._conn.close()
-            raise ValueError(f"{self.path} is not a SQLite database: {exc}") from exc
+            raise VectorFilesDamaged(
+                f"{self.path} is not a readable chunk vectors file ({exc}); "
+                f"{self._repair_hint()}"
+            ) from exc
         except BaseException:
             self._conn.close()
             raise
@@ -100,10 +142,20 @@ class ChunkVectors:
         db = str(store.db_path)
         return cls(None if db == ":memory:" else db + VECTORS_SUFFIX, model_id=model_id, dim=dim)
 
-    # -- writes -------------------------------------------------------------------------------
+    # -- writes (the VectorStore seam) ----------------------------------------------------------
+    def upsert(
+        self,
+        ids: Sequence[str],
+        vectors: Sequence[Sequence[float]] | np.ndarray,
+        metadata: Sequence[Mapping[str, Any]] | None = None,
+    ) -> None:
+        """Insert or replace one vector and its metadata (default {}) per id, in one transaction;
+        ValueError, and nothing written, on a wrong dimension, NaN, infinity or a repeated id."""
+        checked, matrix, metas = check_upsert(ids, vectors, metadata, dim=self.dim, what="vectors")
+        self._write(checked, matrix, metas)
+
     def add(self, chunk_ids: Sequence[str], vectors: Any) -> None:
-        """Store (or replace) the vector of each chunk_id, normalised to unit length, in one
-        transaction. ValueError, and nothing written, on a wrong dimension, NaN or infinity."""
+        """Store (or replace) the vector of each chunk_id, keeping any metadata it had."""
         ids = _check_ids(chunk_ids)
         matrix = as_matrix(vectors, dim=self.dim, what="vectors")
         if matrix.shape[0] != len(ids):
@@ -111,10 +163,15 @@ class ChunkVectors:
                 f"add got {len(ids)} chunk_ids but {matrix.shape[0]} vectors; "
                 "pass one vector per id"
             )
+        self._write(ids, matrix, None)
+
+    def _write(self, ids: list[str], matrix: np.ndarray, metas: list[dict[str, Any]] | None) -> None:
         if not ids:
             return
         rows = unit_rows(matrix).astype("<f4", copy=False)
         dim = int(rows.shape[1])
+        blobs = [row.tobytes() for row in rows]
+        sums = record_checksums(rows).tolist()
         with self._lock, Transaction(self._conn):
             stored_dim = self._meta("dim")
             if stored_dim is not None and int(stored_dim) != dim:
@@ -122,40 +179,119 @@ class ChunkVectors:
             if stored_dim is None:
                 self._set_meta("dim", str(dim))
             version = self._bump_version()
-            self._conn.executemany(
-                f"INSERT INTO {_VECTORS} (chunk_id, version, vec) VALUES (?, ?, ?) "
-                "ON CONFLICT (chunk_id) DO UPDATE "
-                "SET version = excluded.version, vec = excluded.vec",
-                [(cid, version, row.tobytes()) for cid, row in zip(ids, rows, strict=True)],
-            )
+            if metas is None:
+                self._conn.executemany(
+                    f"INSERT INTO {_VECTORS} (chunk_id, version, vec, crc) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT (chunk_id) DO UPDATE SET version = excluded.version, "
+                    "vec = excluded.vec, crc = excluded.crc",
+                    [(cid, version, blob, crc) for cid, blob, crc in zip(ids, blobs, sums, strict=True)],
+                )
+            else:
+                self._conn.executemany(
+                    f"INSERT INTO {_VECTORS} (chunk_id, version, vec, crc, meta, doc_id) "
+                    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (chunk_id) DO UPDATE SET "
+                    "version = excluded.version, vec = excluded.vec, crc = excluded.crc, "
+                    "meta = excluded.meta, doc_id = excluded.doc_id",
+                    [
+                        (cid, version, blob, crc, _dump(meta), _doc_of(meta))
+                        for cid, blob, crc, meta in zip(ids, blobs, sums, metas, strict=True)
+                    ],
+                )
             for part in _parts(list(dict.fromkeys(ids))):
                 self._conn.execute(
                     f"DELETE FROM {_TOMBSTONES} WHERE chunk_id IN ({_marks(part)})", part
                 )
         self.dim = dim
+        self._damaged.difference_update(ids)
+
+    def delete(self, ids: Iterable[str]) -> int:
+        """Delete these ids (unknown ids are ignored; one transaction); returns how many."""
+        if isinstance(ids, str):
+            raise ValueError("ids must be a list of strings, not one string")
+        return self._delete(list(dict.fromkeys(ids)))
+
+    def delete_doc(self, doc_id: str) -> int:
+        """Delete every vector whose metadata "doc_id" equals `doc_id`; returns how many."""
+        with self._lock:
+            ids = [r[0] for r in self._conn.execute(f"SELECT chunk_id FROM {_VECTORS} WHERE doc_id = ?", (doc_id,))]
+        return self._delete(ids)
 
     def retain(self, keep_ids: Iterable[str]) -> int:
         """Delete every vector whose chunk_id is not in `keep_ids` (one transaction); return
         how many were deleted."""
         keep = set(keep_ids)
-        with self._lock, Transaction(self._conn):
-            stored = [row[0] for row in self._conn.execute(f"SELECT chunk_id FROM {_VECTORS}")]
-            doomed = [cid for cid in stored if cid not in keep]
-            if not doomed:
-                return 0
-            version = self._bump_version()
-            for part in _parts(doomed):
-                self._conn.execute(
-                    f"DELETE FROM {_VECTORS} WHERE chunk_id IN ({_marks(part)})", part
+        return self._delete([cid for cid in self.ids() if cid not in keep])
+
+    def _delete(self, doomed: list[str]) -> int:
+        if not doomed:
+            return 0
+        try:
+            with self._lock, Transaction(self._conn):
+                version = self._bump_version()
+                deleted = 0
+                for part in _parts(doomed):
+                    deleted += self._conn.execute(
+                        f"DELETE FROM {_VECTORS} WHERE chunk_id IN ({_marks(part)})", part
+                    ).rowcount
+                if not deleted:
+                    raise _NothingChanged  # rolls the version bump back
+                self._conn.executemany(
+                    f"INSERT INTO {_TOMBSTONES} (chunk_id, version) VALUES (?, ?) "
+                    "ON CONFLICT (chunk_id) DO UPDATE SET version = excluded.version",
+                    [(cid, version) for cid in doomed],
                 )
-            self._conn.executemany(
-                f"INSERT INTO {_TOMBSTONES} (chunk_id, version) VALUES (?, ?) "
-                "ON CONFLICT (chunk_id) DO UPDATE SET version = excluded.version",
-                [(cid, version) for cid in doomed],
-            )
-        return len(doomed)
+        except _NothingChanged:
+            return 0
+        self._damaged.difference_update(doomed)
+        return deleted
+
+    def repair(self) -> int:
+        """Delete every record that fails its checksum or length check (one transaction), so
+        the chunks they belonged to count as `missing` and are embedded again; returns how many."""
+        with self._lock, _Snapshot(self._conn):
+            self._refresh_dim()
+            records = self._conn.execute(f"SELECT chunk_id, vec, crc FROM {_VECTORS}").fetchall()
+        ok, _ = self._verified(records, log_damage=False)
+        return self._delete([r[0] for r, good in zip(records, ok.tolist(), strict=True) if not good])
 
     # -- reads --------------------------------------------------------------------------------
+    def query(
+        self, vector: Sequence[float] | np.ndarray, *, k: int, where: Filter | Mapping[str, Any] | None = None
+    ) -> list[tuple[str, float]]:
+        """The `k` best (id, cosine) among intact vectors whose metadata matches `where` (an exact
+        scan, ranked by `top_k` as every store ranks)."""
+        if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
+            raise ValueError(f"k must be a positive integer, got {k!r}")
+        typed = parse_filter(where)
+        with self._lock, _Snapshot(self._conn):
+            self._refresh_dim()
+            query = unit_rows(as_vector(vector, dim=self.dim, what="query vector")[None, :])[0]
+            records = self._conn.execute(f"SELECT chunk_id, vec, crc, meta FROM {_VECTORS} ORDER BY chunk_id").fetchall()
+        ok, matrix = self._verified(records)
+        rows = np.fromiter(
+            (i for i, (r, good) in enumerate(zip(records, ok.tolist(), strict=True))
+             if good and (typed is None or matches(typed, json.loads(r[3])))),
+            dtype=np.int64,
+        )  # fmt: skip
+        if not rows.size:
+            return []
+        scores = np.round((matrix[rows] @ query).astype(np.float64), SCORE_DECIMALS)
+        return top_k(rows, scores, k, [r[0] for r in records])
+
+    def ids(self) -> list[str]:
+        """Every stored id, sorted."""
+        with self._lock:
+            return [r[0] for r in self._conn.execute(f"SELECT chunk_id FROM {_VECTORS} ORDER BY chunk_id")]
+
+    def metadata(self, id_: str) -> dict[str, Any]:
+        """The metadata stored with `id_` (KeyError when absent)."""
+        with self._lock:
+            row = self._conn.execute(f"SELECT meta FROM {_VECTORS} WHERE chunk_id = ?", (id_,)).fetchone()
+        if row is None:
+            raise KeyError(id_)
+        meta: dict[str, Any] = json.loads(row[0])
+        return meta
+
     def missing(self, chunk_ids: Sequence[str]) -> list[str]:
         """The ids in `chunk_ids` without a vector, in the given order (duplicates kept)."""
         ids = _check_ids(chunk_ids)
@@ -172,35 +308,35 @@ class ChunkVectors:
 
     def get(self, chunk_ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """(rows, present): a (len(chunk_ids), dim) float32 matrix, all-zero where an id has no
-        vector, and a bool mask of the ids that have one."""
+        intact vector, and a bool mask of the ids that have one."""
         ids = _check_ids(chunk_ids)
-        found: dict[str, bytes] = {}
+        found: dict[str, np.ndarray] = {}
         with self._lock, _Snapshot(self._conn):
             self._refresh_dim()
             for part in _parts(list(dict.fromkeys(ids))):
-                found.update(
-                    self._conn.execute(
-                        f"SELECT chunk_id, vec FROM {_VECTORS} WHERE chunk_id IN ({_marks(part)})",
-                        part,
-                    ).fetchall()
-                )
+                records = self._conn.execute(
+                    f"SELECT chunk_id, vec, crc FROM {_VECTORS} WHERE chunk_id IN ({_marks(part)})", part
+                ).fetchall()
+                ok, matrix = self._verified(records)
+                found.update((r[0], row) for r, good, row in zip(records, ok.tolist(), matrix, strict=True) if good)
         rows = np.zeros((len(ids), self.dim or 0), dtype=np.float32)
         mask = np.zeros(len(ids), dtype=bool)
         for i, cid in enumerate(ids):
-            blob = found.get(cid)
-            if blob is not None:
-                rows[i] = np.frombuffer(blob, dtype="<f4")
+            row = found.get(cid)
+            if row is not None:
+                rows[i] = row
                 mask[i] = True
         return rows, mask
 
     def load_all(self) -> tuple[list[str], np.ndarray]:
-        """Every (chunk_id, vector): ids sorted ascending and a (count, dim) float32 matrix."""
+        """Every intact (chunk_id, vector): ids sorted ascending and a (count, dim) float32 matrix."""
         with self._lock, _Snapshot(self._conn):
             self._refresh_dim()
-            rows = self._conn.execute(
-                f"SELECT chunk_id, vec FROM {_VECTORS} ORDER BY chunk_id"
-            ).fetchall()
-        return [cid for cid, _ in rows], self._matrix([blob for _, blob in rows])
+            records = self._conn.execute(f"SELECT chunk_id, vec, crc FROM {_VECTORS} ORDER BY chunk_id").fetchall()
+        ok, matrix = self._verified(records)
+        if ok.all():
+            return [r[0] for r in records], matrix
+        return [r[0] for r, good in zip(records, ok.tolist(), strict=True) if good], matrix[ok]
 
     def changed_since(self, version: int) -> tuple[int, list[str], list[str]]:
         """(current version, ids added or replaced after `version`, ids deleted after it), read
@@ -239,10 +375,15 @@ class ChunkVectors:
             return int(self._meta("version") or 0)
 
     def count(self) -> int:
-        """How many vectors are stored."""
+        """How many vector records are stored (damaged ones included until `repair`)."""
         with self._lock:
             (n,) = self._conn.execute(f"SELECT COUNT(*) FROM {_VECTORS}").fetchone()
         return int(n)
+
+    def damaged_ids(self) -> list[str]:
+        """The ids whose record a read found damaged (skipped), sorted; `repair()` clears them."""
+        with self._lock:
+            return sorted(self._damaged)
 
     # -- lifecycle ----------------------------------------------------------------------------
     def close(self) -> None:
@@ -260,12 +401,43 @@ class ChunkVectors:
     ) -> None:
         self.close()
 
+    def __len__(self) -> int:
+        return self.count()
+
     def __repr__(self) -> str:
         return f"ChunkVectors({self.path!r}, model_id={self.model_id!r}, dim={self.dim})"
 
     # -- internals ----------------------------------------------------------------------------
+    def _verified(self, records: list[Any], *, log_damage: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """(ok, matrix) for (chunk_id, vec, crc, …) records: ok[i] when record i has the right
+        length and checksum; matrix row i its float32 vector (all zero when not ok). A failing
+        record is remembered (`damaged_ids`) and, with `log_damage`, logged once."""
+        dim = self.dim or 0
+        n = len(records)
+        blobs = [r[1] if isinstance(r[1], bytes) else b"" for r in records]
+        ok = np.fromiter(map(len, blobs), dtype=np.int64, count=n) == 4 * dim if dim else np.zeros(n, dtype=bool)
+        matrix = np.zeros((n, dim), dtype=np.float32)
+        if n and ok.all():
+            matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(n, dim).copy()
+        elif ok.any():
+            chosen = np.flatnonzero(ok).tolist()
+            matrix[chosen] = np.frombuffer(b"".join([blobs[i] for i in chosen]), dtype="<f4").reshape(len(chosen), dim)
+        stored = np.fromiter((r[2] if isinstance(r[2], int) else -1 for r in records), dtype=np.int64, count=n)
+        ok &= record_checksums(matrix) == stored
+        if not ok.all():
+            for i in np.flatnonzero(~ok).tolist():
+                chunk_id = records[i][0]
+                if chunk_id not in self._damaged and log_damage:
+                    log.warning(
+                        "chunk vectors %s: the record of %s is damaged (checksum or length); it is "
+                        "ranked by BM25 only until re-embedded. %s", self.path, chunk_id, self._repair_hint(),
+                    )  # fmt: skip
+                self._damaged.add(chunk_id)
+            matrix[~ok] = 0.0
+        return ok, matrix
+
     def _open_schema(self) -> None:
-        """Create the tables, or check an existing file against (model_id, dim)."""
+        """Create the tables, upgrade a v1 file, or check an existing file against (model_id, dim)."""
         with self._lock, Transaction(self._conn):
             tables = {
                 row[0]
@@ -279,13 +451,23 @@ class ChunkVectors:
             self._conn.execute(
                 f"CREATE TABLE IF NOT EXISTS {_META} (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
             )
+            fmt = self._meta("format")
+            if fmt not in (None, _FORMAT, _FORMAT_V1):
+                raise ValueError(
+                    f"{self.path} has chunk vectors format {fmt!r}; this version of ragspine reads "
+                    f"{_FORMAT!r}: re-embed into a new file"
+                )
             self._conn.execute(
-                f"CREATE TABLE IF NOT EXISTS {_VECTORS} "
-                "(chunk_id TEXT PRIMARY KEY, version INTEGER NOT NULL, vec BLOB NOT NULL)"
+                f"CREATE TABLE IF NOT EXISTS {_VECTORS} (chunk_id TEXT PRIMARY KEY, "
+                "version INTEGER NOT NULL, vec BLOB NOT NULL, crc INTEGER, "
+                "meta TEXT NOT NULL DEFAULT '{}', doc_id TEXT)"
             )
+            if fmt == _FORMAT_V1:
+                self._upgrade_v1()
             self._conn.execute(
                 f"CREATE INDEX IF NOT EXISTS ix_{_VECTORS}_version ON {_VECTORS} (version)"
             )
+            self._conn.execute(f"CREATE INDEX IF NOT EXISTS ix_{_VECTORS}_doc ON {_VECTORS} (doc_id)")
             self._conn.execute(
                 f"CREATE TABLE IF NOT EXISTS {_TOMBSTONES} "
                 "(chunk_id TEXT PRIMARY KEY, version INTEGER NOT NULL)"
@@ -293,12 +475,6 @@ class ChunkVectors:
             self._conn.execute(
                 f"CREATE INDEX IF NOT EXISTS ix_{_TOMBSTONES}_version ON {_TOMBSTONES} (version)"
             )
-            fmt = self._meta("format")
-            if fmt is not None and fmt != _FORMAT:
-                raise ValueError(
-                    f"{self.path} has chunk vectors format {fmt!r}; this version of ragspine reads "
-                    f"{_FORMAT!r}: re-embed into a new file"
-                )
             stored_model, stored_dim = self._meta("model_id"), self._meta("dim")
             if stored_model is not None and stored_model != self.model_id:
                 raise VectorModelMismatch(
@@ -323,9 +499,32 @@ class ChunkVectors:
                 f"INSERT OR IGNORE INTO {_META} (key, value) VALUES ('version', '0')"
             )
 
+    def _upgrade_v1(self) -> None:
+        """Add the checksum and metadata columns to a v1 file (inside the open transaction); the
+        existing records are checksummed as they are (a v1 file had nothing to check them by)."""
+        columns = {row[1] for row in self._conn.execute(f"PRAGMA table_info({_VECTORS})")}
+        for name, decl in (("crc", "INTEGER"), ("meta", "TEXT NOT NULL DEFAULT '{}'"), ("doc_id", "TEXT")):
+            if name not in columns:
+                self._conn.execute(f"ALTER TABLE {_VECTORS} ADD COLUMN {name} {decl}")
+        rows = self._conn.execute(f"SELECT chunk_id, vec FROM {_VECTORS}").fetchall()
+        dim = int(self._meta("dim") or 0)
+        sized = [(cid, blob) for cid, blob in rows if dim and len(blob) == 4 * dim]  # others stay NULL: damaged
+        if sized:
+            sums = record_checksums(np.frombuffer(b"".join(b for _, b in sized), dtype="<f4").reshape(len(sized), dim))
+            self._conn.executemany(
+                f"UPDATE {_VECTORS} SET crc = ? WHERE chunk_id = ?",
+                [(crc, cid) for (cid, _), crc in zip(sized, sums.tolist(), strict=True)],
+            )
+        log.info("chunk vectors %s: upgraded from %s to %s", self.path, _FORMAT_V1, _FORMAT)
+
     def _reembed_hint(self) -> str:
-        db = self.path[: -len(VECTORS_SUFFIX)] if self.path.endswith(VECTORS_SUFFIX) else "<db>"
-        return f"Re-embed with `ragspine embed --db {db} --reembed`"
+        return f"Re-embed with `ragspine embed --db {self._db()} --reembed`"
+
+    def _repair_hint(self) -> str:
+        return f"Run `ragspine embed --db {self._db()}` to re-embed the damaged records"
+
+    def _db(self) -> str:
+        return self.path[: -len(VECTORS_SUFFIX)] if self.path.endswith(VECTORS_SUFFIX) else "<db>"
 
     def _meta(self, key: str) -> str | None:
         row = self._conn.execute(f"SELECT value FROM {_META} WHERE key = ?", (key,)).fetchone()
@@ -357,6 +556,49 @@ class ChunkVectors:
         return flat.reshape(len(blobs), -1).astype(np.float32, copy=True)
 
 
+def quarantine_if_damaged(path: str | Path) -> str | None:
+    """Move a chunk vectors file SQLite cannot read (or whose pages fail `PRAGMA quick_check`)
+    aside to `<path>.damaged-<UTC time>` (with its -wal/-shm files), so a fresh file can be
+    embedded in its place; returns the new name, or None when the file is readable or absent."""
+    file = Path(path)
+    if not file.exists():
+        return None
+    problem: str | None = None
+    conn = sqlite3.connect(str(file))
+    try:
+        rows = conn.execute("PRAGMA quick_check").fetchall()
+        if [r[0] for r in rows] != ["ok"]:
+            problem = "; ".join(str(r[0]) for r in rows[:3])
+        else:
+            conn.execute(f"SELECT COUNT(*) FROM {_META}").fetchone()
+    except sqlite3.DatabaseError as exc:  # not a database, malformed pages, no meta table
+        problem = str(exc)
+    finally:
+        conn.close()
+    if problem is None:
+        return None
+    target = f"{file}.damaged-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+    for suffix in ("", "-wal", "-shm"):
+        part = Path(str(file) + suffix)
+        if part.exists():
+            part.rename(target + suffix)
+    log.warning("chunk vectors %s are damaged (%s); moved aside to %s", file, problem, target)
+    return target
+
+
+class _NothingChanged(Exception):
+    """Raised inside a write transaction that turned out to change nothing (rolls it back)."""
+
+
+def _dump(meta: Mapping[str, Any]) -> str:
+    return json.dumps(meta, ensure_ascii=False, sort_keys=True, allow_nan=False)
+
+
+def _doc_of(meta: Mapping[str, Any]) -> str | None:
+    doc = meta.get("doc_id")
+    return doc if isinstance(doc, str) else None
+
+
 @dataclass(frozen=True)
 class EmbedReport:
     """What one `embed_chunks` run did."""
@@ -366,46 +608,44 @@ class EmbedReport:
     lexical_only: int  # RESTRICTED chunks not sent to a remote backend
     removed: int  # vectors of chunks no longer active, deleted
     seconds: float
+    repaired: int = 0  # damaged records deleted before the run (their chunks embedded again)
+
+
+def vector_metadata(chunk: Chunk) -> dict[str, Any]:
+    """What a vector store keeps with a chunk's vector: doc_id, sensitivity and the non-empty
+    filter dimensions (so `where` and `delete_doc` work on the store alone)."""
+    meta: dict[str, Any] = {"doc_id": chunk.doc_id, "sensitivity": chunk.sensitivity}
+    meta.update({name: value for name in FILTER_FIELDS if (value := getattr(chunk, name))})
+    return meta
 
 
 def embed_chunks(
     store: ChunkStoreProtocol,
-    vectors: ChunkVectors,
+    vectors: ChunkVectorStore,
     backend: Any,
     *,
     batch_size: int = 64,
     progress: bool | None = None,
     prune: bool = True,
 ) -> EmbedReport:
-    """Embed every active chunk of `store` that has no vector yet, in batches; each batch is
-    committed before the next starts, so an interrupted run resumes without redoing finished
-    batches.
+    """Embed every active chunk of `store` that has no vector yet in `vectors` (`ChunkVectors`
+    beside a SQLite store, or pgvector / Qdrant), in batches; each batch is committed before the
+    next starts, so an interrupted run resumes without redoing finished batches.
 
-    Chunks are embedded shortest text first (less padding for transformer backends). A RESTRICTED
-    chunk is never sent to a remote backend (counted in `lexical_only`). `prune` deletes the
-    vectors of chunks that are no longer active. `progress`: a bar on stderr; None shows it on
-    a terminal only. Backend errors propagate; the batches done so far stay committed.
+    Damaged records (`ChunkVectors.repair`) are deleted first, so their chunks are embedded
+    again. Chunks are embedded shortest text first (less padding for transformer backends). A
+    RESTRICTED chunk is never sent to a remote backend (counted in `lexical_only`). `prune`
+    deletes the vectors of chunks that are no longer active. `progress`: a bar on stderr; None
+    shows it on a terminal only. Backend errors propagate; the batches done so far stay committed.
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
     started = time.perf_counter()
-    model_id = model_id_of(backend)
-    if model_id != vectors.model_id:
-        raise VectorModelMismatch(
-            f"the vectors in {vectors.path!r} are for model {vectors.model_id!r} (dim "
-            f"{vectors.dim}), but the embedding backend is {model_id!r} (dim "
-            f"{getattr(backend, 'dim', None)}); open them with the backend's model_id. "
-            f"{vectors._reembed_hint()}"
-        )
-    backend_dim = getattr(backend, "dim", None)
-    if isinstance(backend_dim, int) and vectors.dim is not None and backend_dim != vectors.dim:
-        raise VectorModelMismatch(
-            f"the vectors in {vectors.path!r} (model {vectors.model_id!r}) have dimension "
-            f"{vectors.dim}, but the embedding backend makes {backend_dim}. "
-            f"{vectors._reembed_hint()}"
-        )
+    check_vectors_for(vectors, backend)
+    repair = getattr(vectors, "repair", None)
+    repaired = int(repair()) if callable(repair) else 0
     active: dict[str, StoredChunk] = {c.chunk_id: c for c in store.iter_chunks()}
-    removed = vectors.retain(active) if prune else 0
+    removed = vectors.delete([cid for cid in vectors.ids() if cid not in active]) if prune else 0
     todo = [active[cid] for cid in vectors.missing(list(active))]
     present = len(active) - len(todo)
     sendable = [c for c in todo if can_embed(backend, c.sensitivity)]
@@ -423,7 +663,7 @@ def embed_chunks(
                     f"{type(backend).__name__} returned {len(result)} vectors "
                     f"for {len(texts)} texts"
                 )
-            vectors.add([c.chunk_id for c in batch], result)
+            vectors.upsert([c.chunk_id for c in batch], result, [vector_metadata(c) for c in batch])
             embedded += len(batch)
             bar.update(len(batch))
     return EmbedReport(
@@ -432,7 +672,30 @@ def embed_chunks(
         lexical_only=lexical_only,
         removed=removed,
         seconds=time.perf_counter() - started,
+        repaired=repaired,
     )
+
+
+def check_vectors_for(vectors: ChunkVectorStore, backend: Any) -> None:
+    """VectorModelMismatch unless `vectors` hold vectors of `backend`'s model and dimension."""
+    model_id = model_id_of(backend)
+    where = getattr(vectors, "path", None) or repr(vectors)
+    hint = vectors._reembed_hint() if isinstance(vectors, ChunkVectors) else (
+        "Re-embed every chunk with the backend in use into a new table or collection "
+        "(`ragspine embed --reembed`)"
+    )
+    if vectors.model_id is not None and model_id != vectors.model_id:
+        raise VectorModelMismatch(
+            f"the vectors in {where!r} are for model {vectors.model_id!r} (dim "
+            f"{vectors.dim}), but the embedding backend is {model_id!r} (dim "
+            f"{getattr(backend, 'dim', None)}); open them with the backend's model_id. {hint}"
+        )
+    backend_dim = getattr(backend, "dim", None)
+    if isinstance(backend_dim, int) and vectors.dim is not None and backend_dim != vectors.dim:
+        raise VectorModelMismatch(
+            f"the vectors in {where!r} (model {vectors.model_id!r}) have dimension "
+            f"{vectors.dim}, but the embedding backend makes {backend_dim}. {hint}"
+        )
 
 
 def _check_ids(chunk_ids: Sequence[str]) -> list[str]:

@@ -55,6 +55,29 @@ class VectorStore(Protocol):
     def count(self) -> int: ...
 
 
+@runtime_checkable
+class ChunkVectorStore(VectorStore, Protocol):
+    """A `VectorStore` the dense channel can keep in step with a chunk store: it names the model
+    and dimension of its vectors (None while unknown), lists its ids, says which ids it lacks and
+    reads vectors back (`get`: a (len(ids), dim) float32 matrix, zero rows where absent, and the
+    bool mask of the ids present). `ChunkVectors` (SQLite, beside the store), `PgVectorStore`,
+    `QdrantVectorStore` and `InProcessVectorStore` are ones."""
+
+    @property
+    def model_id(self) -> str | None: ...
+
+    @property
+    def dim(self) -> int | None: ...
+
+    def ids(self) -> list[str]: ...
+
+    def missing(self, ids: Sequence[str]) -> list[str]: ...
+
+    def get(self, ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def close(self) -> None: ...
+
+
 def check_upsert(
     ids: Sequence[str],
     vectors: Sequence[Sequence[float]] | np.ndarray,
@@ -165,6 +188,21 @@ class InProcessVectorStore:
         """Every stored id, sorted."""
         return sorted(self._ids)
 
+    def missing(self, ids: Sequence[str]) -> list[str]:
+        """The ids in `ids` without a vector, in the given order."""
+        return [i for i in ids if i not in self._row_of]
+
+    def get(self, ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, present) as `ChunkVectorStore.get` describes."""
+        present = np.fromiter((i in self._row_of for i in ids), dtype=bool, count=len(ids))
+        rows = np.zeros((len(ids), self.dim or 0), dtype=np.float32)
+        if present.any():
+            rows[present] = self._buf[[self._row_of[i] for i, ok in zip(ids, present, strict=True) if ok]]
+        return rows, present
+
+    def close(self) -> None:
+        """Nothing to release (memory only); present for the `ChunkVectorStore` seam."""
+
     def metadata(self, id_: str) -> dict[str, Any]:
         """A copy of the metadata stored with `id_` (KeyError when absent)."""
         return dict(self._meta[self._row_of[id_]])
@@ -236,13 +274,19 @@ class InProcessVectorStore:
 def top_k(rows: np.ndarray, scores: np.ndarray, k: int, ids: Sequence[str]) -> list[tuple[str, float]]:
     """The `k` best (ids[row], score) by (-score, id). Every row tied with the k-th best is
     considered, so the cut never depends on the order of equal scores."""
+    return [(ids[row], score) for row, score in top_k_rows(rows, scores, k, ids)]
+
+
+def top_k_rows(rows: np.ndarray, scores: np.ndarray, k: int, ids: Any) -> list[tuple[int, float]]:
+    """The `k` best (row, score) by (-score, ids[row]): the one exact rank every vector store and
+    the dense channel use. `ids` is anything indexable by a row that gives its id."""
     if k < rows.size:
         threshold = np.partition(scores, rows.size - k)[rows.size - k]
         keep = scores >= threshold
         rows, scores = rows[keep], scores[keep]
     positions = rows.tolist()
     order = sorted(range(len(positions)), key=lambda i: (-scores[i], ids[positions[i]]))[:k]
-    return [(ids[positions[i]], float(scores[i])) for i in order]
+    return [(positions[i], float(scores[i])) for i in order]
 
 
 def _check_ids(ids: Sequence[str]) -> list[str]:

@@ -154,6 +154,36 @@ class PgVectorStore:
             (n,) = self._conn.execute(f"SELECT COUNT(*) FROM {self.table}").fetchone()
         return int(n)
 
+    def ids(self) -> list[str]:
+        """Every stored id, sorted."""
+        with self._lock:
+            return [row[0] for row in self._conn.execute(f"SELECT id FROM {self.table} ORDER BY id")]
+
+    def missing(self, ids: Sequence[str]) -> list[str]:
+        """The ids in `ids` without a vector, in the given order."""
+        wanted = sorted(set(ids))
+        with self._lock:
+            present = {
+                row[0] for row in self._conn.execute(f"SELECT id FROM {self.table} WHERE id = ANY(%s)", (wanted,))
+            }
+        return [i for i in ids if i not in present]
+
+    def get(self, ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, present): the stored unit vectors of `ids` (zero rows where absent) and the mask."""
+        with self._lock:
+            found = {
+                row[0]: _values(row[1])
+                for row in self._conn.execute(
+                    f"SELECT id, embedding FROM {self.table} WHERE id = ANY(%s)", (sorted(set(ids)),)
+                )
+            }
+        rows = np.zeros((len(ids), self.dim), dtype=np.float32)
+        present = np.zeros(len(ids), dtype=bool)
+        for i, id_ in enumerate(ids):
+            if id_ in found:
+                rows[i], present[i] = found[id_], True
+        return rows, present
+
     def query(
         self, vector: Sequence[float] | np.ndarray, *, k: int, where: Filter | Mapping[str, Any] | None = None
     ) -> list[tuple[str, float]]:

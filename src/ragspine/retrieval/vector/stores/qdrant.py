@@ -195,6 +195,46 @@ class QdrantVectorStore:
             return 0
         return int(self._client.count(self.collection, exact=True).count)
 
+    def ids(self) -> list[str]:
+        """Every stored id, sorted."""
+        if not self._collection_ready():
+            return []
+        found: list[str] = []
+        offset = None
+        while True:
+            page, offset = self._client.scroll(self.collection, limit=1024, offset=offset, with_payload=["id"])
+            found += [str((p.payload or {}).get("id")) for p in page]
+            if offset is None:
+                return sorted(found)
+
+    def missing(self, ids: Sequence[str]) -> list[str]:
+        """The ids in `ids` without a vector, in the given order."""
+        present = set(self._retrieve(ids, vectors=False))
+        return [i for i in ids if i not in present]
+
+    def get(self, ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, present): the stored unit vectors of `ids` (zero rows where absent) and the mask."""
+        found = self._retrieve(ids, vectors=True)
+        rows = np.zeros((len(ids), self.dim or 0), dtype=np.float32)
+        present = np.zeros(len(ids), dtype=bool)
+        for i, id_ in enumerate(ids):
+            if id_ in found:
+                rows[i], present[i] = found[id_], True
+        return rows, present
+
+    def _retrieve(self, ids: Sequence[str], *, vectors: bool) -> dict[str, Any]:
+        """id → stored vector (None without `vectors`) of the given ids that exist."""
+        wanted = {point_id(i): i for i in set(ids)}
+        if not wanted or not self._collection_ready():
+            return {}
+        found: dict[str, Any] = {}
+        for part in batches(sorted(wanted), UPSERT_BATCH):
+            for p in self._client.retrieve(self.collection, ids=list(part), with_payload=["id"], with_vectors=vectors):
+                id_ = (p.payload or {}).get("id")
+                if isinstance(id_, str) and id_ == wanted.get(str(p.id)):
+                    found[id_] = p.vector if vectors else None
+        return found
+
     def drop(self) -> None:
         """Delete the collection and its manifest (everything this store holds)."""
         for name in (self.collection, self.collection + MANIFEST_SUFFIX):
