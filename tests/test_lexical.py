@@ -179,3 +179,15 @@ def test_vector_channel_embeds_chunks_once_and_ranks_only_the_filtered_set() -> 
     before = len(backend.embedded)
     retriever.search("cat", entity="X")
     assert backend.embedded[before:] == ["cat"], "chunk vectors are kept; only the query is embedded"
+
+
+def test_packaged_mark_table_equals_the_scan_of_this_unicode_database() -> None:
+    """tokenize skips the import-time scan when Python's Unicode version is the table's."""
+    import unicodedata
+
+    from ragspine.retrieval.lexical.marks import UNICODE_VERSION, mark_ranges
+    from ragspine.retrieval.lexical.tokenize import scan_mark_ranges
+
+    if unicodedata.unidata_version != UNICODE_VERSION:
+        pytest.skip(f"table is for Unicode {UNICODE_VERSION}; this Python has {unicodedata.unidata_version}")
+    assert mark_ranges() == scan_mark_ranges()

@@ -22,6 +22,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from ragspine.retrieval.lexical.marks import UNICODE_VERSION, mark_ranges
+
 _CJK_CLASS = (
     "\u3007\u3040-\u309f\u30a0-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
     "\U00020000-\U0002ebef\U00030000-\U0003134f"
@@ -29,16 +31,24 @@ _CJK_CLASS = (
 CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
 
 
-def _mark_class() -> str:
-    """Character-class ranges of every combining mark (category M) in planes 0-1 and the
-    variation selectors supplement, from this Python's Unicode database."""
-    marks = [c for c in range(0x20000) if unicodedata.category(chr(c))[0] == "M"]
+def scan_mark_ranges() -> list[tuple[int, int]]:
+    """(first, last) ranges of every combining mark in planes 0-1, scanned from this Python's
+    Unicode database (what `marks.MARK_RANGES` holds for its version)."""
     ranges: list[tuple[int, int]] = []
-    for c in marks:
+    for c in range(0x20000):
+        if unicodedata.category(chr(c))[0] != "M":
+            continue
         if ranges and ranges[-1][1] == c - 1:
             ranges[-1] = (ranges[-1][0], c)
         else:
             ranges.append((c, c))
+    return ranges
+
+
+def _mark_class() -> str:
+    """Character-class ranges of every combining mark (category M) in planes 0-1 and the
+    variation selectors supplement, from this Python's Unicode database."""
+    ranges = mark_ranges() if unicodedata.unidata_version == UNICODE_VERSION else scan_mark_ranges()
     ranges.append((0xE0100, 0xE01EF))
     return "".join(re.escape(chr(a)) + ("-" + re.escape(chr(b)) if b > a else "") for a, b in ranges)
 

@@ -43,7 +43,6 @@ from types import TracebackType
 from typing import Any, Self
 
 import numpy as np
-from tqdm import tqdm
 
 from ragspine.retrieval.filters import Filter, matches, parse_filter
 from ragspine.retrieval.model import FILTER_FIELDS, Chunk
@@ -652,6 +651,8 @@ def embed_chunks(
     lexical_only = len(todo) - len(sendable)
     sendable.sort(key=lambda c: len(c.text))  # stable: equal lengths keep store order
     embedded = 0
+    from tqdm import tqdm  # only when embedding: a search never imports it
+
     hide = None if progress is None else not progress  # None: tqdm shows it on a terminal only
     with tqdm(total=len(sendable), desc="embed", unit="chunk", disable=hide) as bar:
         for start in range(0, len(sendable), batch_size):
