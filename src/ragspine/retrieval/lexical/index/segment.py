@@ -28,6 +28,7 @@ _INFO_CACHE_MAX = 200_000  # looked-up terms remembered per segment
 _MISSING = object()
 _Info = tuple[int, int, int, float]  # (postings start, end, max tf, min length/tf)
 _SENSITIVITY = INDEXED_FIELDS.index("sensitivity")
+_DOC_ID = INDEXED_FIELDS.index("doc_id")
 _NO_POSITIONS = np.zeros(0, dtype=np.int32)
 
 
@@ -92,6 +93,18 @@ class Segment:
             return None
         start, end, max_tf, min_ratio = info
         return self.docs[start:end], self.tfs[start:end], max_tf, min_ratio
+
+    def positions_of_docs(self, doc_ids: Sequence[str]) -> np.ndarray:
+        """Global positions in this segment whose doc_id is one of `doc_ids` (ascending)."""
+        codes: dict[str, int] | None = self.__dict__.get("_doc_codes")
+        if codes is None:
+            codes = {v: i for i, v in enumerate(self.field_values["doc_id"])}
+            self.__dict__["_doc_codes"] = codes
+        wanted = [codes[d] for d in doc_ids if d in codes]
+        if not wanted or not self.n_docs:
+            return np.zeros(0, dtype=np.int64)
+        column = self.field_codes[_DOC_ID]
+        return np.flatnonzero(np.isin(column, wanted)) + self.first
 
     def restricted(self) -> np.ndarray | None:
         """Bool per local position: RESTRICTED (`is_restricted` of its label); None when none is."""

@@ -346,6 +346,12 @@ class IndexSnapshot:
         everything = np.arange(self.n_positions, dtype=np.int64)
         return everything if self.active is None else everything[self.active]
 
+    def active_positions_of_docs(self, doc_ids: Sequence[str]) -> np.ndarray:
+        """Active positions of these documents (cost: the segments' sizes, not the history)."""
+        found = [seg.positions_of_docs(doc_ids) for seg in self.segments]
+        positions = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+        return positions if self.active is None else positions[self.active[positions]]
+
     def active_positions_of_rows(self, row_ids: Sequence[int]) -> np.ndarray:
         """Active positions whose store row id is in `row_ids`."""
         wanted = np.unique(np.asarray(row_ids, dtype=np.int64))
