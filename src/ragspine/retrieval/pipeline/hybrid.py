@@ -2,7 +2,8 @@
 
 Invariants: the metadata filter is applied before any scoring or embedding, and both channels
 rank exactly the positions it allows; BM25 statistics are over every chunk given to the
-retriever (or every active chunk of the store), the filter only restricts which are scored;
+retriever (or every active chunk of the store) that is not RESTRICTED, the filter only restricts
+which are scored;
 chunk vectors come from a `DenseChannel` (persisted per chunk and model, never recomputed per
 query: only the query is embedded, every variant in one backend call, each distinct text once);
 a retriever built from a list with only an `embedding_backend` embeds lazily: per query, only
