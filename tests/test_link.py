@@ -56,8 +56,9 @@ def test_contracts_are_protocols() -> None:
 def test_snippets_carry_lineage_and_never_restricted(store: ChunkStore) -> None:
     index = NarrativeIndex(store)
     _ingest(index)
-    raw = index.retrieve("营收下滑")
+    raw = index.retrieve("营收下滑", include_restricted=True)
     assert "memo" in {r.chunk.doc_id for r in raw}, "the memo is a real match before the exit"
+    assert "memo" not in {r.chunk.doc_id for r in index.retrieve("营收下滑")}, "masked before scoring"
     snippets = NarrativeIndexRetriever(index).retrieve("营收下滑")
     assert snippets and all(SNIPPET_KEYS <= set(s) for s in snippets)
     assert {s["doc_id"] for s in snippets} == {"cn", "hk"}
@@ -96,8 +97,9 @@ def test_provider_judge_reranks_and_never_sees_restricted(store: ChunkStore) -> 
     provider = RecordingProvider(reply="[2] > [1]")
     index = NarrativeIndex(store, judge=ProviderListwiseJudge(provider))
     _ingest(index)
-    unreranked = [r.chunk.doc_id for r in index.retrieve("营收下滑", rerank=False)]
-    reranked = [r.chunk.doc_id for r in index.retrieve("营收下滑")]
+    # Exit #1 in depth: the unmasked candidates (the default masks the memo before scoring).
+    unreranked = [r.chunk.doc_id for r in index.retrieve("营收下滑", rerank=False, include_restricted=True)]
+    reranked = [r.chunk.doc_id for r in index.retrieve("营收下滑", include_restricted=True)]
     assert len(provider.prompts) == 1
     assert "SECRETMARK" not in provider.prompts[0] and "裁员" not in provider.prompts[0]
     open_before = [d for d in unreranked if d != "memo"]

@@ -182,7 +182,7 @@ def test_a_full_width_front_matter_label_is_restricted_everywhere(tmp_path: Path
         ws.ingest("Layoffs are not planned this year.", doc_id="open", sensitivity="PUBLIC")
         stored = ws.store.execute_read(f"SELECT DISTINCT sensitivity FROM {TABLE} WHERE doc_id = 'memo.md'")
         assert stored == [("RESTRICTED",)]
-        assert "memo.md" in {r.chunk.doc_id for r in ws.retriever.index.retrieve("layoffs planned")}
+        assert "memo.md" in {r.chunk.doc_id for r in ws.retriever.index.retrieve("layoffs planned", include_restricted=True)}
         assert [s["doc_id"] for s in ws.search("layoffs planned")] == ["open"]
         assert "secretcodeword" not in json.dumps(ws.ask("layoffs planned").to_dict()) and not ws.chunks("memo.md")
 
@@ -265,7 +265,7 @@ def test_a_restricted_chunk_never_leaves_any_exit(served: tuple[Workspace, Recor
         stored = ws.store.execute_read(f"SELECT DISTINCT sensitivity FROM {TABLE} WHERE doc_id = ?", (doc_id,))
         assert stored == [(label if via == "legacy" else "RESTRICTED",)]
         query = f"why revenue fell {match}"
-        raw = ws.retriever.index.retrieve(query, top_k=10)
+        raw = ws.retriever.index.retrieve(query, top_k=10, include_restricted=True)
         assert doc_id in {r.chunk.doc_id for r in raw}, "the RESTRICTED chunk is a real match before the exits"
         before = len(provider.prompts)
         outputs = {
@@ -311,7 +311,7 @@ def test_labels_an_older_version_stored_are_still_restricted_at_every_exit(tmp_p
         for n, label in enumerate(LEGACY):
             conn.execute(f"UPDATE {TABLE} SET sensitivity = ? WHERE doc_id = ?", (label, f"old{n}"))
     with ragspine.open(db, env=BM25_ENV) as ws:
-        raw = {r.chunk.sensitivity for r in ws.retriever.index.retrieve("revenue fell legacycode0 legacycode1")}
+        raw = {r.chunk.sensitivity for r in ws.retriever.index.retrieve("revenue fell legacycode0 legacycode1", include_restricted=True)}
         assert set(LEGACY[:2]) <= raw, "the legacy spellings are really stored and matched"
         for n in range(len(LEGACY)):
             query = f"revenue fell legacycode{n}"

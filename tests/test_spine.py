@@ -172,8 +172,9 @@ def test_the_specifications_second_example_shape_runs_with_a_reranker_and_a_chai
     )
     try:
         _ingest(retriever)
-        fused = [r.chunk.doc_id for r in retriever.index.retrieve(QUERY, rerank=False)]
-        reranked = [r.chunk.doc_id for r in retriever.index.retrieve(QUERY)]
+        # Exit #1 in depth: the unmasked candidates (by default r3 is masked before scoring).
+        fused = [r.chunk.doc_id for r in retriever.index.retrieve(QUERY, rerank=False, include_restricted=True)]
+        reranked = [r.chunk.doc_id for r in retriever.index.retrieve(QUERY, include_restricted=True)]
         open_fused = [d for d in fused if d != "r3"]
         assert [d for d in reranked if d != "r3"] == open_fused[::-1]
         assert reranked.index("r3") == fused.index("r3")  # RESTRICTED keeps its fused slot

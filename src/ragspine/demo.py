@@ -2,7 +2,8 @@
 
 The corpus (src/ragspine/data/sample_corpus/, written for this project about invented
 companies) holds one RESTRICTED memo; the third question's best raw match is that memo, and the
-demo shows it is withheld at the exit and never printed. Retrieval is the configured default
+demo shows it is kept out of the candidates (the public matches fill every slot) and never
+printed. Retrieval is the configured default
 (`RAGSPINE_EMBEDDING` / `RAGSPINE_RETRIEVAL_MODE` / `RAGSPINE_FUSION`, as for search and
 serve): hybrid BM25 + multilingual-e5 where it is installed, BM25 otherwise; the first line
 says which.
@@ -76,13 +77,14 @@ def _ask(retriever: Any, number: int, question: dict[str, Any], echo: Callable[[
     snippets = retriever.retrieve(query, filters=filters, top_k=TOP_K)
     echo(format_snippets(snippets))
     exact, typed = split_filters(filters)
-    raw = retriever.index.retrieve(query, top_k=TOP_K, rerank=False, where=typed, **exact)
+    # The owner's view (RESTRICTED not masked) only to say what was kept out; never printed.
+    raw = retriever.index.retrieve(query, top_k=TOP_K, rerank=False, where=typed, include_restricted=True, **exact)
     withheld = [r.chunk for r in raw if is_restricted(r.chunk.sensitivity)]
     if withheld:
         first = "the best raw match" if is_restricted(raw[0].chunk.sensitivity) else "raw matches"
         docs = ", ".join(sorted({c.doc_id for c in withheld}))
         echo(
             f"   RESTRICTED exit: {len(withheld)} of the top {len(raw)} raw hits ({first}) come "
-            f"from RESTRICTED {docs}; withheld, their text is not printed."
+            f"from RESTRICTED {docs}; kept out before ranking, their text is not printed."
         )
     return snippets

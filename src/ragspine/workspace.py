@@ -188,13 +188,20 @@ class Workspace:
         without a dense channel. `progress`: a bar with ETA on stderr (None: on a terminal)."""
         return self.retriever.index.embed_pending(progress=progress, batch_size=batch_size)
 
-    def withdraw(self, doc_id: str) -> int:
-        """Remove `doc_id` from the active set; return how many active chunks it had (0: none)."""
+    def withdraw(self, doc_id: str, *, restricted: bool = True) -> int:
+        """Remove `doc_id` from the active set; return how many active chunks it had (0: none).
+
+        `restricted=False` (what the HTTP API passes) treats a document with any RESTRICTED
+        active chunk as absent: nothing is withdrawn and 0 is returned, the answer for a
+        document that does not exist, so a caller who cannot see it learns nothing of it. The
+        owner (Python with the store, or `ragspine ingest --rebuild`) withdraws it."""
         doc_id = _check_doc_id(doc_id)
-        active = len(self.store.iter_chunks(doc_id=doc_id))
-        if active:
+        rows = self.store.iter_chunks(doc_id=doc_id)
+        if not restricted and any(is_restricted(c.sensitivity) for c in rows):
+            return 0
+        if rows:
             self.retriever.index.withdraw(doc_id)
-        return active
+        return len(rows)
 
     # -- reads --------------------------------------------------------------------------------
     def chunks(self, doc_id: str) -> list[dict[str, Any]]:

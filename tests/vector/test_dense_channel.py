@@ -65,7 +65,7 @@ def test_restricted_chunks_never_reach_a_remote_backend(db_path: Path) -> None:
         store.init_schema()
         index = NarrativeIndex(store, embedding_backend=remote)
         _ingest(index)
-        results = index.retrieve("dividend cut memo", top_k=4)
+        results = index.retrieve("dividend cut memo", top_k=4, include_restricted=True)
         assert DOCS["memo"] not in remote.seen
         memo = [r for r in results if r.chunk.doc_id == "memo"]
         assert memo and memo[0].vector_score is None, "RESTRICTED stays lexical-only"

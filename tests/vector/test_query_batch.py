@@ -91,9 +91,12 @@ def test_restricted_chunks_stay_lexical_only_on_a_remote_backend_when_lazy() -> 
     backend = Counting()
     backend.is_remote = True
     secret = Chunk("s:0", "s", 0, "Revenue secret plan.", "s#p1@0-20", sensitivity="RESTRICTED", entity="ACME")
-    results = HybridRetriever([*CHUNKS, secret], embedding_backend=backend).search("revenue", entity="ACME")
+    unmasked = HybridRetriever([*CHUNKS, secret], embedding_backend=backend, include_restricted=True)
+    results = unmasked.search("revenue", entity="ACME")  # what the exits would see
     assert secret.text not in backend.passages
     assert [r.vector_score for r in results if r.chunk.chunk_id == "s:0"] == [None]
+    masked = HybridRetriever([*CHUNKS, secret], embedding_backend=backend).search("revenue", entity="ACME")
+    assert "s:0" not in {r.chunk.chunk_id for r in masked} and secret.text not in backend.passages
 
 
 def test_query_variants_are_embedded_in_one_call_each_text_once() -> None:

@@ -51,6 +51,7 @@ class Predicate:
         if self.op in ("in", "nin"):
             if not isinstance(self.value, (list, tuple)) or not self.value:
                 raise ValueError(f"{self.field} {self.op}: needs a non-empty list of values")
+            _check_size(f"{self.field} {self.op}", len(self.value), "values")
             object.__setattr__(self, "value", tuple(_scalar(self.field, v) for v in self.value))
         elif self.op == "between":
             if not isinstance(self.value, (list, tuple)) or len(self.value) != 2:
@@ -78,6 +79,17 @@ Filter = Union[Predicate, And, Or]
 
 
 MAX_DEPTH = 32  # nesting of and/or/lists a filter may have
+MAX_ITEMS = 1024  # values of one in/nin list, and members of one and/or list
+
+
+def _check_size(what: str, size: int, unit: str) -> None:
+    """ValueError when one list of a filter holds more than MAX_ITEMS entries (judging a
+    filter costs time in proportion to its size: it is bounded, like its depth)."""
+    if size > MAX_ITEMS:
+        raise ValueError(
+            f"{what}: {size} {unit}, more than the {MAX_ITEMS} a filter list may hold; "
+            "use a broader field, or split the request"
+        )
 
 
 def parse_filter(spec: Any, _depth: int = 0) -> Filter | None:
@@ -94,6 +106,7 @@ def parse_filter(spec: Any, _depth: int = 0) -> Filter | None:
     if isinstance(spec, (Predicate, And, Or)):
         return spec
     if isinstance(spec, (list, tuple)):
+        _check_size("filter list", len(spec), "filters")
         items = [p for p in (parse_filter(item, _depth + 1) for item in spec) if p is not None]
         return None if not items else items[0] if len(items) == 1 else And(tuple(items))
     if not isinstance(spec, Mapping):
@@ -103,6 +116,7 @@ def parse_filter(spec: Any, _depth: int = 0) -> Filter | None:
         if key in ("and", "or"):
             if not isinstance(value, (list, tuple)):
                 raise ValueError(f"'{key}' takes a list of filters")
+            _check_size(f"'{key}'", len(value), "filters")
             members = tuple(p for p in (parse_filter(v, _depth + 1) for v in value) if p is not None)
             parts.append(And(members) if key == "and" else Or(members))
         elif isinstance(value, Mapping):

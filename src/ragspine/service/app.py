@@ -108,8 +108,10 @@ def _routes(ws: Workspace) -> APIRouter:
     @router.delete("/documents/{doc_id:path}", response_model=m.WithdrawOut, tags=["documents"],
                    responses={404: {"model": m.ErrorOut, "description": "No active document"}})  # fmt: skip
     def withdraw(doc_id: str) -> dict[str, Any]:
-        """Withdraw a document from the active set (its rows stay, inactive, for lineage)."""
-        count = ws.withdraw(doc_id)
+        """Withdraw a document from the active set (its rows stay, inactive, for lineage). A
+        RESTRICTED document is answered as absent (404) and stays: its owner withdraws it
+        (docs/security.md)."""
+        count = ws.withdraw(doc_id, restricted=False)
         if not count:
             raise _not_found(doc_id)
         return {"doc_id": doc_id, "withdrawn_chunks": count}

@@ -53,6 +53,8 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(HTTPException)
     async def _http(_: Request, exc: HTTPException) -> JSONResponse:
+        if isinstance(exc.__cause__, UnicodeDecodeError):  # FastAPI's body parser: invalid UTF-8
+            return error_response(422, "request body is not valid UTF-8: send JSON text encoded as UTF-8")
         return error_response(exc.status_code, str(exc.detail), getattr(exc, "headers", None))
 
     @app.exception_handler(RequestValidationError)

@@ -175,7 +175,7 @@ class ErrorOut(BaseModel):
 
 def query_models(max_top_k: int) -> tuple[type[BaseModel], type[BaseModel]]:
     """(SearchIn, AskIn) with `top_k` bounded by `max_top_k`."""
-    TopK = Annotated[int, Field(ge=1, le=max_top_k)]
+    TopK = Annotated[int, Field(strict=True, ge=1, le=max_top_k)]  # strict: `true` is not 1
 
     class SearchIn(BaseModel):
         """A search: query, optional filters, how many snippets, and the retrieval mode."""

@@ -317,6 +317,20 @@ class ChunkStoreSuite:
         assert [c.chunk_id if c else None for c in got] == ["a:0", None, "b:0", "a:0"]
         assert store.chunks_by_row_ids([]) == []
 
+    def test_write_epochs_and_one_read_snapshot(self, store: Any, second: Opener) -> None:
+        store.replace_doc_chunks("a", chunks("a", ["x", "y"]))
+        store.replace_doc_chunks("a", chunks("a", ["z"]))
+        one, two = store.epoch_at(1), store.epoch_at(2)
+        assert len(one) == len(two) == 32 and one != two and store.epoch_at(3) == ""
+        assert sorted(a for _, a in store.row_states(["a"], active_only=True)) == [True]
+        with store.read_snapshot() as view:
+            before = (view.data_version(), view.active_fingerprint())
+            if store.db_path != ":memory:":  # a second handle sees another in-memory database
+                with second() as other:
+                    other.replace_doc_chunks("b", chunks("b", ["w"]))
+                assert (view.data_version(), view.active_fingerprint()) == before, "one committed state"
+        assert store.data_version() == (3 if store.db_path != ":memory:" else 2)
+
     def test_reads_by_key_take_many_keys(self, store: Any) -> None:
         store.replace_doc_chunks("a", chunks("a", [f"t{i}" for i in range(1_200)]))
         rows = store.active_index_rows(after_row_id=0, limit=5_000)

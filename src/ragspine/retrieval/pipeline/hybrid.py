@@ -2,7 +2,8 @@
 
 Invariants: the metadata filter is applied before any scoring or embedding, and both channels
 rank exactly the positions it allows; BM25 statistics are over every chunk given to the
-retriever (or every active chunk of the store), the filter only restricts which are scored;
+retriever (or every active chunk of the store) that is not RESTRICTED, the filter only restricts
+which are scored;
 chunk vectors come from a `DenseChannel` (persisted per chunk and model, never recomputed per
 query: only the query is embedded, every variant in one backend call, each distinct text once);
 a retriever built from a list with only an `embedding_backend` embeds lazily: per query, only
@@ -14,9 +15,13 @@ query variant is never returned.
 channels="vector" ranks by the dense channel alone (BM25 scores are still reported). When the
 dense channel's best chunk is in another language than the query, the query counts as one
 BM25 did not match (`match` 0 for the adaptive fusion): BM25 cannot find a translation.
-RESTRICTED chunks are *not* removed here: the two exits (rerank, link) do that. BM25 is served
-by an inverted index (`lexical.index`), so a query costs time in proportion to the postings it
-touches.
+RESTRICTED chunks are masked out of the candidate set before any scoring, as a filter is
+(`IndexSnapshot.visible`): they never take a rank, a score or a top_k slot, and the BM25
+statistics and the dense channel's language centring are over the other chunks only, so every
+result is the same whether or not RESTRICTED chunks exist; the two exits (rerank, link) stay as
+defence in depth. `include_restricted=True` ranks them too (what the exits are tested on; never
+on a caller-facing path). BM25 is served by an inverted index (`lexical.index`), so a query
+costs time in proportion to the postings it touches.
 """
 
 from __future__ import annotations
@@ -75,6 +80,7 @@ class HybridRetriever:
         fusion: Fusion | None = None,
         channels: str = "hybrid",
         dense: DenseChannel | None = None,
+        include_restricted: bool = False,
     ) -> None:
         chunks = list(chunks)
         ids = [c.chunk_id for c in chunks]
@@ -91,6 +97,7 @@ class HybridRetriever:
             embedding_backend=embedding_backend, query_rewriter=query_rewriter, k1=k1, b=b,
             rrf_k=rrf_k, rank_depth=rank_depth, analyzer=analyzer, fusion=fusion,
             channels=channels, dense=dense, lazy=dense is None,
+            include_restricted=include_restricted,
         )  # fmt: skip
 
     @classmethod
@@ -109,6 +116,7 @@ class HybridRetriever:
         fusion: Fusion | None = None,
         channels: str = "hybrid",
         dense: DenseChannel | None = None,
+        include_restricted: bool = False,
     ) -> HybridRetriever:
         """A retriever over an existing index whose positions `source` resolves to chunks
         (the index must have been built with the same `analyzer`). `dense`, when given, keeps
@@ -117,7 +125,7 @@ class HybridRetriever:
         self._setup(
             snapshot, source, embedding_backend=embedding_backend, query_rewriter=query_rewriter,
             k1=k1, b=b, rrf_k=rrf_k, rank_depth=rank_depth, analyzer=analyzer, fusion=fusion,
-            channels=channels, dense=dense, lazy=False,
+            channels=channels, dense=dense, lazy=False, include_restricted=include_restricted,
         )  # fmt: skip
         return self
 
@@ -137,6 +145,7 @@ class HybridRetriever:
         channels: str,
         dense: DenseChannel | None,
         lazy: bool,
+        include_restricted: bool,
     ) -> None:
         if channels not in CHANNELS:
             raise ValueError(f"unknown channels {channels!r}; valid: {', '.join(CHANNELS)}")
@@ -144,7 +153,8 @@ class HybridRetriever:
             embedding_backend = dense.backend
         if channels == "vector" and embedding_backend is None:
             raise ValueError("channels='vector' needs an embedding backend")
-        self.index = snapshot
+        # Every search, and the dense channel, sees only what a caller may (RESTRICTED masked).
+        self.index = snapshot if include_restricted else snapshot.visible()
         self._source = source
         self.embedding_backend = embedding_backend
         self.query_rewriter = query_rewriter

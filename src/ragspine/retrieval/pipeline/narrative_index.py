@@ -4,7 +4,8 @@ Invariants: `ingest` chunks the text and replaces the document's chunks in one s
 transaction; retrieval always reflects the store's current active set at its current
 data_version, including writes by other processes: the lexical index (`StoreIndex`, persisted
 beside the store) catches up incrementally from the store's change log, or rebuilds when it
-cannot; rerank only reorders, with RESTRICTED handled by `listwise_rerank`.
+cannot; RESTRICTED chunks are masked out before scoring (`HybridRetriever`), and rerank only
+reorders, with RESTRICTED handled by `rerank_head` all the same (defence in depth).
 
 With an embedding backend, chunk vectors are computed at ingest (`embed_on_write`, the new
 document's chunks) or in bulk by `embed_pending` (batched, resumable, with a progress bar), and
@@ -117,6 +118,7 @@ class NarrativeIndex:
         self._lock = threading.Lock()
         self._retriever: HybridRetriever | None = None
         self._snapshot: IndexSnapshot | None = None
+        self._unmasked: HybridRetriever | None = None  # include_restricted=True, made on demand
         self._row_cache: dict[int, Chunk] = {}
         self.dense: DenseChannel | None = None
         if embedding_backend is not None:
@@ -211,11 +213,14 @@ class NarrativeIndex:
         top_k: int = DEFAULT_TOP_K,
         rerank: bool = True,
         where: Filter | Mapping[str, Any] | None = None,
+        include_restricted: bool = False,
     ) -> list[RetrievalResult]:
         """Ranked active chunks for `query` (metadata filters and the typed `where` filter
         AND-ed, before scoring), reranked when a reranker (else a judge) is set: RESTRICTED
-        candidates are never given to either (`rerank.guard`)."""
-        results = self.retriever().search(
+        candidates are never given to either (`rerank.guard`). RESTRICTED chunks are not
+        candidates at all unless `include_restricted=True` (an owner's diagnostic and what the
+        exits are tested on; no caller-facing path passes it)."""
+        results = self.retriever(include_restricted=include_restricted).search(
             query,
             topic=topic,
             entity=entity,
@@ -232,25 +237,36 @@ class NarrativeIndex:
             results = listwise_rerank(query, results, self.judge, top_n=self.top_n)
         return results
 
-    def retriever(self) -> HybridRetriever:
-        """The ranker over the store's current active chunks (its index brought up to date)."""
+    def retriever(self, *, include_restricted: bool = False) -> HybridRetriever:
+        """The ranker over the store's current active chunks (its index brought up to date),
+        RESTRICTED ones masked out unless `include_restricted`."""
         with self._lock:
             snapshot = self.lexical_index.snapshot()
-            if self._retriever is None or snapshot is not self._snapshot:
-                self._retriever = HybridRetriever.over_snapshot(
-                    snapshot,
-                    StoreChunks(self.store, snapshot, self._row_cache),
-                    embedding_backend=self.embedding_backend,
-                    query_rewriter=self.query_rewriter,
-                    k1=self.k1,
-                    b=self.b,
-                    analyzer=self.analyzer,
-                    fusion=self.fusion,
-                    channels=self.channels,
-                    dense=self.dense,
-                )
+            if snapshot is not self._snapshot:
+                self._retriever = self._unmasked = None
                 self._snapshot = snapshot
+            if include_restricted:
+                if self._unmasked is None:
+                    self._unmasked = self._over(snapshot, include_restricted=True)
+                return self._unmasked
+            if self._retriever is None:
+                self._retriever = self._over(snapshot, include_restricted=False)
             return self._retriever
+
+    def _over(self, snapshot: IndexSnapshot, *, include_restricted: bool) -> HybridRetriever:
+        return HybridRetriever.over_snapshot(
+            snapshot,
+            StoreChunks(self.store, snapshot, self._row_cache),
+            embedding_backend=self.embedding_backend,
+            query_rewriter=self.query_rewriter,
+            k1=self.k1,
+            b=self.b,
+            analyzer=self.analyzer,
+            fusion=self.fusion,
+            channels=self.channels,
+            dense=self.dense,
+            include_restricted=include_restricted,
+        )
 
 
 class StoreChunks:

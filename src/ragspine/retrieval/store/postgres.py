@@ -113,6 +113,9 @@ class PostgresChunkStore(SQLChunkStore):
             self._conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             yield
 
+    def _reader_connection(self) -> Any:
+        return _psycopg().connect(self.url, autocommit=True)  # its own REPEATABLE READ snapshot
+
     def _begin_schema(self) -> None:
         self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
 

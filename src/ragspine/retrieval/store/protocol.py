@@ -14,6 +14,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, NamedTuple, Protocol, Self, runtime_checkable
@@ -108,6 +109,16 @@ class ChunkStoreProtocol(Protocol):
         """The store's random identity, fixed at creation ("" for a schema that predates it)."""
         ...
 
+    def epoch_at(self, version: int) -> str:
+        """The random epoch of the write that made `version` ("" when unknown): a restored or
+        diverged copy that reached the same version has another."""
+        ...
+
+    def read_snapshot(self) -> AbstractContextManager[Self]:
+        """A view whose reads all see one committed state (one read transaction) until the
+        block ends; only reads may be made through it."""
+        ...
+
     # -- store-level notes (e.g. the settings its chunks and index were made with) -------------
     def read_meta(self, key: str) -> str | None:
         """The value kept under `key`; None when there is none."""
@@ -149,8 +160,9 @@ class ChunkStoreProtocol(Protocol):
         """The `INDEX_ROW_FIELDS` of these rows (active or not); missing ids are absent."""
         ...
 
-    def row_states(self, doc_ids: Sequence[str]) -> list[tuple[int, bool]]:
-        """(row_id, active) of every row, any version, of these documents."""
+    def row_states(self, doc_ids: Sequence[str], *, active_only: bool = False) -> list[tuple[int, bool]]:
+        """(row_id, active) of every row, any version, of these documents (only the active
+        rows when `active_only`)."""
         ...
 
     def active_fingerprint(self) -> tuple[int, int]:

@@ -11,17 +11,22 @@ Invariants (checked for every backend by `ragspine.testing.chunk_store.ChunkStor
   (`normalize_label`, in `_row`, through which every backend writes its rows).
 - `data_version` grows with every committed change; the change log covers every version after
   `changes_from`, so caches over the store can tell when they are stale and which documents
-  changed, and catch up instead of rebuilding.
+  changed, and catch up instead of rebuilding. Each logged write carries a random `epoch`
+  (`epoch_at(version)`), so a cache can tell a store's own history from a restored or diverged
+  copy's that reached the same version, uid, row count and row-id sum.
+- `read_snapshot()` gives a view whose reads all see one committed state (one read transaction),
+  for caches that read in several statements (pages of a rebuild, a catch-up).
 - Every statement is parameterised; the dialect supplies the placeholder (`_MARK`).
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import threading
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import fields
 from datetime import UTC, datetime
 from types import TracebackType
@@ -89,6 +94,10 @@ class SQLChunkStore:
     def _insert_many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
         self._conn.executemany(sql, rows)
 
+    def _reader_connection(self) -> Any:
+        """A second connection for `read_snapshot` (None: read on this one, holding the lock)."""
+        return None
+
     def _logs_changes(self) -> bool:
         """Whether the change-log table exists (a store whose schema predates it has none)."""
         return True
@@ -133,6 +142,8 @@ class SQLChunkStore:
                 f"CREATE TABLE IF NOT EXISTS {CHANGES_TABLE} "
                 f"(version INTEGER NOT NULL, doc_id TEXT NOT NULL{self._CHANGE_ORDER})"
             )
+            if "epoch" not in self._columns(CHANGES_TABLE):
+                run(f"ALTER TABLE {CHANGES_TABLE} ADD COLUMN epoch TEXT NOT NULL DEFAULT ''")
             run(f"CREATE INDEX IF NOT EXISTS ix_{CHANGES_TABLE}_version ON {CHANGES_TABLE} (version)")
 
     # -- writes -------------------------------------------------------------------------------
@@ -165,7 +176,11 @@ class SQLChunkStore:
                 self._insert_many(f"INSERT INTO {TABLE} ({', '.join(_COLUMNS)}) VALUES ({marks})", rows)
             run(f"UPDATE {META_TABLE} SET value = {m} WHERE key = 'data_version'", (str(version),))
             if self._logs_changes():
-                run(f"INSERT INTO {CHANGES_TABLE} (version, doc_id) VALUES ({m}, {m})", (version, doc_id))
+                if self._logs_epochs():
+                    run(f"INSERT INTO {CHANGES_TABLE} (version, doc_id, epoch) VALUES ({m}, {m}, {m})",
+                        (version, doc_id, uuid.uuid4().hex))  # fmt: skip
+                else:
+                    run(f"INSERT INTO {CHANGES_TABLE} (version, doc_id) VALUES ({m}, {m})", (version, doc_id))
         return len(rows)
 
     def write_meta(self, key: str, value: str) -> None:
@@ -222,6 +237,37 @@ class SQLChunkStore:
     def store_uid(self) -> str:
         """The store's random identity ("" for a store whose schema predates it)."""
         return self.read_meta("store_uid") or ""
+
+    def epoch_at(self, version: int) -> str:
+        """The random epoch of the write that made `version` ("" for version 0, or a write
+        logged before epochs existed): two stores that agree here share their history."""
+        if not self._logs_changes() or not self._logs_epochs():
+            return ""
+        rows = self._rows(
+            f"SELECT epoch FROM {CHANGES_TABLE} WHERE version = {self._MARK} LIMIT 1", (int(version),)
+        )
+        return str(rows[0][0]) if rows else ""
+
+    @contextmanager
+    def read_snapshot(self) -> Iterator[Self]:
+        """A view of this store whose reads all see one committed state (one read transaction),
+        until the block ends. SQLite reads a file through a second connection (WAL: writers are
+        not blocked); otherwise the view reads on this connection, holding its lock. Only reads
+        may be made through the view."""
+        conn = self._reader_connection()
+        view = copy.copy(self)
+        if conn is None:
+            with self._lock, self._snapshot():
+                setattr(view, "_snapshot", nullcontext)  # already inside the read transaction
+                yield view
+            return
+        view._conn, view._lock = conn, threading.RLock()
+        try:
+            with view._snapshot():
+                setattr(view, "_snapshot", nullcontext)
+                yield view
+        finally:
+            conn.close()
 
     def changes_since(self, version: int) -> tuple[int, list[str]] | None:
         """(current data_version, distinct doc_ids changed after `version`, in change order),
@@ -296,11 +342,13 @@ class SQLChunkStore:
             out.extend(self._rows(f"SELECT {_INDEX_COLUMNS} FROM {TABLE} WHERE {condition}", params))
         return out
 
-    def row_states(self, doc_ids: Sequence[str]) -> list[tuple[int, bool]]:
-        """(row_id, active) of every row, any version, of these documents."""
+    def row_states(self, doc_ids: Sequence[str], *, active_only: bool = False) -> list[tuple[int, bool]]:
+        """(row_id, active) of every row, any version (only active ones if asked: then the
+        cost follows the documents' current size, not their history), of these documents."""
         out: list[tuple[int, bool]] = []
+        only = " AND active = 1" if active_only else ""
         for condition, params in self._in("doc_id", list(doc_ids)):
-            rows = self._rows(f"SELECT row_id, active FROM {TABLE} WHERE {condition}", params)
+            rows = self._rows(f"SELECT row_id, active FROM {TABLE} WHERE {condition}{only}", params)
             out.extend((int(r), bool(a)) for r, a in rows)
         return out
 
@@ -326,6 +374,12 @@ class SQLChunkStore:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+    def _logs_epochs(self) -> bool:
+        """Whether the change log has its epoch column (kept once seen: columns are never dropped)."""
+        if not self.__dict__.get("_epochs"):
+            self.__dict__["_epochs"] = "epoch" in self._columns(CHANGES_TABLE)
+        return bool(self.__dict__["_epochs"])
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:

@@ -5,7 +5,10 @@ per write, versions, the change log; every row's sensitivity stored normalised b
 SQLite's dialect: a write is BEGIN IMMEDIATE … COMMIT (ROLLBACK on any error), which serialises
 writers across processes; the file is in WAL mode; `execute_read` runs only reads (an authorizer
 denies every write, schema change and pragma); a path that holds something other than a
-RAGSpine store is refused (`NotAChunkStoreError`) before anything is written to it.
+RAGSpine store is refused (`NotAChunkStoreError`) before anything is written to it: a store we
+made carries a `store_uid` in its meta table; one without (made before that record existed)
+must have a `narrative_chunk` table whose columns are all ours, the specification's core ones
+included, so another program's table of that name is never adopted and altered.
 """
 
 from __future__ import annotations
@@ -92,6 +95,16 @@ class ChunkStore(SQLChunkStore):
     def _columns(self, table: str) -> set[str]:
         return {row[1] for row in self._conn.execute(f"PRAGMA table_info({table})")}
 
+    def _reader_connection(self) -> sqlite3.Connection | None:
+        if self.db_path == ":memory:":
+            return None  # another connection would see another database
+        conn = sqlite3.connect(
+            Path(self.db_path).resolve().as_uri() + "?mode=ro", uri=True,
+            check_same_thread=False, isolation_level=None,
+        )  # fmt: skip
+        conn.execute("PRAGMA busy_timeout=10000")
+        return conn
+
     def _logs_changes(self) -> bool:
         return (
             self._conn.execute(
@@ -132,6 +145,7 @@ def _read_only_authorizer(action: int, *_: object) -> int:
 
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+_CORE_COLUMNS = frozenset({"chunk_id", "doc_id", "text"})  # every chunk table has had them
 
 
 def _check_is_store_or_new(path: Path) -> None:
@@ -146,9 +160,22 @@ def _check_is_store_or_new(path: Path) -> None:
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        ours = META_TABLE in tables and conn.execute(
+            f"SELECT 1 FROM {META_TABLE} WHERE key = 'store_uid'"
+        ).fetchone() is not None
+        columns = {row[1] for row in conn.execute(f"PRAGMA table_info({TABLE})")}
+    except sqlite3.DatabaseError as exc:
+        raise NotAChunkStoreError(f"{path} is not a RAGSpine chunk store ({exc})") from exc
     finally:
         conn.close()
     if tables - {"sqlite_sequence"} and TABLE not in tables:
         raise NotAChunkStoreError(
             f"{path} is a SQLite database without a {TABLE!r} table: not a RAGSpine chunk store"
+        )
+    foreign = sorted(columns - set(_COLUMNS) - {"row_id"})
+    if TABLE in tables and not ours and (foreign or not _CORE_COLUMNS <= columns):
+        what = f"columns RAGSpine never makes ({', '.join(foreign)})" if foreign else "not the columns of a chunk store"
+        raise NotAChunkStoreError(
+            f"{path} has a {TABLE!r} table that RAGSpine did not create: {what}; it is left "
+            "untouched: point RAGSPINE_DB (or --db) at a new file"
         )

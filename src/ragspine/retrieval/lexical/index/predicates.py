@@ -43,12 +43,17 @@ def compile_filter(
     return lambda docs: ok[codes[docs]]
 
 
-def metadata_keys(field: Callable[[str], FieldTable]) -> set[str]:
-    """Every user metadata key some indexed chunk carries."""
-    table, _ = field("metadata")
+def metadata_keys(field: Callable[[str], FieldTable], active: np.ndarray | None = None) -> set[str]:
+    """Every user metadata key some indexed chunk carries (only the `active` positions, a bool
+    mask, when given: a tombstoned or hidden chunk's keys are not named)."""
+    table, codes = field("metadata")
+    used = None
+    if active is not None:
+        used = np.bincount(codes[active], minlength=len(table)) > 0
     keys: set[str] = set()
-    for text in table:
-        keys.update(_decode(text))
+    for text, code in table.items():
+        if used is None or used[code]:
+            keys.update(_decode(text))
     return keys
 
 

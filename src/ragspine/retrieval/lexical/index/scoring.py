@@ -3,8 +3,10 @@
 Invariants: a contribution is float64 `w1 × tf / (tf + norm)` (times the query multiplicity
 when above 1) with w1 = idf × (k1 + 1) and norm = k1 × (1 - b + b × length / avgdl), i.e.
 exactly the terms `bm25_scores` adds; every document's score is summed in one term order
-(`ordered`: descending bound from the postings' tf and length statistics), on every path and
-whatever is cached, so results are bit-for-bit reproducible. `top_candidates` returns every
+(`ordered`: descending weight w1 × multiplicity, then the term), on every path and whatever is
+cached, so results are bit-for-bit reproducible. The order depends only on N and df, never on
+how postings are split into segments or on postings a snapshot hides (RESTRICTED documents), so
+the same visible corpus gives the same scores to the last bit. `top_candidates` returns every
 document that can be among the best k, with its full score: a term is skipped for a document
 only when the skipped terms' upper bounds cannot lift it to a proven lower bound of the k-th
 best score (MaxScore), with a safety margin far above float rounding.
@@ -36,8 +38,8 @@ Arrays = tuple[np.ndarray, np.ndarray]  # (positions ascending as intp, contribu
 class QueryTerm:
     """One distinct query term.
 
-    `w1` = idf × (k1 + 1); `count` its multiplicity in the query; `bound` ≥ every contribution
-    (fixes the summation order); `tight` ≥ every contribution too, possibly smaller (used for
+    `w1` = idf × (k1 + 1); `count` its multiplicity in the query; `bound` ≥ every contribution;
+    `tight` ≥ every contribution too, possibly smaller (used for
     pruning only); `arrays` its positions and contributions when already computed.
     """
 
@@ -98,8 +100,9 @@ def term_arrays(term: QueryTerm, norms: np.ndarray) -> Arrays:
 
 
 def ordered(terms: Sequence[QueryTerm]) -> list[QueryTerm]:
-    """Terms by descending bound, then by term: the one summation order of every path."""
-    return sorted(terms, key=lambda t: (-t.bound, t.term))
+    """Terms by descending weight (w1 × multiplicity: rarest first, as descending bounds
+    nearly are), then by term: the one summation order of every path."""
+    return sorted(terms, key=lambda t: (-t.w1 * t.count, t.term))
 
 
 def score_at(terms: Sequence[QueryTerm], positions: np.ndarray, norms: np.ndarray) -> np.ndarray:

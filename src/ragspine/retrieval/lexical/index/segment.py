@@ -6,6 +6,8 @@ within each term the positions are strictly increasing (so a segment can be sear
 `min_ratio[t]` (the smallest length / tf over the term's postings) bound every contribution of
 term t for any k1, b and average length, which is what top-k pruning relies on. Per-position
 columns (token count, store row id, chunk id, filter-field codes) travel with the postings.
+A position's sensitivity never changes (a store row's content is immutable), so which positions
+are RESTRICTED, and each term's RESTRICTED postings, are worked out once per segment and kept.
 """
 
 from __future__ import annotations
@@ -18,12 +20,16 @@ from typing import cast
 import numpy as np
 
 from ragspine.retrieval.model import INDEXED_FIELDS
+from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.retrieval.lexical.index.strings import DictVocab, HashedVocab, StringColumn
 
 _RATIO_BLOCK = 1 << 22  # postings per block when computing min_ratio (bounds temporary memory)
 _INFO_CACHE_MAX = 200_000  # looked-up terms remembered per segment
 _MISSING = object()
 _Info = tuple[int, int, int, float]  # (postings start, end, max tf, min length/tf)
+_SENSITIVITY = INDEXED_FIELDS.index("sensitivity")
+_DOC_ID = INDEXED_FIELDS.index("doc_id")
+_NO_POSITIONS = np.zeros(0, dtype=np.int32)
 
 
 @dataclass(frozen=True)
@@ -87,6 +93,43 @@ class Segment:
             return None
         start, end, max_tf, min_ratio = info
         return self.docs[start:end], self.tfs[start:end], max_tf, min_ratio
+
+    def positions_of_docs(self, doc_ids: Sequence[str]) -> np.ndarray:
+        """Global positions in this segment whose doc_id is one of `doc_ids` (ascending)."""
+        codes: dict[str, int] | None = self.__dict__.get("_doc_codes")
+        if codes is None:
+            codes = {v: i for i, v in enumerate(self.field_values["doc_id"])}
+            self.__dict__["_doc_codes"] = codes
+        wanted = [codes[d] for d in doc_ids if d in codes]
+        if not wanted or not self.n_docs:
+            return np.zeros(0, dtype=np.int64)
+        column = self.field_codes[_DOC_ID]
+        return np.flatnonzero(np.isin(column, wanted)) + self.first
+
+    def restricted(self) -> np.ndarray | None:
+        """Bool per local position: RESTRICTED (`is_restricted` of its label); None when none is."""
+        cached = self.__dict__.get("_restricted", _MISSING)
+        if cached is _MISSING:
+            values = self.field_values["sensitivity"]
+            lut = np.fromiter((is_restricted(v) for v in values), dtype=bool, count=len(values))
+            cached = lut[self.field_codes[_SENSITIVITY]] if lut.any() and self.n_docs else None
+            self.__dict__["_restricted"] = cached
+        return cast("np.ndarray | None", cached)
+
+    def restricted_postings(self, term: str) -> np.ndarray:
+        """Global positions of the RESTRICTED documents containing `term` (ascending)."""
+        mask = self.restricted()
+        if mask is None:
+            return _NO_POSITIONS
+        cache: dict[str, np.ndarray] = self.__dict__.setdefault("_rpost", {})
+        found = cache.get(term)
+        if found is None:
+            hit = self.postings(term)
+            found = _NO_POSITIONS if hit is None else hit[0][mask[hit[0] - self.first]]
+            if len(cache) >= _INFO_CACHE_MAX:
+                cache.clear()
+            cache[term] = found
+        return found
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,11 @@ position still sits in its segment's postings but counts nowhere and is never re
 only narrows which positions may be returned, never the statistics. Updates return a new
 snapshot (`with_changes`, `compacted`, `with_merged_tail`), so a search never sees a
 half-applied change.
+
+`visible()` is the snapshot a caller may see: its RESTRICTED positions count as absent, like
+tombstones, before any scoring: never scored, never returned, and N, average length, every df
+and the metadata keys are over the rest (the RESTRICTED documents' df is kept apart, per
+segment and term), so no score, rank or error text depends on what a RESTRICTED chunk holds.
 """
 
 from __future__ import annotations
@@ -63,8 +68,12 @@ class IndexSnapshot:
         active: np.ndarray | None = None,
         dead_df: Mapping[str, int] | None = None,
         version: int = -1,
+        hidden: np.ndarray | None = None,
     ) -> None:
         self.segments = tuple(segments)
+        # hidden: RESTRICTED positions left out of `active` by `visible()` (their df is taken
+        # from the segments' RESTRICTED postings); None on a snapshot of everything.
+        self.hidden = hidden
         self.version = version
         self._firsts = [s.first for s in self.segments]
         self.lengths = (
@@ -89,6 +98,7 @@ class IndexSnapshot:
         self._where_masks: dict[Filter, np.ndarray] = {}  # typed filter → mask over positions
         self._metadata_keys: set[str] | None = None
         self._row_ids: np.ndarray | None = None
+        self._visible: IndexSnapshot | None = None
 
     # -- statistics -------------------------------------------------------------------------
     @property
@@ -102,7 +112,38 @@ class IndexSnapshot:
     def df(self, term: str) -> int:
         """Active documents containing `term`."""
         total = sum(len(p[0]) for p in self._postings(term))
-        return total - self.dead_df.get(term, 0)
+        return total - self.dead_df.get(term, 0) - self._hidden_df(term)
+
+    def _hidden_df(self, term: str) -> int:
+        """Active RESTRICTED documents containing `term` that `visible()` left out (0 otherwise)."""
+        hidden = self.hidden
+        if hidden is None:
+            return 0
+        return sum(int(np.count_nonzero(hidden[seg.restricted_postings(term)])) for seg in self.segments)
+
+    def visible(self) -> IndexSnapshot:
+        """This snapshot without its RESTRICTED positions (see the module docstring); itself
+        when no active position is RESTRICTED. Kept per snapshot, so computed once."""
+        view = self._visible
+        if view is None:
+            view = self._visible = self._without_restricted()
+        return view
+
+    def _without_restricted(self) -> IndexSnapshot:
+        masks = [seg.restricted() for seg in self.segments]
+        if self.hidden is not None or all(m is None for m in masks):
+            return self
+        hidden = np.concatenate(
+            [m if m is not None else np.zeros(seg.n_docs, dtype=bool) for m, seg in zip(masks, self.segments, strict=True)]
+        )
+        if self.active is not None:
+            hidden &= self.active
+        if not hidden.any():
+            return self
+        active = ~hidden if self.active is None else self.active & ~hidden
+        view = IndexSnapshot(self.segments, active=active, dead_df=self.dead_df, version=self.version, hidden=hidden)
+        view._fields, view._predicates, view._row_ids = self._fields, self._predicates, self._row_ids
+        return view
 
     # -- search -----------------------------------------------------------------------------
     def query_terms(self, tokens: Sequence[str], *, k1: float, b: float) -> list[QueryTerm]:
@@ -135,7 +176,7 @@ class IndexSnapshot:
     def _prepare(self, term: str, k1: float, b: float) -> QueryTerm | None:
         parts = self._postings(term)
         n_postings = sum(len(p[0]) for p in parts)
-        df = n_postings - self.dead_df.get(term, 0)
+        df = n_postings - self.dead_df.get(term, 0) - self._hidden_df(term)
         if df <= 0:
             return None
         w1 = bm25_idf(self.n_active, df) * (k1 + 1.0)
@@ -249,9 +290,9 @@ class IndexSnapshot:
         return everything if allow is None else everything[allow(everything)]  # type: ignore[operator]
 
     def metadata_keys(self) -> set[str]:
-        """User metadata keys carried by some indexed chunk (for validating filter fields)."""
+        """User metadata keys carried by some active chunk (for validating filter fields)."""
         if self._metadata_keys is None:
-            self._metadata_keys = metadata_keys(self._field)
+            self._metadata_keys = metadata_keys(self._field, self.active)
         return self._metadata_keys
 
     def _where_mask(self, where: Filter) -> np.ndarray:
@@ -304,6 +345,12 @@ class IndexSnapshot:
     def active_positions(self) -> np.ndarray:
         everything = np.arange(self.n_positions, dtype=np.int64)
         return everything if self.active is None else everything[self.active]
+
+    def active_positions_of_docs(self, doc_ids: Sequence[str]) -> np.ndarray:
+        """Active positions of these documents (cost: the segments' sizes, not the history)."""
+        found = [seg.positions_of_docs(doc_ids) for seg in self.segments]
+        positions = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+        return positions if self.active is None else positions[self.active[positions]]
 
     def active_positions_of_rows(self, row_ids: Sequence[int]) -> np.ndarray:
         """Active positions whose store row id is in `row_ids`."""

@@ -53,6 +53,12 @@ class IndexFolder:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
 
+    def __str__(self) -> str:
+        return str(self.path)  # what warnings print: the folder, never `<IndexFolder object …>`
+
+    def __repr__(self) -> str:
+        return f"IndexFolder({str(self.path)!r})"
+
     # -- locking ----------------------------------------------------------------------------
     @contextmanager
     def locked(self, exclusive: bool) -> Iterator[None]:

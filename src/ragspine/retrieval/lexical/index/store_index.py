@@ -3,12 +3,16 @@
 Invariants: `snapshot()` returns an index of exactly the store's active chunks at the store's
 current data_version (it never serves another version); files beside the store
 (`<db>.bm25/<analyzer>/`) are used only when their manifest names this store (its uid), this
-analyzer and a version the store has reached, and every file checks out; otherwise, or when the
-store's change log cannot bridge the gap, the index is rebuilt from the store. Catching up
-applies, per changed document, "tombstone the indexed rows that are no longer active, add the
-active rows not yet indexed", which is idempotent, so a read racing a writer is repaired by the
-next catch-up. After every load (and every catch-up of a store up to VERIFY_MAX_ROWS active
-rows) the active row count and row-id sum are compared with the store's.
+analyzer, a version the store has reached and the store's epoch at that version (a restored or
+diverged copy of the store has another, however alike its counts), and every file checks out;
+otherwise, or when the store's change log cannot bridge the gap, the index is rebuilt from the
+store. Every rebuild and catch-up reads the store through one `read_snapshot` (one read
+transaction), so it never mixes two versions of a document. Catching up applies, per changed
+document, "tombstone the indexed rows that are no longer active, add the active rows not yet
+indexed", reading only those documents' active rows and indexed positions, so its cost follows
+the change, not the documents' version history. After every load (and every catch-up of a store
+up to VERIFY_MAX_ROWS active rows) the active row count and row-id sum are compared with the
+store's.
 """
 
 from __future__ import annotations
@@ -64,6 +68,7 @@ class StoreIndex:
         self._identity = analyzer_identity(analyzer)
         self.folder: IndexFolder | None = None
         self._uid = ""
+        self._epoch = ""  # the store's epoch at _snap.version
         if persist and store.db_path != ":memory:" and self._identity is not None:
             self.folder = IndexFolder(
                 Path(store.db_path + ".bm25") / identity_key(self._identity)
@@ -90,20 +95,28 @@ class StoreIndex:
         target = self.store.data_version()
         if self._snap is not None and self._snap.version == target:
             return self._snap
-        with self._files():
-            snap = self._adopt_disk(target)
+        with self._files(), self.store.read_snapshot() as view:  # one consistent state
+            target = view.data_version()
+            snap = self._snap
+            if snap is not None and view.epoch_at(snap.version) != self._epoch:
+                _LOG.warning("the store at %s is not the history this index followed (restored "
+                             "or replaced); rebuilding the lexical index", self.store.db_path)  # fmt: skip
+                self.stats["diverged"] += 1
+                snap = self._snap = None
+            snap = self._adopt_disk(view, target)
             changed = snap is None or snap.version < target
             if snap is not None and snap.version < target:
-                snap = self._catch_up(snap)
+                snap = self._catch_up(view, snap)
             if snap is None:
-                snap = self._rebuild()
+                snap = self._rebuild(view)
             maintained = self._maintain(snap)
+            epoch = view.epoch_at(maintained.version)
             if changed or maintained is not snap:  # a snapshot just loaded is already on disk
-                maintained = self._persist(maintained)
-        self._snap = maintained
+                maintained = self._persist(maintained, epoch)
+        self._snap, self._epoch = maintained, epoch
         return maintained
 
-    def _adopt_disk(self, target: int) -> IndexSnapshot | None:
+    def _adopt_disk(self, view: ChunkStoreProtocol, target: int) -> IndexSnapshot | None:
         """The in-memory snapshot, or the one on disk when that is newer and usable."""
         snap = self._snap
         manifest = self._manifest()
@@ -111,13 +124,18 @@ class StoreIndex:
             return snap
         if snap is not None and int(manifest["data_version"]) <= snap.version:
             return snap
+        if manifest.get("epoch", "") != view.epoch_at(int(manifest["data_version"])):
+            _LOG.warning("lexical index at %s was built from another history of this store (a "
+                         "restored or diverged copy); rebuilding", self.folder)  # fmt: skip
+            self.stats["diverged"] += 1
+            return snap
         try:
             loaded = self._load(manifest)
         except IndexFileError as exc:
             _LOG.warning("lexical index at %s is damaged (%s); rebuilding", self.folder, exc)
             self.stats["damaged"] += 1
             return snap
-        if not self._matches_store(loaded):
+        if not self._matches_store(view, loaded):
             _LOG.warning("lexical index at %s disagrees with the store; rebuilding", self.folder)
             self.stats["inconsistent"] += 1
             return snap
@@ -148,11 +166,11 @@ class StoreIndex:
             raise IndexFileError("segments and tombstones do not add up to the manifest's counts")
         return snap
 
-    def _rebuild(self) -> IndexSnapshot:
-        version = self.store.data_version()
+    def _rebuild(self, view: ChunkStoreProtocol) -> IndexSnapshot:
+        version = view.data_version()
         builder = SegmentBuilder(first=0)
         n = 0
-        for rows in self._active_pages():
+        for rows in self._active_pages(view):
             self._add_rows(builder, rows)
             n += len(rows)
         snap = IndexSnapshot([builder.finish()], version=version)
@@ -162,21 +180,23 @@ class StoreIndex:
         self.last_action = "built"
         return snap
 
-    def _catch_up(self, snap: IndexSnapshot) -> IndexSnapshot | None:
-        changes = self.store.changes_since(snap.version)
+    def _catch_up(self, view: ChunkStoreProtocol, snap: IndexSnapshot) -> IndexSnapshot | None:
+        changes = view.changes_since(snap.version)
         if changes is None:
             return None
         version, doc_ids = changes
-        states = self.store.row_states(doc_ids)
-        if len(states) > 1000 and len(states) > REBUILD_SHARE * max(snap.n_active, 1):
-            return None
-        wanted = {row_id for row_id, active in states if active}
-        positions = snap.active_positions_of_rows([row_id for row_id, _ in states])
+        # Only the changed documents' active rows and indexed positions: older versions of
+        # them (however many) cost nothing.
+        wanted = {row_id for row_id, _ in view.row_states(doc_ids, active_only=True)}
+        positions = snap.active_positions_of_docs(doc_ids)
         indexed = snap.row_ids()[positions]
         removed = positions[~np.isin(indexed, np.fromiter(wanted, dtype=np.int64, count=len(wanted)))]
         added = sorted(wanted - set(indexed.tolist()))
+        changed = len(added) + len(removed)
+        if changed > 1000 and changed > REBUILD_SHARE * max(snap.n_active, 1):
+            return None
         gone = snap.row_ids()[removed].tolist()
-        content = {row[0]: row for row in self.store.index_rows(added + gone)}
+        content = {row[0]: row for row in view.index_rows(added + gone)}
         if any(r not in content for r in added + gone):
             return None  # rows vanished from the store: only a rebuild can be trusted
         segment = None
@@ -195,7 +215,7 @@ class StoreIndex:
         self.last_action = "caught_up"
         # The changed documents match the store by construction; the whole-store check (a scan
         # of the active rows) runs on every load, and after a catch-up on smaller stores.
-        if new.n_active <= VERIFY_MAX_ROWS and not self._matches_store(new):
+        if new.n_active <= VERIFY_MAX_ROWS and not self._matches_store(view, new):
             self.stats["inconsistent"] += 1
             return None
         return new
@@ -245,17 +265,17 @@ class StoreIndex:
             return None
         return manifest
 
-    def _persist(self, snap: IndexSnapshot) -> IndexSnapshot:
+    def _persist(self, snap: IndexSnapshot, epoch: str) -> IndexSnapshot:
         if self.folder is None or not self._store_uid():
             self._pending = []
             return snap
         try:
-            return self._write(snap)
+            return self._write(snap, epoch)
         except OSError as exc:
             self._give_up_files(exc)
             return snap
 
-    def _write(self, snap: IndexSnapshot) -> IndexSnapshot:
+    def _write(self, snap: IndexSnapshot, epoch: str) -> IndexSnapshot:
         assert self.folder is not None
         manifest = self._manifest() or {"segments": [], "deletes": []}
         on_disk = {e["name"]: e for e in manifest["segments"]}
@@ -277,7 +297,7 @@ class StoreIndex:
         row_sum = int(snap.row_ids()[snap.active_positions()].sum())
         self.folder.write_manifest({
             "store_uid": self._store_uid(), "analyzer": self._identity,
-            "data_version": snap.version, "segments": entries, "deletes": deletes,
+            "data_version": snap.version, "epoch": epoch, "segments": entries, "deletes": deletes,
             "n_positions": snap.n_positions, "n_active": snap.n_active, "active_row_sum": row_sum,
         })  # fmt: skip
         self.folder.remove_unreferenced({"segments": entries, "deletes": deletes})
@@ -297,21 +317,19 @@ class StoreIndex:
             self._uid = self.store.store_uid()
         return self._uid
 
-    def _matches_store(self, snap: IndexSnapshot) -> bool:
-        """False only when the store, at the snapshot's version, has other active rows."""
-        before = self.store.data_version()
-        if before != snap.version:
+    def _matches_store(self, view: ChunkStoreProtocol, snap: IndexSnapshot) -> bool:
+        """False only when the store (`view`: one read snapshot), at the snapshot's version,
+        has other active rows."""
+        if view.data_version() != snap.version:
             return True  # cannot compare now; the next catch-up will
-        count, total = self.store.active_fingerprint()
-        if self.store.data_version() != before:
-            return True
+        count, total = view.active_fingerprint()
         mine = int(snap.row_ids()[snap.active_positions()].sum())
         return count == snap.n_active and total == mine
 
-    def _active_pages(self) -> Iterator[list[IndexRow]]:
-        """Every active row of the store, in row-id order, PAGE_ROWS at a time."""
+    def _active_pages(self, view: ChunkStoreProtocol) -> Iterator[list[IndexRow]]:
+        """Every active row of the store (as `view` sees it), in row-id order, PAGE_ROWS at a time."""
         last = 0
-        while rows := self.store.active_index_rows(after_row_id=last, limit=PAGE_ROWS):
+        while rows := view.active_index_rows(after_row_id=last, limit=PAGE_ROWS):
             yield rows
             last = rows[-1][0]
 

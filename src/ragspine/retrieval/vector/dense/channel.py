@@ -24,7 +24,8 @@ Invariants:
   text) each hold >= MIN_LANGUAGE_SHARE of the vectors, every vector is compared after
   subtracting its language's mean passage vector (the query: the mean of its own language;
   Libovický et al. 2020, "On the language neutrality of pre-trained multilingual
-  representations"), then re-normalised. A corpus in one language is ranked by plain cosine
+  representations"), then re-normalised. The means are over the positions a caller may see
+  (`IndexSnapshot.visible`: RESTRICTED chunks never shift another chunk's score). A corpus in one language is ranked by plain cosine
   (centring measured slightly worse there: CMRC2018 dev dense nDCG@10 0.9365 → 0.9316).
 """
 
@@ -168,7 +169,8 @@ class DenseChannel:
                 int(len(active)), int(np.count_nonzero(on >= 0)), int(np.count_nonzero(on == _LEXICAL_ONLY)),
                 len(self.vectors.damaged_ids()), self._open_problem or self._problem,
             )  # fmt: skip
-            centres, inverse_norms = self._centring(rows[active], groups[active], rows, groups)
+            shown = snapshot.visible().active_positions()  # RESTRICTED never shapes the centring
+            centres, inverse_norms = self._centring(rows[shown], groups[shown], rows, groups)
             return DenseView(
                 self.backend, snapshot, rows, self._matrix, self._count, groups, centres, inverse_norms
             )
