@@ -1,5 +1,5 @@
 // The RAGSpine search page. Every piece of data reaches the DOM as a text node (textContent,
-// createTextNode): never innerHTML, so document text cannot become markup or script.
+// createTextNode), never parsed as HTML, so document text cannot become markup or script.
 "use strict";
 
 const TEXT = {
@@ -110,17 +110,21 @@ function addFilter() {
   renderFilters();
 }
 
+const STOPWORDS = new Set(["the", "and", "for", "was", "were", "what", "why", "how", "who", "which", "with", "from", "did", "does", "are", "its", "this", "that"]);
+
 function terms(query) {
-  // Latin words (2+ letters) and CJK bigrams of the query, longest first, regex-escaped.
-  const found = new Set();
-  for (const w of query.match(/[\p{L}\p{N}]{2,}/gu) || []) {
+  // Regex sources for the query's Latin words (3+ letters, whole words, no stopwords) and CJK
+  // bigrams, longest first, regex-escaped.
+  const found = new Map();
+  const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  for (const w of query.match(/[\p{L}\p{N}]+/gu) || []) {
     if (/\p{Script=Han}/u.test(w)) {
-      for (let i = 0; i + 1 < w.length; i++) found.add(w.slice(i, i + 2));
-    } else {
-      found.add(w.toLowerCase());
+      for (let i = 0; i + 1 < w.length; i++) found.set(w.slice(i, i + 2), escape(w.slice(i, i + 2)));
+    } else if (w.length >= 3 && !STOPWORDS.has(w.toLowerCase())) {
+      found.set(w.toLowerCase(), `(?<![\\p{L}\\p{N}])${escape(w)}(?![\\p{L}\\p{N}])`);
     }
   }
-  return [...found].sort((a, b) => b.length - a.length).map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+  return [...found.entries()].sort((a, b) => b[0].length - a[0].length).map((entry) => entry[1]);
 }
 
 function highlighted(text, query) {
