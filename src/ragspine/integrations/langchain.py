@@ -30,7 +30,7 @@ def to_documents(snippets: list[dict[str, Any]]) -> list[Any]:
     ]
 
 
-class RAGSpineRetriever(_core.BaseRetriever):  # type: ignore[misc, name-defined]
+class RAGSpineRetriever(_core.BaseRetriever):  # type: ignore[name-defined]
     """LangChain retriever: ranked, cited RAGSpine snippets as `Document`s.
 
     `searcher`: a `ragspine.open(...)` workspace or a `RemoteWorkspace`; `where`: a filter

@@ -37,7 +37,7 @@ def to_nodes(snippets: list[dict[str, Any]]) -> list[Any]:
     return nodes
 
 
-class RAGSpineRetriever(_retrievers.BaseRetriever):  # type: ignore[misc, name-defined]
+class RAGSpineRetriever(_retrievers.BaseRetriever):  # type: ignore[name-defined]
     """LlamaIndex retriever: ranked, cited RAGSpine snippets as `NodeWithScore`s.
 
     `searcher`: a `ragspine.open(...)` workspace or a `RemoteWorkspace`; `where`: a filter
