@@ -301,7 +301,7 @@ def serve(host: str | None, port: int | None, db: str | None, config_file: Path 
         dense = f" with {backend_name}" if backend_name else ""
         click.echo(
             f"ragspine: serving {settings.db} at http://{settings.host}:{settings.port} "
-            f"(retrieval {effective_mode(settings)}{dense}, {keys})",
+            f"(retrieval {effective_mode(settings)}{dense}, {keys}); search page at /, MCP at /mcp",
             err=True,
         )
         run_server(settings, log_level=log_level)

@@ -87,14 +87,16 @@ class Libraries(BaseModel):
 
 
 class ChunkResult(BaseModel):
+    """One stored passage (never RESTRICTED); its labels and user metadata ride along."""
+
     model_config = ConfigDict(extra="allow")
+    citation: str = Field(description="How to cite it: title [source_locator]")
+    text: str
     chunk_id: str
     doc_id: str
-    seq: int
-    text: str
-    source_locator: str
-    citation: str
-    version: int
+    seq: int = Field(description="Its position in the document, from 0")
+    source_locator: str = Field(description="Where in the document: file#pages@char-offsets")
+    version: int = Field(description="The document version it belongs to (the active one)")
 
 
 @dataclass(frozen=True)
