@@ -73,3 +73,21 @@ def test_never_a_restricted_document(demo_ws: Workspace, demo: Demo, query: str,
     docs = RAGSpineRetriever(searcher=demo_ws, top_k=top_k).invoke(query)
     assert all(d.metadata["doc_id"] != MEMO for d in docs)
     assert not demo.leaks([{"text": d.page_content, **d.metadata} for d in docs])
+
+
+@pytest.mark.parametrize(("module", "dependency", "extra"), [
+    ("ragspine.integrations.langchain", "langchain_core.retrievers", "langchain"),
+    ("ragspine.integrations.llamaindex", "llama_index.core.retrievers", "llamaindex"),
+])  # fmt: skip
+def test_a_missing_framework_names_its_extra(
+    monkeypatch: pytest.MonkeyPatch, module: str, dependency: str, extra: str
+) -> None:
+    import importlib
+    import sys
+
+    from ragspine.extras import MissingExtraError
+
+    monkeypatch.delitem(sys.modules, module, raising=False)
+    monkeypatch.setitem(sys.modules, dependency, None)
+    with pytest.raises(MissingExtraError, match=rf"pip install 'ragspine\[{extra}\]'"):
+        importlib.import_module(module)

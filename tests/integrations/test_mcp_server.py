@@ -164,3 +164,13 @@ def demo_server(tmp_path_factory: pytest.TempPathFactory) -> Any:
     ingest_demo(ws)
     yield build_mcp_server(ws)
     ws.close()
+
+
+def test_served_mcp_without_the_extra_answers_501_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ragspine.service import running_server
+
+    monkeypatch.setitem(sys.modules, "mcp.server.streamable_http_manager", None)
+    with ragspine.open(":memory:", env=ENV) as ws, running_server(ws) as url:
+        response = httpx.post(f"{url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        assert response.status_code == 501 and "pip install 'ragspine[mcp]'" in response.json()["message"]
+        assert httpx.get(f"{url}/health").status_code == 200  # the rest of the service is unaffected
