@@ -81,6 +81,9 @@ async def _check_tools(client: Client, demo: Demo) -> None:
     refused = await client.call_tool("get_chunk", {"chunk_id": demo.restricted_ids[0]})
     assert refused.is_error and "RESTRICTED" in refused.content[0].text
     assert not demo.leaks(refused.content[0].text)
+    for unknown, needle in [(first["chunk_id"][:-2] + "zz", "no active chunk"), ("no-colons", "DOC_ID:SEQ:DIGEST")]:
+        missing = await client.call_tool("get_chunk", {"chunk_id": unknown})
+        assert missing.is_error and needle in missing.content[0].text
 
     for bad, needle in [({"query": "x", "where": {"nosuchfield": 1}}, "nosuchfield"),
                         ({"query": "x", "library": "nope"}, "unknown library"),
