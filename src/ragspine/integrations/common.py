@@ -1,0 +1,120 @@
+"""What every adapter shares: the searcher it wraps (local workspace or HTTP API), the
+RESTRICTED re-check and the metadata a framework's document carries.
+
+Invariant: `passages` is the one gate every adapter passes snippets through; it drops any snippet
+labelled RESTRICTED (the workspace never returns one: this is the second check at the adapter
+boundary), so no framework object is ever built from RESTRICTED text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol, runtime_checkable
+
+from ragspine.extras import require
+from ragspine.retrieval.sensitivity import is_restricted
+
+# The snippet fields a framework document's metadata carries besides the text.
+CITATION_FIELDS = ("doc_id", "title", "source_locator", "chunk_id", "version", "valid_as_of")
+LABEL_FIELDS = ("topic", "entity", "geography", "period", "language", "sensitivity", "library_id")
+HTTP_TIMEOUT_S = 60.0
+
+
+@runtime_checkable
+class Searcher(Protocol):
+    """What an adapter searches: a `ragspine.open(...)` workspace or a `RemoteWorkspace`."""
+
+    def search(self, query: str, *, where: Any = None, top_k: int = ...) -> list[dict[str, Any]]: ...
+
+
+def passages(snippets: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The snippets an adapter may hand over: every one not labelled RESTRICTED, in order."""
+    return [dict(s) for s in snippets if not is_restricted(str(s.get("sensitivity", "")))]
+
+
+def snippet_metadata(snippet: Mapping[str, Any]) -> dict[str, Any]:
+    """A framework document's metadata for `snippet`: the citation (doc_id, title,
+    source_locator, chunk_id, version, valid_as_of), the labels, the per-channel `scores`,
+    the `lineage` (filters, fallbacks) and any user metadata; never the text."""
+    known = {"text", *CITATION_FIELDS, *LABEL_FIELDS, "scores", "lineage"}
+    meta: dict[str, Any] = {k: snippet[k] for k in (*CITATION_FIELDS, *LABEL_FIELDS) if k in snippet}
+    meta["scores"] = dict(snippet.get("scores") or {})
+    meta["lineage"] = dict(snippet.get("lineage") or {})
+    meta.update({k: v for k, v in snippet.items() if k not in known})
+    return meta
+
+
+async def search_async(searcher: Searcher, query: str, *, where: Any, top_k: int) -> list[dict[str, Any]]:
+    """`searcher.search` without blocking the event loop: a remote searcher's own async call,
+    a local one in a worker thread (the workspace is thread-safe)."""
+    if isinstance(searcher, RemoteWorkspace):
+        return await searcher.asearch(query, where=where, top_k=top_k)
+    return await asyncio.to_thread(searcher.search, query, where=where, top_k=top_k)
+
+
+class RemoteWorkspace:
+    """The search and ask of a running `ragspine serve`, over its HTTP API.
+
+    `url`: the service's base URL (e.g. "http://127.0.0.1:8000"); `api_key`: one of its
+    RAGSPINE_API_KEYS (None when it has none). Needs httpx: `pip install 'ragspine[llm]'`.
+    An error answer is a ValueError (bad input) or PermissionError (missing or wrong key)
+    carrying the service's message.
+    """
+
+    def __init__(self, url: str, *, api_key: str | None = None, timeout: float = HTTP_TIMEOUT_S) -> None:
+        self.url = url.rstrip("/")
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._timeout = timeout
+        self._httpx = require("httpx", extra="llm", purpose="RemoteWorkspace (the HTTP API client)")
+
+    def search(self, query: str, *, where: Any = None, top_k: int = 10) -> list[dict[str, Any]]:
+        """Ranked, cited snippets from POST /search."""
+        with self._httpx.Client(base_url=self.url, headers=self._headers, timeout=self._timeout) as client:
+            body = _answer(client.post("/search", json=_search_body(query, where, top_k)))
+        return passages(body["snippets"])
+
+    async def asearch(self, query: str, *, where: Any = None, top_k: int = 10) -> list[dict[str, Any]]:
+        """`search` on an async HTTP client."""
+        async with self._httpx.AsyncClient(base_url=self.url, headers=self._headers, timeout=self._timeout) as client:
+            body = _answer(await client.post("/search", json=_search_body(query, where, top_k)))
+        return passages(body["snippets"])
+
+    def ask(self, question: str, *, where: Any = None, top_k: int = 5) -> dict[str, Any]:
+        """The answer of POST /ask: {question, answer, mode, note, citations}."""
+        payload = {"question": question, "top_k": top_k, "where": _where_object(where)}
+        with self._httpx.Client(base_url=self.url, headers=self._headers, timeout=self._timeout) as client:
+            body = _answer(client.post("/ask", json=payload))
+        body["citations"] = passages(body["citations"])
+        return dict(body)
+
+
+def _search_body(query: str, where: Any, top_k: int) -> dict[str, Any]:
+    return {"query": query, "top_k": top_k, "where": _where_object(where)}
+
+
+def _where_object(where: Any) -> dict[str, Any] | None:
+    """The API's `where` (one JSON object) for the Python forms: a dict, or a list AND-ed."""
+    if not where:
+        return None
+    if isinstance(where, Mapping):
+        return dict(where)
+    if isinstance(where, list | tuple):
+        return {"and": [_where_object(w) or {} for w in where]}
+    raise ValueError(f"where must be a dict (or a list of dicts, AND-ed) for the HTTP API, got {type(where).__name__}")
+
+
+def _answer(response: Any) -> dict[str, Any]:
+    if response.status_code == 401:
+        raise PermissionError(_message(response))
+    if response.status_code >= 400:
+        raise ValueError(f"the RAGSpine service answered {response.status_code}: {_message(response)}")
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def _message(response: Any) -> str:
+    try:
+        return str(response.json().get("message", response.text))
+    except ValueError:
+        return str(response.text)[:200]

@@ -1,0 +1,56 @@
+"""A LangChain retriever over a RAGSpine workspace (local `ragspine.open(...)` or the HTTP API).
+
+`RAGSpineRetriever(searcher=ws)` is a `langchain_core.retrievers.BaseRetriever`: `invoke(query)`
+returns `Document`s whose `page_content` is a snippet's text and whose `metadata` carries
+doc_id, title, source_locator, chunk_id, the labels, per-channel `scores` and `lineage`;
+`ainvoke` runs without blocking the event loop. Needs `pip install 'ragspine[langchain]'`.
+
+Invariant: the documents are built only from `common.passages` (RESTRICTED never included).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragspine.extras import require
+from ragspine.integrations.common import Searcher, passages, search_async, snippet_metadata
+
+_core = require("langchain_core.retrievers", extra="langchain", purpose="RAGSpineRetriever (LangChain)")
+_documents = require("langchain_core.documents", extra="langchain", purpose="RAGSpineRetriever (LangChain)")
+_pydantic = require("pydantic", extra="langchain", purpose="RAGSpineRetriever (LangChain)")
+
+__all__ = ["RAGSpineRetriever", "to_documents"]
+
+
+def to_documents(snippets: list[dict[str, Any]]) -> list[Any]:
+    """LangChain `Document`s for `snippets` (RESTRICTED dropped), ids = chunk ids."""
+    return [
+        _documents.Document(page_content=s["text"], metadata=snippet_metadata(s), id=s.get("chunk_id"))
+        for s in passages(snippets)
+    ]
+
+
+class RAGSpineRetriever(_core.BaseRetriever):  # type: ignore[name-defined]
+    """LangChain retriever: ranked, cited RAGSpine snippets as `Document`s.
+
+    `searcher`: a `ragspine.open(...)` workspace or a `RemoteWorkspace`; `where`: a filter
+    applied to every query (docs/filters.md); `top_k`: documents per query.
+    """
+
+    model_config = _pydantic.ConfigDict(arbitrary_types_allowed=True)
+    searcher: Any
+    where: Any = None
+    top_k: int = 5
+
+    def _get_relevant_documents(self, query: str, *, run_manager: Any) -> list[Any]:
+        return to_documents(_searcher(self.searcher).search(query, where=self.where, top_k=self.top_k))
+
+    async def _aget_relevant_documents(self, query: str, *, run_manager: Any) -> list[Any]:
+        found = await search_async(_searcher(self.searcher), query, where=self.where, top_k=self.top_k)
+        return to_documents(found)
+
+
+def _searcher(value: Any) -> Searcher:
+    if not isinstance(value, Searcher):
+        raise TypeError(f"searcher must be a ragspine workspace or RemoteWorkspace, got {type(value).__name__}")
+    return value

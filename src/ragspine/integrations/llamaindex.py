@@ -1,0 +1,58 @@
+"""A LlamaIndex retriever over a RAGSpine workspace (local `ragspine.open(...)` or the HTTP API).
+
+`RAGSpineRetriever(ws)` is a `llama_index.core.retrievers.BaseRetriever`: `retrieve(query)`
+returns `NodeWithScore`s (score: the fused score) whose `TextNode` holds a snippet's text, with
+id = chunk id and metadata doc_id, title, source_locator, chunk_id, the labels, per-channel
+`scores` and `lineage`; `aretrieve` runs without blocking the event loop. It plugs into a
+`RetrieverQueryEngine` like any LlamaIndex retriever. Needs `pip install 'ragspine[llamaindex]'`.
+
+Invariant: the nodes are built only from `common.passages` (RESTRICTED never included).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragspine.extras import require
+from ragspine.integrations.common import Searcher, passages, search_async, snippet_metadata
+
+_retrievers = require("llama_index.core.retrievers", extra="llamaindex", purpose="RAGSpineRetriever (LlamaIndex)")
+_schema = require("llama_index.core.schema", extra="llamaindex", purpose="RAGSpineRetriever (LlamaIndex)")
+
+__all__ = ["RAGSpineRetriever", "to_nodes"]
+LLM_VISIBLE = ("title", "source_locator")
+
+
+def to_nodes(snippets: list[dict[str, Any]]) -> list[Any]:
+    """`NodeWithScore`s for `snippets` (RESTRICTED dropped). LlamaIndex's prompt templates show
+    an LLM the text with its title and source_locator (to cite); no metadata is embedded."""
+    nodes = []
+    for s in passages(snippets):
+        meta = snippet_metadata(s)
+        node = _schema.TextNode(
+            id_=s["chunk_id"], text=s["text"], metadata=meta, excluded_embed_metadata_keys=list(meta),
+            excluded_llm_metadata_keys=[k for k in meta if k not in LLM_VISIBLE],
+        )  # fmt: skip
+        nodes.append(_schema.NodeWithScore(node=node, score=float((s.get("scores") or {}).get("fused") or 0.0)))
+    return nodes
+
+
+class RAGSpineRetriever(_retrievers.BaseRetriever):  # type: ignore[name-defined]
+    """LlamaIndex retriever: ranked, cited RAGSpine snippets as `NodeWithScore`s.
+
+    `searcher`: a `ragspine.open(...)` workspace or a `RemoteWorkspace`; `where`: a filter
+    applied to every query (docs/filters.md); `top_k`: nodes per query.
+    """
+
+    def __init__(self, searcher: Searcher, *, where: Any = None, top_k: int = 5, **kwargs: Any) -> None:
+        if not isinstance(searcher, Searcher):
+            raise TypeError(f"searcher must be a ragspine workspace or RemoteWorkspace, got {type(searcher).__name__}")
+        self.searcher, self.where, self.top_k = searcher, where, top_k
+        super().__init__(**kwargs)
+
+    def _retrieve(self, query_bundle: Any) -> list[Any]:
+        return to_nodes(self.searcher.search(query_bundle.query_str, where=self.where, top_k=self.top_k))
+
+    async def _aretrieve(self, query_bundle: Any) -> list[Any]:
+        found = await search_async(self.searcher, query_bundle.query_str, where=self.where, top_k=self.top_k)
+        return to_nodes(found)

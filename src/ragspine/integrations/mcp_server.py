@@ -1,0 +1,233 @@
+"""The MCP server: `search`, `ask`, `list_libraries` and `get_chunk` as Model Context Protocol
+tools over one or more workspaces, on stdio (`ragspine mcp`) or streamable HTTP (mounted at /mcp
+by `ragspine serve`, behind its API keys).
+
+Invariants:
+- Every tool is one call on a `Workspace` (built by `ragspine.assembly` through
+  `Workspace.from_settings`); results pass `common.passages` (RESTRICTED dropped, again).
+- `get_chunk` refuses a RESTRICTED chunk (a tool error; its text never leaves).
+- Every tool states its input and output JSON schemas, answers with structured content, and
+  turns bad input into a tool error (`isError`, a one-line message), never a traceback.
+- The `mcp` package (`ragspine[mcp]`) is imported only here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager, ExitStack
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Annotated, Any, cast
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragspine import __version__
+from ragspine.extras import MissingExtraError, require
+from ragspine.integrations.common import passages
+from ragspine.search_libraries import LibrarySpec
+from ragspine.workspace import DEFAULT_SEARCH_TOP_K, Workspace
+
+DEFAULT_LIBRARY = "default"
+MAX_TOP_K = 50
+INSTRUCTIONS = (
+    "RAGSpine retrieval over Chinese and English documents. `search` returns ranked passages, each "
+    "with a citation (title [source_locator]) and its chunk_id; cite them when you use them. `ask` "
+    "answers with numbered citations. `get_chunk` reads one passage by chunk_id. RESTRICTED text is "
+    "never returned. Filters (`where`): {field: value}, {field: {op: value}} (ops eq, ne, in, nin, gt, "
+    "gte, lt, lte, between), {\"and\"|\"or\": [...]}, or a string such as \"period>=2024\"."
+)
+WHERE_HELP = (
+    "Optional filter: {\"entity\": \"ACME_CN\"}, {\"period\": {\"gte\": \"2024\"}}, {\"and\": [...]}, or an "
+    "expression string such as \"period>=2024\" or \"entity in ACME_CN,ACME_HK\" (fields: topic, entity, "
+    "geography, period, language, doc_id, valid_as_of, user metadata)."
+)
+
+Where = Annotated[dict[str, Any] | str | None, Field(description=WHERE_HELP)]
+Library = Annotated[str | None, Field(description="A library name from list_libraries (default: the default one)")]
+
+
+class Passage(BaseModel):
+    """A ranked, cited passage (never RESTRICTED); the other snippet fields ride along."""
+
+    model_config = ConfigDict(extra="allow")
+    rank: int = Field(description="1 for the best passage")
+    citation: str = Field(description="How to cite it: title [source_locator]")
+    text: str
+    doc_id: str
+    chunk_id: str = Field(description="Pass to get_chunk to read this passage again")
+    source_locator: str = Field(description="Where in the document: file#pages@char-offsets")
+    scores: dict[str, float | None] = Field(description="Per channel: bm25, vector (null: no dense channel), fused")
+    lineage: dict[str, Any] = Field(description="How it was found: filters applied, extracted, fallbacks")
+
+
+class SearchResult(BaseModel):
+    library: str
+    query: str
+    passages: list[Passage]
+
+
+class AskResult(BaseModel):
+    question: str
+    answer: str = Field(description="The answer; [n] cites citations[n-1]")
+    mode: str = Field(description="llm (the configured model wrote it) or extractive (top passages)")
+    note: str = ""
+    citations: list[Passage]
+
+
+class LibraryInfo(BaseModel):
+    name: str
+    description: str
+    documents: int
+    chunks: int
+    retrieval: str = Field(description="What every search runs: hybrid, vector or bm25")
+
+
+class Libraries(BaseModel):
+    libraries: list[LibraryInfo]
+
+
+class ChunkResult(BaseModel):
+    """One stored passage (never RESTRICTED); its labels and user metadata ride along."""
+
+    model_config = ConfigDict(extra="allow")
+    citation: str = Field(description="How to cite it: title [source_locator]")
+    text: str
+    chunk_id: str
+    doc_id: str
+    seq: int = Field(description="Its position in the document, from 0")
+    source_locator: str = Field(description="Where in the document: file#pages@char-offsets")
+    version: int = Field(description="The document version it belongs to (the active one)")
+
+
+@dataclass(frozen=True)
+class _Library:
+    name: str
+    description: str
+    workspace: Workspace
+
+
+def build_mcp_server(
+    workspace: Workspace, *, libraries: Sequence[tuple[LibrarySpec, Workspace]] = (), name: str = "ragspine"
+) -> Any:
+    """An `mcp.server.mcpserver.MCPServer` whose tools search `workspace` (library "default") and
+    the named `libraries`. The caller keeps the workspaces open while it serves and closes them."""
+    mcpserver = require("mcp.server.mcpserver", extra="mcp", purpose="The MCP server")
+    ToolError = require("mcp.server.mcpserver.exceptions", extra="mcp", purpose="The MCP server").ToolError
+    table = {DEFAULT_LIBRARY: _Library(DEFAULT_LIBRARY, "the served store", workspace)}
+    for spec, ws in libraries:
+        if spec.library_id in table:
+            raise ValueError(f"library name {spec.library_id!r} is used twice (or is the reserved {DEFAULT_LIBRARY!r})")
+        table[spec.library_id] = _Library(spec.library_id, spec.description, ws)
+    server = mcpserver.MCPServer(name=name, version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+
+    def pick(library: str | None) -> _Library:
+        chosen = table.get(library or DEFAULT_LIBRARY)
+        if chosen is None:
+            raise ToolError(f"unknown library {library!r}; known: {', '.join(table)} (see list_libraries)")
+        return chosen
+
+    def guarded(call: Any) -> Any:
+        try:
+            return call()
+        except (ValueError, PermissionError, MissingExtraError) as exc:
+            raise ToolError(str(exc)) from exc
+
+    @server.tool(title="Search", annotations=_read_only())
+    def search(
+        query: Annotated[str, Field(min_length=1, max_length=2000, description="What to look for, in any language")],
+        where: Where = None,
+        top_k: Annotated[int, Field(ge=1, le=MAX_TOP_K, description="How many passages")] = DEFAULT_SEARCH_TOP_K,
+        library: Library = None,
+    ) -> SearchResult:
+        """Ranked, cited passages for a query (BM25 + dense fused; RESTRICTED never returned)."""
+        lib = pick(library)
+        found = guarded(lambda: lib.workspace.search(query, where=_where(where), top_k=top_k))
+        return SearchResult(library=lib.name, query=query, passages=_passages(found))
+
+    @server.tool(title="Ask", annotations=_read_only())
+    def ask(
+        question: Annotated[str, Field(min_length=1, max_length=2000, description="A question, in any language")],
+        where: Where = None,
+        top_k: Annotated[int, Field(ge=1, le=MAX_TOP_K, description="Passages to answer from")] = 5,
+        library: Library = None,
+    ) -> AskResult:
+        """An answer with numbered citations: from the configured LLM, else extractive."""
+        lib = pick(library)
+        answer = guarded(lambda: lib.workspace.ask(question, where=_where(where), top_k=top_k)).to_dict()
+        answer["citations"] = _passages(answer["citations"])
+        return AskResult.model_validate(answer)
+
+    @server.tool(title="List libraries", annotations=_read_only())
+    def list_libraries() -> Libraries:
+        """The libraries this server searches, with their document and chunk counts."""
+        infos = []
+        for lib in table.values():
+            stats = lib.workspace.stats()
+            infos.append(LibraryInfo(name=lib.name, description=lib.description, documents=stats["documents"],
+                                     chunks=stats["chunks"], retrieval=stats["index"]["retrieval"]))  # fmt: skip
+        return Libraries(libraries=infos)
+
+    @server.tool(title="Get chunk", annotations=_read_only())
+    def get_chunk(
+        chunk_id: Annotated[str, Field(min_length=1, max_length=1100, description="A passage's chunk_id")],
+        library: Library = None,
+    ) -> ChunkResult:
+        """One passage by its chunk_id, with its citation; a RESTRICTED chunk is refused."""
+        row = guarded(lambda: pick(library).workspace.chunk(chunk_id))
+        return ChunkResult.model_validate({**row, "citation": _citation(row)})
+
+    return server
+
+
+def _read_only() -> Any:
+    types = require("mcp_types", extra="mcp", purpose="The MCP server")
+    return types.ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
+
+
+def _where(where: dict[str, Any] | str | None) -> Any:
+    if isinstance(where, str):
+        from ragspine.retrieval.filters import parse_where
+
+        return parse_where(where) if where.strip() else None
+    return where or None
+
+
+def _citation(snippet: dict[str, Any]) -> str:
+    return f"{snippet.get('title') or snippet['doc_id']} [{snippet['source_locator']}]"
+
+
+def _passages(snippets: Sequence[dict[str, Any]]) -> list[Passage]:
+    return [
+        Passage.model_validate({**s, "rank": n, "citation": _citation(s)})
+        for n, s in enumerate(passages(snippets), start=1)
+    ]
+
+
+def run_stdio(workspace: Workspace, specs: Sequence[LibrarySpec] = ()) -> None:
+    """Serve the MCP tools over stdin/stdout until the client closes them (`ragspine mcp`); the
+    extra libraries are opened through the same assembly as `workspace` and closed at exit."""
+    with ExitStack() as stack:
+        libraries = [(spec, stack.enter_context(_open_library(workspace, spec))) for spec in specs]
+        build_mcp_server(workspace, libraries=libraries).run("stdio")
+
+
+def _open_library(workspace: Workspace, spec: LibrarySpec) -> Workspace:
+    if not Path(spec.path).is_file():
+        raise ValueError(f"library {spec.library_id!r}: no chunk store at {spec.path}")
+    return Workspace.from_settings(replace(workspace.settings, db=spec.path))
+
+
+def streamable_http(workspace: Workspace, *, host: str) -> tuple[Any, Callable[[Any], AbstractAsyncContextManager[None]]]:
+    """(ASGI endpoint, lifespan) of the MCP streamable HTTP transport over `workspace`, for an app
+    to route at /mcp (the caller guards it with its API keys) and to run the lifespan of (it
+    starts and stops the session manager). On a loopback `host` the SDK's DNS-rebinding
+    protection admits only loopback Host and Origin headers."""
+    manager_module = require("mcp.server.streamable_http_manager", extra="mcp", purpose="The MCP server")
+    server = build_mcp_server(workspace)
+    server.streamable_http_app(streamable_http_path="/mcp", host=host)  # creates the session manager
+    manager = server.session_manager
+
+    def lifespan(_: Any) -> AbstractAsyncContextManager[None]:
+        return cast(AbstractAsyncContextManager[None], manager.run())
+
+    return manager_module.StreamableHTTPASGIApp(manager), lifespan
