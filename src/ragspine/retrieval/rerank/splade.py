@@ -43,7 +43,8 @@ class SpladeReranker:
             return [0.0] * len(candidates)
         weights = self.encoder.term_weights(candidates, ids)
         query_weights = np.asarray([expansion[i] for i in ids], dtype=np.float32)
-        return (weights @ query_weights).astype(float).tolist()  # type: ignore[no-any-return]
+        scores: list[float] = (weights @ query_weights).astype(float).tolist()
+        return scores
 
     def rerank(self, query: str, candidates: list[str]) -> list[int]:
         return order_by_scores(self.scores(query, candidates))
