@@ -164,9 +164,13 @@ class NarrativeIndex:
         self._after_write()
 
     def close(self) -> None:
-        """Close the chunk vectors file (the store stays the caller's to close)."""
+        """Close the chunk vectors file and the reranker's connection, if it has one (the store
+        stays the caller's to close)."""
         if self.dense is not None:
             self.dense.vectors.close()
+        close_reranker = getattr(self.reranker, "close", None)
+        if callable(close_reranker):
+            close_reranker()
 
     def refresh(self) -> None:
         """Bring the lexical index (and its files) up to date with the store now."""
