@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ragspine.retrieval.rerank.models import OnnxModel, order_by_scores
-from ragspine.retrieval.vector.arrays import batches, unit_rows
+from ragspine.retrieval.vector.arrays import unit_rows
 from ragspine.retrieval.vector.late_interaction import maxsim_scores
 
 DEFAULT_MAX_LENGTH = 256
@@ -44,20 +44,14 @@ class ColbertReranker:
         batch_size: int = DEFAULT_BATCH_SIZE,
         threads: int | None = None,
     ) -> None:
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-        self._model = OnnxModel(model_dir, what="ColbertReranker", extra="colbert",
-                                max_length=max_length, threads=threads)  # fmt: skip
+        self._model = OnnxModel(model_dir, what="ColbertReranker", extra="colbert", max_length=max_length,
+                                batch_size=batch_size, threads=threads)  # fmt: skip
         self.query_prefix, self.document_prefix = query_prefix, document_prefix
-        self.batch_size = batch_size
 
     def token_vectors(self, texts: list[str]) -> list[np.ndarray]:
         """Each text's (tokens, dim) unit vectors, in order."""
-        encodings = self._model.tokenizer.encode_batch(texts)
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         out: list[np.ndarray] = [np.zeros((0, 0), dtype=np.float32)] * len(texts)
-        for batch in batches(order, self.batch_size):
-            hidden, mask = self._model.run([encodings[i] for i in batch])
+        for batch, hidden, mask in self._model.run_batches(texts):
             if hidden.ndim != 3:
                 raise ValueError(f"{self._model.model_path}: expected a (batch, tokens, dim) output, got {hidden.shape}")
             for row, i in enumerate(batch):

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ragspine.extras import require
-from ragspine.http_retry import EndpointError, excerpt, post_with_retries
+from ragspine.http_retry import EndpointError, excerpt, json_client, post_with_retries
 from ragspine.retrieval.rerank.models import order_by_scores
 from ragspine.secret import Secret
 
@@ -70,12 +70,8 @@ class HttpReranker:
         self.url, self.api, self.model = url, api, model
         self.timeout, self.max_retries, self.backoff = timeout, max_retries, backoff
         self._sleep = sleep
-        headers = {"Accept": "application/json"}
-        if api_key is not None:
-            key = api_key if isinstance(api_key, Secret) else Secret(api_key)
-            headers["Authorization"] = f"Bearer {key.reveal()}"
         self._httpx = httpx
-        self._client = httpx.Client(timeout=httpx.Timeout(timeout), headers=headers)
+        self._client = json_client(httpx, timeout, api_key)
 
     def payload(self, query: str, candidates: list[str]) -> dict[str, Any]:
         """The request body for `api`."""

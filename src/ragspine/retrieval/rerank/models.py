@@ -11,7 +11,7 @@ a NaN score is an error (the guard then keeps the fused order).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,8 @@ import numpy as np
 
 from ragspine.extras import require
 from ragspine.registry import spec_from_env
-from ragspine.retrieval.vector.embeddings.onnx import model_feed, pad_id, padded_feed
+from ragspine.retrieval.vector.arrays import batches
+from ragspine.retrieval.vector.embeddings.onnx import cpu_session, load_tokenizer, model_feed, pad_id, padded_feed
 
 MODEL_SETTING = "RAGSPINE_RERANKER_MODEL"
 ONNX_FILES = ("model.onnx", "onnx/model.onnx")
@@ -56,10 +57,11 @@ class OnnxModel:
     """An ONNX model folder (model.onnx + tokenizer.json) on ONNX Runtime's CPU provider."""
 
     def __init__(
-        self, model_dir: str | Path | None, *, what: str, extra: str, max_length: int, threads: int | None
-    ) -> None:
-        if max_length < 4:
-            raise ValueError(f"max_length must be at least 4, got {max_length}")
+        self, model_dir: str | Path | None, *, what: str, extra: str, max_length: int, batch_size: int,
+        threads: int | None,
+    ) -> None:  # fmt: skip
+        if max_length < 4 or batch_size < 1:
+            raise ValueError(f"max_length must be at least 4 and batch_size at least 1, got {max_length}, {batch_size}")
         ort = require("onnxruntime", extra=extra, purpose=what)
         tokenizers = require("tokenizers", extra=extra, purpose=what)
         self.folder = model_folder(model_dir, what=what, holds="model.onnx + tokenizer.json")
@@ -69,21 +71,19 @@ class OnnxModel:
             if path is None or not path.is_file():
                 raise FileNotFoundError(f"{what}: {name} is missing from the model folder {str(self.folder)!r}")
         assert model is not None
-        self.model_path = model
-        self.tokenizer = tokenizers.Tokenizer.from_file(str(tokenizer))
-        self.tokenizer.no_padding()
-        self.tokenizer.enable_truncation(max_length=max_length)
+        self.model_path, self.batch_size = model, batch_size
+        self.tokenizer = load_tokenizer(tokenizers, tokenizer, max_length)
         self.pad = pad_id(self.tokenizer)
-        options = ort.SessionOptions()
-        if threads is not None:
-            options.intra_op_num_threads = threads
-            options.inter_op_num_threads = 1
-        self.session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+        self.session = cpu_session(ort, model, threads)
         self.inputs = [i.name for i in self.session.get_inputs()]
         self.output = self.session.get_outputs()[0].name
 
-    def run(self, encodings: list[Any]) -> tuple[np.ndarray, np.ndarray]:
-        """(the first output as float32, the attention mask) for a batch of encodings."""
-        feed = padded_feed(encodings, self.pad)
-        (out, *_) = self.session.run([self.output], model_feed(feed, self.inputs, self.model_path))
-        return np.asarray(out, dtype=np.float32), feed["attention_mask"]
+    def run_batches(self, inputs: list[Any]) -> Iterator[tuple[list[int], np.ndarray, np.ndarray]]:
+        """Tokenize `inputs` (texts or (text, text) pairs) and run them batched by length:
+        (the inputs' indexes, the first output as float32, the attention mask) per batch."""
+        encodings = self.tokenizer.encode_batch(inputs)
+        order = sorted(range(len(inputs)), key=lambda i: len(encodings[i].ids))
+        for batch in batches(order, self.batch_size):
+            feed = padded_feed([encodings[i] for i in batch], self.pad)
+            (out, *_) = self.session.run([self.output], model_feed(feed, self.inputs, self.model_path))
+            yield list(batch), np.asarray(out, dtype=np.float32), feed["attention_mask"]

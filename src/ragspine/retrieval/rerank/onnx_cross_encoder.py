@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 
 from ragspine.retrieval.rerank.models import OnnxModel, order_by_scores
-from ragspine.retrieval.vector.arrays import batches
 
 DEFAULT_MAX_LENGTH = 512
 DEFAULT_BATCH_SIZE = 16
@@ -39,22 +38,15 @@ class CrossEncoderReranker:
         batch_size: int = DEFAULT_BATCH_SIZE,
         threads: int | None = None,
     ) -> None:
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-        self._model = OnnxModel(model_dir, what="CrossEncoderReranker", extra="rerank",
-                                max_length=max_length, threads=threads)  # fmt: skip
-        self.batch_size = batch_size
+        self._model = OnnxModel(model_dir, what="CrossEncoderReranker", extra="rerank", max_length=max_length,
+                                batch_size=batch_size, threads=threads)  # fmt: skip
 
     def scores(self, query: str, candidates: list[str]) -> list[float]:
         """The relevance score of each candidate for `query`."""
-        if not candidates:
-            return []
-        encodings = self._model.tokenizer.encode_batch([(query, text) for text in candidates])
-        order = sorted(range(len(candidates)), key=lambda i: len(encodings[i].ids))
         out = np.zeros(len(candidates), dtype=np.float32)
-        for batch in batches(order, self.batch_size):
-            logits, _ = self._model.run([encodings[i] for i in batch])
-            out[list(batch)] = _relevance(logits, self._model.model_path)
+        if candidates:
+            for batch, logits, _ in self._model.run_batches([(query, text) for text in candidates]):
+                out[batch] = _relevance(logits, self._model.model_path)
         return out.tolist()
 
     def rerank(self, query: str, candidates: list[str]) -> list[int]:

@@ -72,17 +72,9 @@ class OnnxEmbeddingBackend:
         self.pooling, self.normalize = pooling, normalize
         self.query_prefix, self.passage_prefix = query_prefix, passage_prefix
         self.max_length, self.batch_size = max_length, batch_size
-        self._tokenizer = tokenizers.Tokenizer.from_file(str(self.tokenizer_path))
-        self._tokenizer.no_padding()
-        self._tokenizer.enable_truncation(max_length=max_length)
+        self._tokenizer = load_tokenizer(tokenizers, self.tokenizer_path, max_length)
         self._pad_id = pad_id(self._tokenizer)
-        options = ort.SessionOptions()
-        if threads is not None:
-            options.intra_op_num_threads = threads
-            options.inter_op_num_threads = 1
-        self._session = ort.InferenceSession(
-            str(self.model_path), options, providers=["CPUExecutionProvider"]
-        )
+        self._session = cpu_session(ort, self.model_path, threads)
         self._inputs = [i.name for i in self._session.get_inputs()]
         self._output, pooled, self.dim = _pick_output(self._session.get_outputs())
         self._pooled_output = pooled
@@ -180,6 +172,23 @@ def _existing(path: Path) -> Path:
     if not path.is_file():
         raise FileNotFoundError(f"no such model file: {str(path)!r}")
     return path.resolve()
+
+
+def load_tokenizer(tokenizers: Any, path: Path, max_length: int) -> Any:
+    """A `tokenizers` tokenizer from tokenizer.json: no padding, truncation at `max_length`."""
+    tokenizer = tokenizers.Tokenizer.from_file(str(path))
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(max_length=max_length)
+    return tokenizer
+
+
+def cpu_session(ort: Any, path: Path, threads: int | None) -> Any:
+    """An ONNX Runtime CPU session (`threads` intra-op threads when given)."""
+    options = ort.SessionOptions()
+    if threads is not None:
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
 def padded_feed(encodings: list[Any], pad: int) -> dict[str, np.ndarray]:
