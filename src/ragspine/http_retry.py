@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+from ragspine.secret import Secret
+
 MAX_BACKOFF_S = 8.0
 EXCERPT_CHARS = 200
 T = TypeVar("T")
@@ -62,6 +64,16 @@ def post_with_retries(
     if attempt:
         outcome.args = (f"{outcome} (after {attempt + 1} attempts)",)
     raise outcome
+
+
+def json_client(httpx: Any, timeout: float, api_key: Secret | str | None, *, content_type: bool = False) -> Any:
+    """An httpx client with the timeout and a JSON Accept header (or Content-Type), and the key,
+    if any, only in a Bearer Authorization header."""
+    headers = {"Content-Type" if content_type else "Accept": "application/json"}
+    if api_key is not None:
+        key = api_key if isinstance(api_key, Secret) else Secret(api_key)
+        headers["Authorization"] = f"Bearer {key.reveal()}"
+    return httpx.Client(timeout=httpx.Timeout(timeout), headers=headers)
 
 
 def excerpt(response: Any) -> str:

@@ -17,8 +17,9 @@ Invariants:
 - A target given as a string ("module:attr") is imported only when that name is built, so a
   bare install never imports an optional dependency it does not use.
 - `spec_from_env` is the only environment read outside `ragspine.settings`: what a factory's
-  `spec=None` means (the specification's contract for `make_embedding_backend`). The assembly
-  never relies on it: it passes the value settings resolved (config file and flags included).
+  `spec=None` means (the specification's contract for `make_embedding_backend`), and the model
+  folder `make_reranker("cross_encoder")` uses when given none (the specification's second
+  example). The assembly never relies on it: it passes the values settings resolved.
 - This module is a leaf: it imports nothing from ragspine.
 """
 

@@ -306,6 +306,7 @@ class Workspace:
             dense.vectors.close()
             close_backend(dense.backend)
         _close(self.provider)
+        _close(self.retriever.index.reranker)  # a rerank server's connection pool
 
     def __enter__(self) -> Workspace:
         return self

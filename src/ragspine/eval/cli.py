@@ -48,6 +48,11 @@ ANALYZERS = ("auto", "spec", "en-stem")
                    "(the BEIR convention; analyzer auto, glossary off unless --glossary).")  # fmt: skip
 @click.option("--db", default=None, type=click.Path(dir_okay=False),
               help="With --whole-entries: keep that run's store here and reuse it (default: in memory).")  # fmt: skip
+@click.option("--reranker", default=None, metavar="SPEC",
+              help="Reranker of the fused head (none, splade, cross_encoder, colbert, http, llm, ...: "
+                   "make_reranker's names) [default: RAGSPINE_RERANKER, as for search].")  # fmt: skip
+@click.option("--reranker-top-n", default=None, type=click.IntRange(min=2),
+              help="Fused results the reranker reorders [default: RAGSPINE_RERANKER_TOP_N, 10].")  # fmt: skip
 @click.option("--glossary", is_flag=True,
               help="With --whole-entries: expand queries with the glossary (the product path always does, "
                    "as search does).")  # fmt: skip
@@ -65,6 +70,8 @@ def eval_command(
     json_path: str | None,
     whole_entries: bool,
     db: str | None,
+    reranker: str | None,
+    reranker_top_n: int | None,
     glossary: bool,
 ) -> None:
     """Score retrieval on a BEIR folder (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv).
@@ -81,6 +88,8 @@ def eval_command(
     if whole_entries:
         if cache is not None:
             raise click.UsageError("--cache keeps a product-path workspace; with --whole-entries use --db FILE")
+        if reranker is not None or reranker_top_n is not None:
+            raise click.UsageError("--reranker applies to the product path; --whole-entries never reranks")
         if overlap_chars is not None and chunk_chars is None:
             raise click.UsageError("--overlap-chars needs --chunk-chars (whole documents have no overlap)")
     else:
@@ -104,9 +113,10 @@ def eval_command(
             options = ProductOptions(
                 mode=mode, embedding=embedding, analyzer=analyzer, chunk_chars=chunk_chars,
                 chunk_overlap=overlap_chars, config=config_file, top_k=top_k, cache=cache,
+                reranker=reranker, reranker_top_n=reranker_top_n,
             )  # fmt: skip
             report = run_product_eval(dataset, options)
-    except (ValueError, ConfigError, PermissionError) as exc:
+    except (ValueError, ConfigError, PermissionError, FileNotFoundError, ImportError) as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(format_report(report))
     if json_path is not None:

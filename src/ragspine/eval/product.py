@@ -58,12 +58,15 @@ class ProductOptions:
     top_k: int = DEFAULT_EVAL_TOP_K
     cache: str | None = None  # keep the ingested workspace under this folder
     progress: bool = True
+    reranker: str | None = None  # RAGSPINE_RERANKER
+    reranker_top_n: int | None = None  # RAGSPINE_RERANKER_TOP_N
 
     def flags(self) -> dict[str, object]:
         return {
             "RAGSPINE_RETRIEVAL_MODE": self.mode, "RAGSPINE_EMBEDDING": self.embedding,
             "RAGSPINE_ANALYZER": self.analyzer, "RAGSPINE_CHUNK_CHARS": self.chunk_chars,
-            "RAGSPINE_CHUNK_OVERLAP": self.chunk_overlap,
+            "RAGSPINE_CHUNK_OVERLAP": self.chunk_overlap, "RAGSPINE_RERANKER": self.reranker,
+            "RAGSPINE_RERANKER_TOP_N": self.reranker_top_n,
         }  # fmt: skip
 
 
@@ -147,7 +150,7 @@ def run_product_eval(
         with Workspace.from_settings(settings) as workspace:
             stats = workspace.stats()
             chunks = stats["chunks"]
-            run, query_s = _query_all(
+            run, query_s, query_ms = _query_all(
                 workspace,
                 dataset.queries,
                 options.top_k,
@@ -198,6 +201,7 @@ def run_product_eval(
         path="product",
         settings={"index": asked.describe(), **pipeline},
         empty_entries=empty,
+        query_ms=query_ms,
     )
 
 
@@ -257,9 +261,10 @@ def _query_all(
     chunks: int,
     docs: int,
     progress: bool,
-) -> tuple[dict[str, list[tuple[str, float]]], float]:
+) -> tuple[dict[str, list[tuple[str, float]]], float, list[float]]:
     """Rank corpus entries for each query by their best snippet (`Workspace.search`, best first);
-    a blank query gets an empty ranking. The first query runs once before the clock starts."""
+    a blank query gets an empty ranking. The first query runs once before the clock starts.
+    Returns (run, seconds, each non-blank query's milliseconds)."""
     from ragspine.eval.runner import _progress, chunk_depth
 
     depth = chunk_depth(top_k, chunks, docs)
@@ -274,16 +279,18 @@ def _query_all(
     if warm is not None:
         workspace.search(warm, top_k=1)
     run: dict[str, list[tuple[str, float]]] = {}
+    times: list[float] = []
     started = time.perf_counter()
     for qid, text in _progress(
         list(queries.items()), progress, desc="queries", unit="q"
     ):
-        run[qid] = (
-            []
-            if not text.strip()
-            else rank_documents(functools.partial(search, text), top_k, depth)
-        )
-    return run, time.perf_counter() - started
+        if not text.strip():
+            run[qid] = []
+            continue
+        began = time.perf_counter()
+        run[qid] = rank_documents(functools.partial(search, text), top_k, depth)
+        times.append((time.perf_counter() - began) * 1000)
+    return run, time.perf_counter() - started, times
 
 
 def _read_manifest(path: Path) -> dict[str, Any] | None:

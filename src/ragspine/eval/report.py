@@ -78,6 +78,8 @@ def _metrics(report: EvalReport) -> list[str]:
         f"  {'Recall@' + str(RECALL_K):<11} {report.recall:.4f}",
         f"  {'MRR@' + str(MRR_K):<11} {report.mrr:.4f}",
         f"  {'queries/s':<11} {report.queries_per_s:.1f}",
+        *([f"  {'ms/query':<11} p50 {report.latency_ms[0]:.1f}, p95 {report.latency_ms[1]:.1f}"]
+          if report.latency_ms else []),
     ]
 
 

@@ -107,10 +107,20 @@ class EvalReport:
     path: str = "whole entries"  # or "product": files → ragspine ingest → Workspace.search
     settings: dict[str, str] = field(default_factory=dict)  # the product settings a product run used
     empty_entries: int = 0  # corpus entries with no text (not ingested on the product path)
+    query_ms: list[float] = field(default_factory=list, repr=False)  # each non-blank query's time (product path)
 
     @property
     def queries_per_s(self) -> float:
         return self.queries / self.query_s if self.query_s > 0 else 0.0
+
+    @property
+    def latency_ms(self) -> tuple[float, float] | None:
+        """(p50, p95) of the per-query times in ms (nearest rank), or None when not measured."""
+        if not self.query_ms:
+            return None
+        ordered = sorted(self.query_ms)
+        rank = [ordered[max(0, math.ceil(p * len(ordered)) - 1)] for p in (0.50, 0.95)]
+        return rank[0], rank[1]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -145,7 +155,9 @@ class EvalReport:
             "path": self.path,
             "settings": dict(self.settings),
             "empty_entries": self.empty_entries,
-        }
+            **({"ms_per_query_p50": round(self.latency_ms[0], 2), "ms_per_query_p95": round(self.latency_ms[1], 2)}
+               if self.latency_ms else {}),
+        }  # fmt: skip
 
 
 def run_eval(dataset: BeirDataset, options: EvalOptions = EvalOptions()) -> EvalReport:

@@ -17,7 +17,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from ragspine.extras import require
-from ragspine.http_retry import EndpointError, excerpt, post_with_retries
+from ragspine.http_retry import EndpointError, excerpt, json_client, post_with_retries
 from ragspine.secret import Secret
 
 if TYPE_CHECKING:
@@ -67,12 +67,8 @@ class OpenAICompatibleProvider:
         self.timeout, self.max_retries, self.backoff = timeout, max_retries, backoff
         self.url = f"{self.base_url}/chat/completions"
         self._sleep = sleep
-        headers = {"Accept": "application/json"}
-        if api_key is not None:
-            key = api_key if isinstance(api_key, Secret) else Secret(api_key)
-            headers["Authorization"] = f"Bearer {key.reveal()}"
         self._httpx = httpx
-        self._client = httpx.Client(timeout=httpx.Timeout(timeout), headers=headers)
+        self._client = json_client(httpx, timeout, api_key)
 
     def chat(self, messages: list[dict[str, str]], **options: Any) -> str:
         """The assistant's reply to `messages`; `options` (temperature, max_tokens…) are sent as is."""

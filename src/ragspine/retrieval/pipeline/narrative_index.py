@@ -5,7 +5,7 @@ transaction; retrieval always reflects the store's current active set at its cur
 data_version, including writes by other processes: the lexical index (`StoreIndex`, persisted
 beside the store) catches up incrementally from the store's change log, or rebuilds when it
 cannot; RESTRICTED chunks are masked out before scoring (`HybridRetriever`), and rerank only
-reorders, with RESTRICTED handled by `rerank_head` all the same (defence in depth).
+reorders, with RESTRICTED handled by `rerank.guard` all the same (exit #1, defence in depth).
 
 With an embedding backend, chunk vectors are computed at ingest (`embed_on_write`, the new
 document's chunks) or in bulk by `embed_pending` (batched, resumable, with a progress bar), and
@@ -42,12 +42,8 @@ from ragspine.retrieval.pipeline.hybrid import (
     HybridRetriever,
     RetrievalResult,
 )
-from ragspine.retrieval.rerank.guard import rerank_head
-from ragspine.retrieval.rerank.listwise_rerank import (
-    DEFAULT_TOP_N,
-    ListwiseJudge,
-    listwise_rerank,
-)
+from ragspine.retrieval.rerank.guard import reranker_name, rerank_traced
+from ragspine.retrieval.rerank.listwise_rerank import DEFAULT_TOP_N, ListwiseJudge
 from ragspine.retrieval.rerank.protocol import Reranker
 from ragspine.retrieval.store.protocol import ChunkStoreProtocol
 from ragspine.retrieval.store.sqlite import ChunkStore  # noqa: F401 - the doctests use it
@@ -101,6 +97,7 @@ class NarrativeIndex:
         channels: str = "hybrid",
         embed_on_write: bool = True,
         vectors: ChunkVectorStore | None = None,
+        rerank_timeout: float | None = None,
     ) -> None:
         self.store = store
         self.embedding_backend = embedding_backend
@@ -110,6 +107,7 @@ class NarrativeIndex:
         self.chunker = chunker if chunker is not None else ParagraphChunker(max_chars, overlap_chars)
         self.max_chars, self.overlap_chars = max_chars, overlap_chars
         self.k1, self.b, self.top_n = k1, b, top_n
+        self.rerank_timeout = rerank_timeout  # seconds; past it the fused order stands
         self.fusion = fusion if fusion is not None else Fusion(k=rrf_k)
         self.rrf_k = self.fusion.k
         self.channels = channels
@@ -187,9 +185,13 @@ class NarrativeIndex:
         self._after_write()
 
     def close(self) -> None:
-        """Close the chunk vectors file (the store stays the caller's to close)."""
+        """Close the chunk vectors file and the reranker's connection, if it has one (the store
+        stays the caller's to close)."""
         if self.dense is not None:
             self.dense.vectors.close()
+        close_reranker = getattr(self.reranker, "close", None)
+        if callable(close_reranker):
+            close_reranker()
 
     def refresh(self) -> None:
         """Bring the lexical index (and its files) up to date with the store now."""
@@ -214,12 +216,20 @@ class NarrativeIndex:
         rerank: bool = True,
         where: Filter | Mapping[str, Any] | None = None,
         include_restricted: bool = False,
+        trace: dict[str, Any] | None = None,
     ) -> list[RetrievalResult]:
         """Ranked active chunks for `query` (metadata filters and the typed `where` filter
-        AND-ed, before scoring), reranked when a reranker (else a judge) is set: RESTRICTED
-        candidates are never given to either (`rerank.guard`). RESTRICTED chunks are not
-        candidates at all unless `include_restricted=True` (an owner's diagnostic and what the
-        exits are tested on; no caller-facing path passes it)."""
+        AND-ed, before scoring), reranked when a reranker (else a judge) is set: the first
+        max(top_k, top_n) fused results are ranked, their head reordered, the first top_k kept.
+        RESTRICTED candidates are never given to either (`rerank.guard`). RESTRICTED chunks are
+        not candidates at all unless `include_restricted=True` (an owner's diagnostic and what
+        the exits are tested on; no caller-facing path passes it). `trace`, when given,
+        receives the rerank step's lineage under "rerank"."""
+        order, name = None, ""
+        if rerank and self.reranker is not None:
+            order, name = self.reranker.rerank, reranker_name(self.reranker)
+        elif rerank and self.judge is not None:
+            order, name = self.judge.judge, "listwise judge"
         results = self.retriever(include_restricted=include_restricted).search(
             query,
             topic=topic,
@@ -227,14 +237,16 @@ class NarrativeIndex:
             geography=geography,
             period=period,
             language=language,
-            top_k=top_k,
+            top_k=top_k if order is None else max(top_k, self.top_n),
             where=where,
         )
-        if rerank and self.reranker is not None:
-            results = rerank_head(query, results, self.reranker.rerank, top_n=self.top_n,
-                                  name=type(self.reranker).__name__)  # fmt: skip
-        elif rerank and self.judge is not None:
-            results = listwise_rerank(query, results, self.judge, top_n=self.top_n)
+        if order is not None:
+            results, lineage = rerank_traced(
+                query, results, order, top_n=self.top_n, name=name, timeout_s=self.rerank_timeout
+            )
+            results = results[:top_k]
+            if trace is not None:
+                trace["rerank"] = lineage.as_dict()
         return results
 
     def retriever(self, *, include_restricted: bool = False) -> HybridRetriever:

@@ -1,11 +1,15 @@
-"""The specification's path for `make_reranker` (body: `retrieval.rerank.factory`).
+"""The specification's path for `make_reranker` and `CrossEncoderReranker` (bodies:
+`retrieval.rerank.factory`, `retrieval.rerank.onnx_cross_encoder`).
 
-Local cross-encoder, ColBERT and SPLADE rerankers plug into the same registry (issue 17).
+    from ragspine.retrieval.rerank.cross_encoder import make_reranker
+    reranker = make_reranker("cross_encoder")   # the ONNX model folder in RAGSPINE_RERANKER_MODEL
+    reranker = make_reranker("splade")          # SPLADE-tiny, out of the box
 """
 
 from __future__ import annotations
 
 from ragspine.retrieval.rerank.factory import RERANKERS, make_reranker
+from ragspine.retrieval.rerank.onnx_cross_encoder import CrossEncoderReranker
 from ragspine.retrieval.rerank.protocol import Reranker
 
-__all__ = ["RERANKERS", "Reranker", "make_reranker"]
+__all__ = ["RERANKERS", "CrossEncoderReranker", "Reranker", "make_reranker"]

@@ -3,27 +3,55 @@
     from ragspine.retrieval.rerank.cross_encoder import make_reranker   # the specification's path
 
     make_reranker("none")                      # None: no second stage (the default)
+    make_reranker("splade")                    # SPLADE-tiny, numpy, out of the box [splade]
+    make_reranker("cross_encoder")             # ONNX cross-encoder in RAGSPINE_RERANKER_MODEL [rerank]
+    make_reranker("ce", model_dir="models/bge-reranker-base-onnx")
+    make_reranker("auto")                      # cross_encoder when a model folder is set, else None
+    make_reranker("colbert", model_dir="models/colbertv2-onnx")                     # [colbert]
+    make_reranker("http", url="http://gpu-box:8080/rerank", api="tei")              # a rerank server
     make_reranker("llm", provider=provider)    # the listwise LLM judge
     make_reranker("my_pkg.rerankers:Mine")     # a class of yours implementing Reranker
 
 Invariants: names and errors come from the RERANKERS registry (a test keeps
 `ragspine.settings.config.RERANKERS` equal to its names); whatever is built is checked against
-the `Reranker` Protocol; every reranker runs behind `guard.rerank_head` (RESTRICTED exit #1).
+the `Reranker` Protocol; a model is loaded only when its name is built (no hub download ever);
+every reranker runs behind `guard.rerank_traced` (RESTRICTED exit #1, timeout, fallback, lineage).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from ragspine.registry import Entry, Registry
+from ragspine.registry import Entry, Registry, spec_from_env
+from ragspine.retrieval.rerank.models import MODEL_SETTING
 from ragspine.retrieval.rerank.protocol import Reranker
 
+
+def auto_reranker(model_dir: str | Path | None = None, **options: Any) -> Reranker | None:
+    """The cross-encoder when a model folder is given (or RAGSPINE_RERANKER_MODEL is set), else None."""
+    if model_dir is None and not spec_from_env((MODEL_SETTING,), ""):
+        return None
+    from ragspine.retrieval.rerank.onnx_cross_encoder import CrossEncoderReranker
+
+    return CrossEncoderReranker(model_dir, **options)
+
+
+_CROSS_ENCODER = "ragspine.retrieval.rerank.onnx_cross_encoder:CrossEncoderReranker"
 RERANKERS: Registry[Reranker] = Registry(
     "reranker",
-    {"llm": Entry("ragspine.retrieval.rerank.llm_judge:ProviderListwiseJudge", "listwise LLM judge [llm]")},
+    {
+        "cross_encoder": Entry(_CROSS_ENCODER, "ONNX cross-encoder over a model folder [rerank]"),
+        "ce": Entry(_CROSS_ENCODER, "= cross_encoder"),
+        "auto": Entry(auto_reranker, "cross_encoder when a model folder is configured, else none"),
+        "colbert": Entry("ragspine.retrieval.rerank.colbert:ColbertReranker", "ColBERT MaxSim, ONNX model folder [colbert]"),
+        "splade": Entry("ragspine.retrieval.rerank.splade:SpladeReranker", "SPLADE sparse scoring, SPLADE-tiny by default [splade]"),
+        "llm": Entry("ragspine.retrieval.rerank.llm_judge:ProviderListwiseJudge", "listwise LLM judge [llm]"),
+        "http": Entry("ragspine.retrieval.rerank.http:HttpReranker", "a rerank server: Cohere/Jina or TEI API"),
+    },
     protocol=Reranker,
     none_names=("none",),
-)
+)  # fmt: skip
 
 
 def make_reranker(spec: str = "none", **options: Any) -> Reranker | None:
@@ -35,6 +63,6 @@ def make_reranker(spec: str = "none", **options: Any) -> Reranker | None:
     ...     make_reranker("colbertish")
     ... except ValueError as exc:
     ...     print(exc)
-    unknown reranker 'colbertish'; valid: none, llm, or a dotted path package.module:Class
+    unknown reranker 'colbertish'; valid: none, cross_encoder, ce, auto, colbert, splade, llm, http, or a dotted path package.module:Class
     """
     return RERANKERS.make(spec, **options)

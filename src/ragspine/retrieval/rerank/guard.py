@@ -1,15 +1,22 @@
-"""RESTRICTED exit #1 for every reranker, in one place.
+"""RESTRICTED exit #1 for every reranker, in one place: the wrapper every reranker runs behind.
 
 Invariants: only the first `top_n` results are reordered; a RESTRICTED candidate is never given
 to the reranker and keeps its position; with fewer than two open candidates the reranker is not
-called; an exception or an answer that is not a permutation keeps the incoming (fused) order and
-is logged. `rerank_head` never raises and never adds, drops or duplicates a result.
+called; an exception, a run longer than `timeout_s`, or an answer that is not a permutation
+keeps the incoming (fused) order and is logged. `rerank_traced` / `rerank_head` never raise and
+never add, drop or duplicate a result; the `RerankLineage` says which reranker ran, on how many
+candidates, how many were withheld, and whether (and why) the fused order was kept.
 """
 
 from __future__ import annotations
 
 import logging
+import operator
+import threading
+import time
 from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
 
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.retrieval.types import RetrievalResult
@@ -20,6 +27,27 @@ _LOG = logging.getLogger(__name__)
 Order = Callable[[str, list[str]], list[int]]
 
 
+@dataclass(frozen=True)
+class RerankLineage:
+    """What the rerank step did, for a result's lineage."""
+
+    reranker: str
+    candidates: int  # open candidates given to the reranker (0 when it was not called)
+    withheld: int  # RESTRICTED candidates in the head: never given to it, kept in place
+    fell_back: bool  # the fused order was kept because the reranker failed
+    reason: str | None = None  # why it fell back, or why it was not called
+    ms: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def reranker_name(reranker: object) -> str:
+    """A reranker's `name` attribute, else its class name."""
+    name = getattr(reranker, "name", None)
+    return name if isinstance(name, str) and name else type(reranker).__name__
+
+
 def rerank_head(
     query: str,
     results: Sequence[RetrievalResult],
@@ -27,6 +55,7 @@ def rerank_head(
     *,
     top_n: int = DEFAULT_TOP_N,
     name: str = "reranker",
+    timeout_s: float | None = None,
 ) -> list[RetrievalResult]:
     """`results` with the open members of its first `top_n` reordered by `order(query, texts)`.
 
@@ -36,20 +65,64 @@ def rerank_head(
     >>> [r.chunk.chunk_id for r in rerank_head("q", rs, lambda q, texts: [2, 1, 0])]
     ['c2', 'c1', 'c0']
     """
+    return rerank_traced(query, results, order, top_n=top_n, name=name, timeout_s=timeout_s)[0]
+
+
+def rerank_traced(
+    query: str,
+    results: Sequence[RetrievalResult],
+    order: Order,
+    *,
+    top_n: int = DEFAULT_TOP_N,
+    name: str = "reranker",
+    timeout_s: float | None = None,
+) -> tuple[list[RetrievalResult], RerankLineage]:
+    """`rerank_head`, and the lineage of what it did."""
     ranked = list(results)
     head = ranked[: max(top_n, 0)]
     open_slots = [i for i, r in enumerate(head) if not is_restricted(r.chunk.sensitivity)]
+    withheld = len(head) - len(open_slots)
     if len(open_slots) < 2:
-        return ranked
+        return ranked, RerankLineage(name, 0, withheld, False, "fewer than two open candidates; not called")
     candidates = [head[i].chunk.text for i in open_slots]
+    started = time.perf_counter()
     try:
-        permutation = list(order(query, candidates))
+        answer = _call(order, query, candidates, timeout_s)
+        permutation = [operator.index(j) for j in answer]
         if sorted(permutation) != list(range(len(candidates))):
             raise ValueError(f"returned {permutation!r}, not a permutation of {len(candidates)}")
     except Exception as exc:  # noqa: BLE001 - any reranker failure keeps the fused order
+        ms = (time.perf_counter() - started) * 1000
         _LOG.warning("%s failed (%s); keeping the fused order", name, exc)
-        return ranked
+        reason = f"{type(exc).__name__}: {exc}"[:300]
+        return ranked, RerankLineage(name, len(candidates), withheld, True, reason, round(ms, 3))
+    ms = (time.perf_counter() - started) * 1000
     reordered = [head[open_slots[j]] for j in permutation]
     for slot, result in zip(open_slots, reordered, strict=True):
         ranked[slot] = result
-    return ranked
+    return ranked, RerankLineage(name, len(candidates), withheld, False, None, round(ms, 3))
+
+
+def _call(order: Order, query: str, candidates: list[str], timeout_s: float | None) -> list[int]:
+    """`order(query, a copy of candidates)`; TimeoutError when `timeout_s` passes first (the call
+    is left to finish on its daemon thread; its answer is ignored)."""
+    if timeout_s is None:
+        return order(query, list(candidates))
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["answer"] = order(query, list(candidates))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, name="ragspine-rerank", daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    if worker.is_alive():
+        raise TimeoutError(f"no answer within {timeout_s:g} s")
+    error = box.get("error")
+    if error is not None:
+        raise error if isinstance(error, Exception) else RuntimeError(repr(error))
+    answer: list[int] = box["answer"]
+    return answer

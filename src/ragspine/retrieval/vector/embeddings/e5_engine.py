@@ -29,11 +29,12 @@ import importlib.util
 import mmap
 import os
 import struct
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from ragspine.retrieval.vector.embeddings.bert import BertLayer, encode_layers, layernorm, length_groups
 
 _MAGIC = b"E5S1"
 _QK = 32  # weights per 4-bit block
@@ -174,35 +175,6 @@ def _unigram(vocab: list[tuple[str, float]], unk_id: int) -> Any:
     return tok
 
 
-def _gelu(x: np.ndarray) -> np.ndarray:
-    """GELU, tanh form, in place (within 5e-4 of the erf form; numpy has no erf, and this is
-    7x faster than a polynomial erf on large arrays)."""
-    y = x * x
-    y *= np.float32(0.044715)
-    y += np.float32(1.0)
-    y *= x
-    y *= np.float32(0.7978845608028654)
-    np.tanh(y, out=y)
-    y += np.float32(1.0)
-    y *= np.float32(0.5)
-    x *= y
-    return x
-
-
-@dataclass
-class _Layer:
-    wqkv: np.ndarray  # (H, 3H): x @ wqkv → q|k|v
-    bqkv: np.ndarray
-    wo: np.ndarray
-    bo: np.ndarray
-    ln1: tuple[np.ndarray, np.ndarray]
-    wi: np.ndarray
-    bi: np.ndarray
-    wf: np.ndarray
-    bf: np.ndarray
-    ln2: tuple[np.ndarray, np.ndarray]
-
-
 class E5Engine:
     """multilingual-e5-small in numpy. `encode(texts, is_query)` → (n, 384) float32 unit rows."""
 
@@ -271,7 +243,7 @@ class E5Engine:
             b = {t: floats(f"l{i}.{t}.b") for t in _LAYER_TENSORS}
             qkv = np.concatenate([w["q"], w["k"], w["v"]])  # (3H, H/32) blocks
             self._layers.append(
-                _Layer(
+                BertLayer(
                     wqkv=_dequantize_t(qkv, 3 * H, H),
                     bqkv=np.concatenate([b["q"], b["k"], b["v"]]),
                     wo=_dequantize_t(w["ao"], H, H), bo=b["ao"],
@@ -317,25 +289,13 @@ class E5Engine:
         """(len(texts), dim) float32 unit rows, in the order given."""
         ids = self.token_ids(list(texts), is_query)
         out = np.zeros((len(ids), self.dim), dtype=np.float32)
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        start = 0
-        while start < len(order):
-            width = len(ids[order[start]])
-            end = start + 1
-            while end < len(order):
-                width = len(ids[order[end]])
-                if width * (end - start + 1) > token_budget:
-                    break
-                end += 1
-            group = order[start:end]
+        for group in length_groups([len(row) for row in ids], token_budget):
             out[group] = self._forward([ids[i] for i in group])
-            start = end
         return out
 
     def _forward(self, batch: list[list[int]]) -> np.ndarray:
         n, width = len(batch), max(len(x) for x in batch)
-        H, NH = self.dim, self.heads
-        hd = H // NH
+        H = self.dim
         ids = np.full((n, width), self.unk, dtype=np.int64)
         mask = np.zeros((n, width), dtype=bool)
         for r, row in enumerate(batch):
@@ -343,38 +303,12 @@ class E5Engine:
             mask[r, : len(row)] = True
         x = _dequantize(self._word_blocks[ids.reshape(-1)], n * width, H).reshape(n, width, H)
         x += self._pos[:width] + self._type
-        x = self._layernorm(x, *self._eln)
-        lengths = [len(row) for row in batch]
-        scale = np.float32(1.0 / np.sqrt(hd))
-        ctx = np.zeros((n, width, H), dtype=np.float32)  # padded positions stay 0
-        for ly in self._layers:
-            qkv = (x.reshape(n * width, H) @ ly.wqkv + ly.bqkv).reshape(n, width, 3, NH, hd)
-            for r, length in enumerate(lengths):
-                # Attention text by text over its own tokens: no padding enters its products or
-                # sums, so a text's vector does not depend on the batch it is in.
-                part = qkv[r, :length]
-                q = np.ascontiguousarray(part[:, 0].transpose(1, 0, 2))  # NH, length, hd
-                q *= scale
-                att = q @ np.ascontiguousarray(part[:, 1].transpose(1, 2, 0))  # NH, length, length
-                att -= att.max(axis=-1, keepdims=True)
-                np.exp(att, out=att)
-                total = att.sum(axis=-1, keepdims=True)
-                head = att @ np.ascontiguousarray(part[:, 2].transpose(1, 0, 2))
-                head /= total  # softmax's division, on the (length × hd) result
-                ctx[r, :length] = head.transpose(1, 0, 2).reshape(length, H)
-            x = self._layernorm(x + (ctx.reshape(n * width, H) @ ly.wo + ly.bo).reshape(n, width, H), *ly.ln1)
-            mid = x.reshape(n * width, H) @ ly.wi + ly.bi
-            x = self._layernorm(x + (_gelu(mid) @ ly.wf + ly.bf).reshape(n, width, H), *ly.ln2)
+        x = layernorm(x, *self._eln, self.eps)
+        x = encode_layers(x, [len(row) for row in batch], self._layers, self.heads, self.eps)
         weights = mask[..., None].astype(np.float32)
         pooled = (x * weights).sum(axis=1) / weights.sum(axis=1)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
-
-    def _layernorm(self, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
-        mean = x.mean(axis=-1, keepdims=True)
-        centred = x - mean
-        var = (centred * centred).mean(axis=-1, keepdims=True)
-        return (centred / np.sqrt(var + self.eps) * w + b).astype(np.float32)
 
 
 def default_threads() -> int:

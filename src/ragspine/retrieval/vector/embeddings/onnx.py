@@ -72,17 +72,9 @@ class OnnxEmbeddingBackend:
         self.pooling, self.normalize = pooling, normalize
         self.query_prefix, self.passage_prefix = query_prefix, passage_prefix
         self.max_length, self.batch_size = max_length, batch_size
-        self._tokenizer = tokenizers.Tokenizer.from_file(str(self.tokenizer_path))
-        self._tokenizer.no_padding()
-        self._tokenizer.enable_truncation(max_length=max_length)
-        self._pad_id = _pad_id(self._tokenizer)
-        options = ort.SessionOptions()
-        if threads is not None:
-            options.intra_op_num_threads = threads
-            options.inter_op_num_threads = 1
-        self._session = ort.InferenceSession(
-            str(self.model_path), options, providers=["CPUExecutionProvider"]
-        )
+        self._tokenizer = load_tokenizer(tokenizers, self.tokenizer_path, max_length)
+        self._pad_id = pad_id(self._tokenizer)
+        self._session = cpu_session(ort, self.model_path, threads)
         self._inputs = [i.name for i in self._session.get_inputs()]
         self._output, pooled, self.dim = _pick_output(self._session.get_outputs())
         self._pooled_output = pooled
@@ -123,18 +115,9 @@ class OnnxEmbeddingBackend:
         return unit_rows(out) if self.normalize else out
 
     def _run(self, encodings: list[Any]) -> np.ndarray:
-        width = max(len(e.ids) for e in encodings)
-        ids = np.full((len(encodings), width), self._pad_id, dtype=np.int64)
-        mask = np.zeros((len(encodings), width), dtype=np.int64)
-        types = np.zeros((len(encodings), width), dtype=np.int64)
-        for row, enc in enumerate(encodings):
-            n = len(enc.ids)
-            ids[row, :n], mask[row, :n], types[row, :n] = enc.ids, enc.attention_mask, enc.type_ids
-        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
-        missing = [name for name in self._inputs if name not in feed]
-        if missing:
-            raise ValueError(f"{self.model_path}: unsupported model inputs {missing}")
-        (hidden,) = self._session.run([self._output], {name: feed[name] for name in self._inputs})
+        feed = padded_feed(encodings, self._pad_id)
+        mask = feed["attention_mask"]
+        (hidden,) = self._session.run([self._output], model_feed(feed, self._inputs, self.model_path))
         if self._pooled_output:
             return np.asarray(hidden, dtype=np.float32)
         return mean_pool(hidden, mask) if self.pooling == "mean" else cls_pool(hidden)
@@ -191,7 +174,45 @@ def _existing(path: Path) -> Path:
     return path.resolve()
 
 
-def _pad_id(tokenizer: Any) -> int:
+def load_tokenizer(tokenizers: Any, path: Path, max_length: int) -> Any:
+    """A `tokenizers` tokenizer from tokenizer.json: no padding, truncation at `max_length`."""
+    tokenizer = tokenizers.Tokenizer.from_file(str(path))
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(max_length=max_length)
+    return tokenizer
+
+
+def cpu_session(ort: Any, path: Path, threads: int | None) -> Any:
+    """An ONNX Runtime CPU session (`threads` intra-op threads when given)."""
+    options = ort.SessionOptions()
+    if threads is not None:
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def padded_feed(encodings: list[Any], pad: int) -> dict[str, np.ndarray]:
+    """input_ids, attention_mask and token_type_ids (int64) from `tokenizers` encodings, padded
+    with `pad` to the longest."""
+    width = max(len(e.ids) for e in encodings)
+    ids = np.full((len(encodings), width), pad, dtype=np.int64)
+    mask = np.zeros((len(encodings), width), dtype=np.int64)
+    types = np.zeros((len(encodings), width), dtype=np.int64)
+    for row, enc in enumerate(encodings):
+        n = len(enc.ids)
+        ids[row, :n], mask[row, :n], types[row, :n] = enc.ids, enc.attention_mask, enc.type_ids
+    return {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+
+
+def model_feed(feed: dict[str, np.ndarray], inputs: list[str], model: Any) -> dict[str, np.ndarray]:
+    """The arrays of `feed` the model's `inputs` name; ValueError naming any it cannot have."""
+    missing = [name for name in inputs if name not in feed]
+    if missing:
+        raise ValueError(f"{model}: unsupported model inputs {missing}")
+    return {name: feed[name] for name in inputs}
+
+
+def pad_id(tokenizer: Any) -> int:
     for token in ("[PAD]", "<pad>"):
         token_id = tokenizer.token_to_id(token)
         if token_id is not None:

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Self
 
-from ragspine.http_retry import excerpt, post_with_retries
+from ragspine.http_retry import excerpt, json_client, post_with_retries
 from ragspine.retrieval.vector.embeddings.support import EmbeddingBackendError, check_texts, require
 from ragspine.retrieval.vector.arrays import batches
 from ragspine.secret import Secret
@@ -79,12 +79,8 @@ class OpenAIEmbeddingBackend:
         suffix = f";dim={dimensions}" if dimensions else ""
         prefixes = f";qp={query_prefix!r};pp={passage_prefix!r}" if query_prefix or passage_prefix else ""
         self.model_id = model_id or f"openai:{model}{suffix}{prefixes}"
-        headers = {"Content-Type": "application/json"}
-        if api_key is not None:
-            key = api_key if isinstance(api_key, Secret) else Secret(api_key)
-            headers["Authorization"] = f"Bearer {key.reveal()}"
         self._httpx = httpx
-        self._client = httpx.Client(timeout=httpx.Timeout(timeout), headers=headers)
+        self._client = json_client(httpx, timeout, api_key, content_type=True)
 
     def embed_texts(self, texts: list[str]) -> list[list[float]]:
         """Passage vectors (`passage_prefix` prepended)."""
