@@ -192,10 +192,12 @@ class NarrativeIndex:
         top_k: int = DEFAULT_TOP_K,
         rerank: bool = True,
         where: Filter | Mapping[str, Any] | None = None,
+        variants: Sequence[str] | None = None,
     ) -> list[RetrievalResult]:
         """Ranked active chunks for `query` (metadata filters and the typed `where` filter
         AND-ed, before scoring), reranked when a reranker (else a judge) is set: RESTRICTED
-        candidates are never given to either (`rerank.guard`)."""
+        candidates are never given to either (`rerank.guard`). `variants`: the screened query
+        texts to search (`query` first); None: the query rewriter's."""
         results = self.retriever().search(
             query,
             topic=topic,
@@ -205,6 +207,7 @@ class NarrativeIndex:
             language=language,
             top_k=top_k,
             where=where,
+            variants=variants,
         )
         if rerank and self.reranker is not None:
             results = rerank_head(query, results, self.reranker.rerank, top_n=self.top_n,
@@ -212,6 +215,16 @@ class NarrativeIndex:
         elif rerank and self.judge is not None:
             results = listwise_rerank(query, results, self.judge, top_n=self.top_n)
         return results
+
+    def variants(self, query: str) -> list[str]:
+        """The query texts the rewriter makes of `query` (itself first; only itself without one)."""
+        return self.query_rewriter.rewrite(query) if self.query_rewriter is not None else [query]
+
+    def lexical_match(self, query: str, results: Sequence[RetrievalResult]) -> float:
+        """How well BM25 matched `query`: the results' best BM25 score over the query's Σ idf
+        (`HybridRetriever.lexical_match`), in [0, 1]."""
+        best = max((r.bm25_score for r in results), default=0.0)
+        return self.retriever().lexical_match(self.analyzer(query), best)
 
     def retriever(self) -> HybridRetriever:
         """The ranker over the store's current active chunks (its index brought up to date)."""
