@@ -31,6 +31,7 @@ CORRECT, AMBIGUOUS, INCORRECT = "correct", "ambiguous", "incorrect"
 DEFAULT_MATCH_LOW = 0.15
 DEFAULT_MATCH_HIGH = 0.4
 AGREEMENT_DEPTH = 3
+AGREEMENT_MIN = 0.5  # two of the channels' top three shared
 _GRADER_PASSAGES = 5
 _GRADER_CHARS = 600
 _LOG = logging.getLogger(__name__)
@@ -78,7 +79,7 @@ def channel_agreement(results: Sequence[RetrievalResult], depth: int = AGREEMENT
 
 class RuleGrader:
     """correct: match >= `high`; incorrect: no result, or match < `low` with the channels not
-    agreeing (or no dense channel); ambiguous otherwise.
+    agreeing (overlap of their top three < AGREEMENT_MIN, or no dense channel); ambiguous otherwise.
 
     >>> RuleGrader().grade("q", [], 0.0).verdict
     'incorrect'
@@ -97,7 +98,7 @@ class RuleGrader:
         agreement = channel_agreement(results)
         if match >= self.high:
             return Grade(CORRECT, match, agreement, f"BM25 match {match:.2f} >= {self.high:g}")
-        if match < self.low and not agreement:
+        if match < self.low and (agreement is None or agreement < AGREEMENT_MIN):
             return Grade(INCORRECT, match, agreement, f"BM25 match {match:.2f} < {self.low:g}, channels disagree")
         return Grade(AMBIGUOUS, match, agreement, f"BM25 match {match:.2f} between {self.low:g} and {self.high:g}"
                      if match >= self.low else f"BM25 match {match:.2f} < {self.low:g} but channels agree")  # fmt: skip
