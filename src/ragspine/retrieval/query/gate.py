@@ -33,6 +33,7 @@ from ragspine.retrieval.query.glossary import Glossary
 DEFAULT_MAX_CHARS = 1000
 DEFAULT_MAX_VARIANTS = 8
 QUERY_ORIGIN = "query"  # the caller's own text: not held to the length budget
+_WORD = re.compile(r"[0-9a-z_]")
 _RULE_KEYS = ("deny_entities", "deny_patterns", "max_chars", "max_variants")
 
 
@@ -45,7 +46,7 @@ def fold(text: str) -> str:
 class GateRules:
     """What the gate refuses. `deny_entities`: names the caller may not query (a glossary group
     containing one denies all its terms); `deny_patterns`: regular expressions (matched
-    case-insensitively on the NFKC text); `max_chars` / `max_variants`: the budgets."""
+    case-insensitively on the NFKC, case-folded text); `max_chars` / `max_variants`: the budgets."""
 
     deny_entities: tuple[str, ...] = ()
     deny_patterns: tuple[str, ...] = ()
@@ -136,13 +137,15 @@ class SecurityGate:
 
     def __init__(self, rules: GateRules | None = None, glossary: Glossary | None = None) -> None:
         self.rules = rules if rules is not None else GateRules()
-        self._entities = _entity_matchers(self.rules.deny_entities, glossary)
+        self._entity_of = _entity_terms(self.rules.deny_entities, glossary)  # folded term -> denied name
+        # the distinct term lengths, longest first: at each position, one set lookup per length
+        self._lengths = sorted({len(t) for t in self._entity_of}, reverse=True)
         self._patterns = [(p, re.compile(p, re.IGNORECASE)) for p in self.rules.deny_patterns]
 
     @property
     def has_rules(self) -> bool:
         """True when the gate denies anything beyond the budgets."""
-        return bool(self._entities or self._patterns)
+        return bool(self._entity_of or self._patterns)
 
     def check(self, variant: object, *, origin: str = QUERY_ORIGIN) -> str | None:
         """Why `variant` is refused, or None when it may run (the count budget is `screen`'s)."""
@@ -151,12 +154,28 @@ class SecurityGate:
         if origin != QUERY_ORIGIN and len(variant) > self.rules.max_chars:
             return f"longer than the budget of {self.rules.max_chars} characters ({len(variant)})"
         folded = fold(variant)
-        for name, matcher in self._entities:
-            if matcher.search(folded):
-                return f"names the denied entity {name!r}"
+        found = self._find_entity(folded)
+        if found is not None:
+            return f"names the denied entity {self._entity_of[found]!r}"
         for pattern, compiled in self._patterns:
-            if compiled.search(folded) or compiled.search(variant):
+            if compiled.search(folded):
                 return f"matches the denied pattern {pattern!r}"
+        return None
+
+    def _find_entity(self, folded: str) -> str | None:
+        """The first denied term in `folded` (longest at a position first; an ASCII word
+        character at a term's end must not touch another one), or None."""
+        terms = self._entity_of
+        for start in range(len(folded)) if terms else ():
+            for length in self._lengths:
+                term = folded[start : start + length]
+                end = start + length
+                if (
+                    term in terms
+                    and not (_WORD.match(term[0]) and start > 0 and _WORD.match(folded[start - 1]))
+                    and not (_WORD.match(term[-1]) and end < len(folded) and _WORD.match(folded[end]))
+                ):
+                    return term
         return None
 
     def screen(self, variants: Sequence[str], *, origins: Sequence[str] | str = QUERY_ORIGIN) -> Screened:
@@ -182,22 +201,15 @@ class SecurityGate:
         return out
 
 
-def _entity_matchers(names: Sequence[str], glossary: Glossary | None) -> list[tuple[str, re.Pattern[str]]]:
-    """(denied name, a matcher of every surface form of it) per denied entity."""
-    matchers = []
+def _entity_terms(names: Sequence[str], glossary: Glossary | None) -> dict[str, str]:
+    """Every folded surface form of each denied entity (its glossary group's terms too) -> the
+    denied name (the first one given wins a term two names share)."""
+    terms: dict[str, str] = {}
     for name in names:
-        terms = {fold(name)}
+        forms = {fold(name)}
         for group in glossary.groups if glossary is not None else ():
-            if terms & {fold(t) for t in group.terms}:
-                terms |= {fold(t) for t in group.terms}
-        alternatives = sorted(terms, key=lambda t: (-len(t), t))
-        matchers.append((name, re.compile("|".join(_term_pattern(t) for t in alternatives))))
-    return matchers
-
-
-def _term_pattern(term: str) -> str:
-    """A term as a regex: ASCII word characters at its ends must not touch other ones."""
-    body = re.escape(term)
-    start = r"(?<![0-9a-z_])" if re.match(r"[0-9a-z_]", term) else ""
-    end = r"(?![0-9a-z_])" if re.search(r"[0-9a-z_]$", term) else ""
-    return f"{start}{body}{end}"
+            if forms & {fold(t) for t in group.terms}:
+                forms |= {fold(t) for t in group.terms}
+        for form in sorted(forms):
+            terms.setdefault(form, name)
+    return terms
