@@ -58,12 +58,14 @@ class ProductOptions:
     top_k: int = DEFAULT_EVAL_TOP_K
     cache: str | None = None  # keep the ingested workspace under this folder
     progress: bool = True
+    # the query stage and its LLM (RAGSPINE_LLM_BASE_URL, _LLM_MODEL, RAGSPINE_QUERY_TRANSFORM, …)
+    query_flags: tuple[tuple[str, str], ...] = ()
 
     def flags(self) -> dict[str, object]:
         return {
             "RAGSPINE_RETRIEVAL_MODE": self.mode, "RAGSPINE_EMBEDDING": self.embedding,
             "RAGSPINE_ANALYZER": self.analyzer, "RAGSPINE_CHUNK_CHARS": self.chunk_chars,
-            "RAGSPINE_CHUNK_OVERLAP": self.chunk_overlap,
+            "RAGSPINE_CHUNK_OVERLAP": self.chunk_overlap, **dict(self.query_flags),
         }  # fmt: skip
 
 
