@@ -13,7 +13,9 @@ dense channel, no reranker: the product defaults with RAGSPINE_EMBEDDING=none):
 - adaptive: the share of queries the rule classifier routes to decomposition, and why.
 - corrective: the share the rule grader refuses (no filters, no rewriter: grade → refuse), and of
   those, how many had no relevant document in the top 10 of the plain search (the precision of
-  refusing), plus how many top-10 misses it did not refuse.
+  refusing), plus how many top-10 misses it did not refuse; and the share it refuses of questions
+  the corpus cannot answer (another set's queries: en_medquad's against SciFact, zh_med_dialogue's
+  against CMRC2018 and DRCD), with the BM25 match quantiles of both kinds.
 - transforms: LLM calls and added wall time per query for hyde / rag_fusion / step_back /
   decompose against the stub server of tests/llm_stub.py (a reply in microseconds; a real LLM
   adds its own latency per call on top). The quality of LLM transforms is NOT measured: no LLM
@@ -47,6 +49,7 @@ from ragspine.retrieval.query.glossary import GlossaryQueryRewriter, load_glossa
 from ragspine.retrieval.query.transforms import LLMDecomposer, make_query_transform
 from ragspine.retrieval.store.sqlite import ChunkStore
 
+FOREIGN = {"scifact": "en_medquad", "cmrc2018": "zh_med_dialogue", "drcd_simplified": "zh_med_dialogue"}
 RICH_RULES = GateRules(
     deny_entities=tuple(f"COMPETITOR_{n:03d}" for n in range(200)),
     deny_patterns=tuple(rf"secret\s*project\s*{n}" for n in range(20)),
@@ -76,10 +79,22 @@ def _gate_us(gate: SecurityGate, index: NarrativeIndex, queries: list[str], pass
     return best / len(queries) * 1e6
 
 
+def _quantiles(runs: list[Any]) -> list[float]:
+    """The 5th, 25th and 50th percentile of the first grade's BM25 match over `runs`."""
+    matches = sorted(run.lineage["corrective"]["grades"][0]["match"] for run in runs)
+    if not matches:
+        return []
+    return [round(matches[min(len(matches) - 1, int(q * len(matches)))], 3) for q in (0.05, 0.25, 0.5)]
+
+
 def measure_set(root: Path, name: str, split: str, max_queries: int) -> dict[str, Any]:
     dataset = load_beir(root / name, split)
     ids = sorted(dataset.queries)[:max_queries]
     queries = [dataset.queries[q] for q in ids]
+    # questions this corpus cannot answer: another set's, in the same language and domain where there is one
+    foreign_name = FOREIGN[name]
+    other = load_beir(root / foreign_name, split)
+    foreign = [other.queries[q] for q in sorted(other.queries)[:max_queries]]
     store, index = _index(dataset)
     try:
         glossary = load_glossary()
@@ -95,9 +110,11 @@ def measure_set(root: Path, name: str, split: str, max_queries: int) -> dict[str
         routes = [RuleComplexityClassifier(glossary).classify(q) for q in queries]
         reasons = Counter(r.split(" (")[0] for route in routes for r in route.reasons)
         corrective = NarrativeIndexRetriever(index, plan=QueryPlan(grader=RuleGrader()))
-        refused = [corrective.retrieve_run(q, top_k=10).refusal is not None for q in queries]
+        runs = [corrective.retrieve_run(q, top_k=10) for q in queries]
+        refused = [run.refusal is not None for run in runs]
         miss = [not any(s["doc_id"] in dataset.qrels[qid] for s in hits) for qid, hits in zip(ids, top10, strict=True)]
         n_refused = sum(refused)
+        foreign_runs = [corrective.retrieve_run(q, top_k=10) for q in foreign]
         return {
             "set": name, "split": split, "queries": len(queries), "gate": gate,
             "adaptive": {"decompose_share": round(sum(r.route == "decompose" for r in routes) / len(routes), 4),
@@ -108,6 +125,12 @@ def measure_set(root: Path, name: str, split: str, max_queries: int) -> dict[str
                 "refused_without_relevant_in_top10": sum(r and m for r, m in zip(refused, miss, strict=True)),
                 "top10_misses": sum(miss),
                 "top10_misses_not_refused": sum(m and not r for r, m in zip(refused, miss, strict=True)),
+                "match_quantiles_p5_p25_p50": _quantiles(runs),
+                "foreign": {
+                    "queries_from": foreign_name, "queries": len(foreign),
+                    "refused_share": round(sum(r.refusal is not None for r in foreign_runs) / max(len(foreign), 1), 4),
+                    "match_quantiles_p5_p25_p50": _quantiles(foreign_runs),
+                },
             },
         }  # fmt: skip
     finally:

@@ -41,6 +41,14 @@ def test_denied_patterns_match_case_insensitively_after_nfkc() -> None:
     assert gate.check("revenue") is None
 
 
+def test_patterns_with_back_references_are_still_matched_one_by_one() -> None:
+    gate = SecurityGate(GateRules(deny_patterns=(r"(x)y", r"(a)\1", r"(?P<w>b)(?P=w)")))
+    backref = r"(a)\1"
+    assert gate.check("aa") == f"matches the denied pattern {backref!r}"
+    assert gate.check("bb") == "matches the denied pattern '(?P<w>b)(?P=w)'"
+    assert gate.check("ab") is None
+
+
 def test_the_length_budget_holds_generated_text_not_the_callers_query() -> None:
     gate = SecurityGate(GateRules(max_chars=10))
     assert gate.check("x" * 11, origin=QUERY_ORIGIN) is None

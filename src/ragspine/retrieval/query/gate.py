@@ -34,6 +34,7 @@ DEFAULT_MAX_CHARS = 1000
 DEFAULT_MAX_VARIANTS = 8
 QUERY_ORIGIN = "query"  # the caller's own text: not held to the length budget
 _WORD = re.compile(r"[0-9a-z_]")
+_BACKREF = re.compile(r"\\[1-9]|\(\?P=")
 _RULE_KEYS = ("deny_entities", "deny_patterns", "max_chars", "max_variants")
 
 
@@ -140,7 +141,15 @@ class SecurityGate:
         self._entity_of = _entity_terms(self.rules.deny_entities, glossary)  # folded term -> denied name
         # the distinct term lengths, longest first: at each position, one set lookup per length
         self._lengths = sorted({len(t) for t in self._entity_of}, reverse=True)
+        self._firsts = frozenset(t[0] for t in self._entity_of)
         self._patterns = [(p, re.compile(p, re.IGNORECASE)) for p in self.rules.deny_patterns]
+        # one pass over the text for all patterns; the one that matched is looked up on a hit only
+        # (only without back-references, whose group numbers a combined pattern would shift)
+        self._any_pattern = (
+            re.compile("|".join(f"(?:{p})" for p in self.rules.deny_patterns), re.IGNORECASE)
+            if self.rules.deny_patterns and not any(_BACKREF.search(p) for p in self.rules.deny_patterns)
+            else None
+        )
 
     @property
     def has_rules(self) -> bool:
@@ -157,16 +166,19 @@ class SecurityGate:
         found = self._find_entity(folded)
         if found is not None:
             return f"names the denied entity {self._entity_of[found]!r}"
-        for pattern, compiled in self._patterns:
-            if compiled.search(folded):
-                return f"matches the denied pattern {pattern!r}"
+        if self._any_pattern is None or self._any_pattern.search(folded):
+            for pattern, compiled in self._patterns:
+                if compiled.search(folded):
+                    return f"matches the denied pattern {pattern!r}"
         return None
 
     def _find_entity(self, folded: str) -> str | None:
         """The first denied term in `folded` (longest at a position first; an ASCII word
         character at a term's end must not touch another one), or None."""
-        terms = self._entity_of
-        for start in range(len(folded)) if terms else ():
+        terms, firsts = self._entity_of, self._firsts
+        for start, char in enumerate(folded) if terms else ():
+            if char not in firsts:
+                continue
             for length in self._lengths:
                 term = folded[start : start + length]
                 end = start + length
