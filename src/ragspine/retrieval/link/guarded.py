@@ -41,7 +41,7 @@ class Search(Protocol):
     `retry`: today's single retry without filters when nothing is found."""
 
     def __call__(
-        self, query: str, variants: list[str], *, drop_filters: bool, retry: bool
+        self, query: str, variants: list[str], /, *, drop_filters: bool, retry: bool
     ) -> tuple[list[RetrievalResult], Lineage]: ...
 
 
