@@ -61,10 +61,12 @@ from ragspine.settings.config import (
     DENSE_MODES,
     EMBEDDING_MODEL_OPTION,
     LEXICAL_MODES,
+    QUERY_STAGE,
     REMOTE_EMBEDDINGS,
     ConfigError,
     ResolvedSettings,
     Settings,
+    query_stage_value,
     show_value,
 )
 from ragspine.settings.config import resolve_settings as read_settings
@@ -310,16 +312,8 @@ def make_query_plan_for(
 
 def describe_query_stage(settings: Settings) -> str:
     """One line for `config show` and /stats: the gate and the query layers that are on."""
-    layers = [
-        f"{name} {value}"
-        for name, value in (
-            ("transform", settings.query_transform),
-            ("decompose", settings.query_decompose),
-            ("adaptive", settings.adaptive),
-            ("corrective", settings.corrective),
-        )
-        if value != "none"
-    ]
+    values = [(name, query_stage_value(settings, var)) for name, var in QUERY_STAGE]
+    layers = [f"{name} {value}" for name, value in values if value != "none"]
     gate = f"gate ({settings.query_gate or 'budgets only'})"
     return "; ".join([gate, *layers])
 

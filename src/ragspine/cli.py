@@ -19,7 +19,7 @@ import click
 
 from ragspine import __version__
 from ragspine.assembly import load_settings
-from ragspine.settings.config import ConfigError
+from ragspine.settings.config import QUERY_STAGE, ConfigError
 from ragspine.retrieval.store.sqlite import NotAChunkStoreError
 from ragspine.render import format_snippets
 from ragspine.retrieval.model import FILTER_FIELDS
@@ -58,12 +58,12 @@ _config_option = click.option(
     "--config", "config_file", default=None, type=click.Path(dir_okay=False, path_type=Path),
     help="TOML settings file [env RAGSPINE_CONFIG]; the environment and flags override it.",
 )  # fmt: skip
-_QUERY_STAGE = (
-    ("transform", "RAGSPINE_QUERY_TRANSFORM", "LLM query transform: hyde, rag_fusion, step_back or none"),
-    ("decompose", "RAGSPINE_QUERY_DECOMPOSE", "Decompose into sub-questions: llm or none"),
-    ("adaptive", "RAGSPINE_ADAPTIVE", "Route single-shot vs decomposition: rules, llm or none"),
-    ("corrective", "RAGSPINE_CORRECTIVE", "Corrective retrieval (grade, act, refuse): rules, llm or none"),
-)
+_QUERY_STAGE_HELP = {
+    "transform": "LLM query transform: hyde, rag_fusion, step_back or none",
+    "decompose": "Decompose into sub-questions: llm or none",
+    "adaptive": "Route single-shot vs decomposition: rules, llm or none",
+    "corrective": "Corrective retrieval (grade, act, refuse): rules, llm or none",
+}
 
 
 def _query_stage_options(func: Any) -> Any:
@@ -72,10 +72,11 @@ def _query_stage_options(func: Any) -> Any:
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        flags = {var: kwargs.pop(name) for name, var, _ in _QUERY_STAGE}
+        flags = {var: kwargs.pop(name) for name, var in QUERY_STAGE}
         return func(*args, query_flags=flags, **kwargs)
 
-    for name, var, about in reversed(_QUERY_STAGE):
+    for name, var in reversed(QUERY_STAGE):
+        about = _QUERY_STAGE_HELP[name]
         wrapper = click.option(f"--{name}", default=None, help=f"{about} [env {var}; default none].")(wrapper)
     return wrapper
 

@@ -97,11 +97,11 @@ def eval_command(
             raise click.UsageError("--cache keeps a product-path workspace; with --whole-entries use --db FILE")
         if overlap_chars is not None and chunk_chars is None:
             raise click.UsageError("--overlap-chars needs --chunk-chars (whole documents have no overlap)")
-    query_flags = {
-        "RAGSPINE_LLM_BASE_URL": llm_base_url, "RAGSPINE_LLM_MODEL": llm_model,
-        "RAGSPINE_QUERY_TRANSFORM": transform, "RAGSPINE_QUERY_DECOMPOSE": decompose,
-        "RAGSPINE_ADAPTIVE": adaptive, "RAGSPINE_CORRECTIVE": corrective,
-    }  # fmt: skip
+    from ragspine.settings.config import QUERY_STAGE
+
+    stage = {"transform": transform, "decompose": decompose, "adaptive": adaptive, "corrective": corrective}
+    query_flags = {"RAGSPINE_LLM_BASE_URL": llm_base_url, "RAGSPINE_LLM_MODEL": llm_model,
+                   **{var: stage[name] for name, var in QUERY_STAGE}}  # fmt: skip
     given_query = {k: v for k, v in query_flags.items() if v is not None}
     if whole_entries and given_query:
         raise click.UsageError("the LLM and query-stage options apply to the product path, not --whole-entries")

@@ -70,6 +70,13 @@ QUERY_TRANSFORMS = ("none", "hyde", "rag_fusion", "step_back")
 QUERY_DECOMPOSERS = ("none", "llm")
 ADAPTIVE_CLASSIFIERS = ("none", "rules", "llm")
 CORRECTIVE_GRADERS = ("none", "rules", "llm")
+# The query stage's opt-in layers: (short name for flags and `config show`, variable).
+QUERY_STAGE = (
+    ("transform", "RAGSPINE_QUERY_TRANSFORM"),
+    ("decompose", "RAGSPINE_QUERY_DECOMPOSE"),
+    ("adaptive", "RAGSPINE_ADAPTIVE"),
+    ("corrective", "RAGSPINE_CORRECTIVE"),
+)
 INDEX_TEXTS = ("none",)
 RERANKERS = ("none", "llm")
 POSTPROCESSORS = ("none",)
@@ -569,16 +576,8 @@ def _check_combinations(settings: Settings, sources: Mapping[str, str]) -> None:
 
 def _check_query_stage(settings: Settings) -> None:
     """The query transforms that need an LLM, and Adaptive routing without a decomposer."""
-    needs_llm = [
-        f"{var}={value!r}"
-        for var, value in (
-            ("RAGSPINE_QUERY_TRANSFORM", settings.query_transform),
-            ("RAGSPINE_QUERY_DECOMPOSE", settings.query_decompose),
-            ("RAGSPINE_ADAPTIVE", settings.adaptive),
-            ("RAGSPINE_CORRECTIVE", settings.corrective),
-        )
-        if value in ("llm", "hyde", "rag_fusion", "step_back")
-    ]
+    values = [(var, query_stage_value(settings, var)) for _, var in QUERY_STAGE]
+    needs_llm = [f"{var}={value!r}" for var, value in values if value in ("llm", "hyde", "rag_fusion", "step_back")]
     if needs_llm and not settings.llm_base_url:
         raise ConfigError(
             f"{', '.join(needs_llm)} needs an LLM, but RAGSPINE_LLM_BASE_URL is not set; set it (and "
@@ -589,6 +588,12 @@ def _check_query_stage(settings: Settings) -> None:
             f"RAGSPINE_ADAPTIVE={settings.adaptive!r} routes between single-shot and decomposition, "
             "but RAGSPINE_QUERY_DECOMPOSE=none; set RAGSPINE_QUERY_DECOMPOSE=llm, or RAGSPINE_ADAPTIVE=none"
         )
+
+
+def query_stage_value(settings: Settings, var: str) -> str:
+    """The value of one of the QUERY_STAGE variables."""
+    value: str = getattr(settings, var.removeprefix("RAGSPINE_").lower())
+    return value
 
 
 def _check_embedding(settings: Settings, sources: Mapping[str, str]) -> None:

@@ -20,7 +20,6 @@ This module imports nothing but the glossary; the graph's relation extractor reu
 
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
@@ -28,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragspine.retrieval.query.glossary import Glossary
+from ragspine.retrieval.query.glossary import Glossary, read_json_file
 
 DEFAULT_MAX_CHARS = 1000
 DEFAULT_MAX_VARIANTS = 8
@@ -96,13 +95,7 @@ def load_gate_rules(path: str | Path | None) -> GateRules:
     """The rules in the JSON file at `path` (RAGSPINE_QUERY_GATE); None: the default budgets only."""
     if path is None:
         return GateRules()
-    try:
-        data = json.loads(Path(path).read_text("utf-8"))
-    except FileNotFoundError:
-        raise ValueError(f"gate rules file not found: {path}") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"gate rules file {path} could not be read as UTF-8 JSON: {exc}") from exc
-    return GateRules.from_dict(data, source=str(path))
+    return GateRules.from_dict(read_json_file(path, "gate rules"), source=str(path))
 
 
 @dataclass(frozen=True)
