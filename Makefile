@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 CORE := $(VENV)/.core
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench bench-cold clean
+.PHONY: demo test bench bench-cold bench-query clean
 
 # The package alone (what `make demo` needs): quick on a fresh machine.
 $(CORE): pyproject.toml
@@ -41,6 +41,12 @@ bench: $(STAMP)
 # of another checkout, e.g. a git worktree of an older commit> adds that code, run for run.
 bench-cold: $(STAMP)
 	PYTHONPATH=. $(BIN)/python -m bench.cold_search $(if $(BEFORE),--before $(BEFORE))
+
+# The query stage without an LLM: gate cost, transform overhead against the stub server, Adaptive
+# routing and corrective refusals on the shared evaluation sets (docs/benchmarks.md#query-stage).
+EVAL_DIR ?= /work/shared/eval
+bench-query: $(STAMP)
+	PYTHONPATH=src:. $(BIN)/python -m bench.query_stage_bench --eval $(EVAL_DIR)
 
 clean:
 	rm -rf $(VENV) .ragspine build src/*.egg-info .pytest_cache .hypothesis

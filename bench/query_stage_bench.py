@@ -20,7 +20,9 @@ dense channel, no reranker: the product defaults with RAGSPINE_EMBEDDING=none):
   decompose against the stub server of tests/llm_stub.py (a reply in microseconds; a real LLM
   adds its own latency per call on top). The quality of LLM transforms is NOT measured: no LLM
   is reachable here; `ragspine eval` against an endpoint is the way to measure it.
-Queries: the first `--max-queries` of the split by sorted query id (deterministic).
+Queries: the first `--max-queries` of the split by sorted query id (deterministic); a set without
+the split asked for (SciFact has no dev) uses train. `refused_share_answerable_foreign_by_low_threshold`
+shows what other grader thresholds would refuse: tune it on dev/train, report on test.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from ragspine.eval.dataset import load_beir
+from ragspine.eval.dataset import available_splits, load_beir
 from ragspine.eval.runner import whole_document_budget
 from ragspine.llm.openai_compatible import OpenAICompatibleProvider
 from ragspine.retrieval.link.guarded import QueryPlan
@@ -79,6 +81,28 @@ def _gate_us(gate: SecurityGate, index: NarrativeIndex, queries: list[str], pass
     return best / len(queries) * 1e6
 
 
+SWEEP = (0.15, 0.2, 0.25, 0.3, 0.35)
+
+
+def _matches(runs: list[Any]) -> list[float]:
+    return [run.lineage["corrective"]["grades"][0]["match"] for run in runs]
+
+
+def _sweep(answerable: list[Any], foreign: list[Any]) -> dict[str, list[float]]:
+    """Refused shares (answerable, foreign) had the grader's `low` threshold been each of SWEEP
+    (BM25 only: a grade is incorrect exactly when match < low)."""
+    out = {}
+    for low in SWEEP:
+        shares = [sum(m < low for m in _matches(runs)) / max(len(runs), 1) for runs in (answerable, foreign)]
+        out[f"{low:g}"] = [round(x, 4) for x in shares]
+    return out
+
+
+def _split(root: Path, name: str, split: str) -> str:
+    """`split`, or train for a set without it (SciFact has no dev split)."""
+    return split if split in available_splits(root / name) else "train"
+
+
 def _quantiles(runs: list[Any]) -> list[float]:
     """The 5th, 25th and 50th percentile of the first grade's BM25 match over `runs`."""
     matches = sorted(run.lineage["corrective"]["grades"][0]["match"] for run in runs)
@@ -88,12 +112,13 @@ def _quantiles(runs: list[Any]) -> list[float]:
 
 
 def measure_set(root: Path, name: str, split: str, max_queries: int) -> dict[str, Any]:
+    split = _split(root, name, split)
     dataset = load_beir(root / name, split)
     ids = sorted(dataset.queries)[:max_queries]
     queries = [dataset.queries[q] for q in ids]
     # questions this corpus cannot answer: another set's, in the same language and domain where there is one
     foreign_name = FOREIGN[name]
-    other = load_beir(root / foreign_name, split)
+    other = load_beir(root / foreign_name, _split(root, foreign_name, split))
     foreign = [other.queries[q] for q in sorted(other.queries)[:max_queries]]
     store, index = _index(dataset)
     try:
@@ -131,6 +156,7 @@ def measure_set(root: Path, name: str, split: str, max_queries: int) -> dict[str
                     "refused_share": round(sum(r.refusal is not None for r in foreign_runs) / max(len(foreign), 1), 4),
                     "match_quantiles_p5_p25_p50": _quantiles(foreign_runs),
                 },
+                "refused_share_answerable_foreign_by_low_threshold": _sweep(runs, foreign_runs),
             },
         }  # fmt: skip
     finally:
@@ -180,11 +206,12 @@ def main() -> None:
     parser.add_argument("--sets", default="scifact,cmrc2018,drcd_simplified")
     parser.add_argument("--split", default="test")
     parser.add_argument("--max-queries", type=int, default=300)
-    parser.add_argument("--transform-queries", type=int, default=100)
+    parser.add_argument("--transform-queries", type=int, default=100, help="0: skip the transform timings")
     args = parser.parse_args()
     names = [n for n in args.sets.split(",") if n]
     results = [measure_set(args.eval, n, args.split, args.max_queries) for n in names]
-    results.append(measure_transforms(args.eval, names[0], args.split, args.transform_queries))
+    if args.transform_queries:
+        results.append(measure_transforms(args.eval, names[0], args.split, args.transform_queries))
     print(json.dumps(results, ensure_ascii=False, indent=2))
 
 
