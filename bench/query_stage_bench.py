@@ -112,13 +112,13 @@ def _quantiles(runs: list[Any]) -> list[float]:
 
 
 def measure_set(root: Path, name: str, split: str, max_queries: int) -> dict[str, Any]:
-    split = _split(root, name, split)
+    asked, split = split, _split(root, name, split)
     dataset = load_beir(root / name, split)
     ids = sorted(dataset.queries)[:max_queries]
     queries = [dataset.queries[q] for q in ids]
     # questions this corpus cannot answer: another set's, in the same language and domain where there is one
     foreign_name = FOREIGN[name]
-    other = load_beir(root / foreign_name, _split(root, foreign_name, split))
+    other = load_beir(root / foreign_name, _split(root, foreign_name, asked))
     foreign = [other.queries[q] for q in sorted(other.queries)[:max_queries]]
     store, index = _index(dataset)
     try:
