@@ -20,7 +20,7 @@ dense channel, no reranker: the product defaults with RAGSPINE_EMBEDDING=none):
   decompose against the stub server of tests/llm_stub.py (a reply in microseconds; a real LLM
   adds its own latency per call on top). The quality of LLM transforms is NOT measured: no LLM
   is reachable here; `ragspine eval` against an endpoint is the way to measure it.
-Queries: the first `--max-queries` of the split by sorted query id (deterministic); a set without
+Queries: the first `--max-queries` non-blank ones of the split by sorted query id (deterministic); a set without
 the split asked for (SciFact has no dev) uses train. `refused_share_answerable_foreign_by_low_threshold`
 shows what other grader thresholds would refuse: tune it on dev/train, report on test.
 """
@@ -114,12 +114,12 @@ def _quantiles(runs: list[Any]) -> list[float]:
 def measure_set(root: Path, name: str, split: str, max_queries: int) -> dict[str, Any]:
     asked, split = split, _split(root, name, split)
     dataset = load_beir(root / name, split)
-    ids = sorted(dataset.queries)[:max_queries]
+    ids = [q for q in sorted(dataset.queries) if dataset.queries[q].strip()][:max_queries]
     queries = [dataset.queries[q] for q in ids]
     # questions this corpus cannot answer: another set's, in the same language and domain where there is one
     foreign_name = FOREIGN[name]
     other = load_beir(root / foreign_name, _split(root, foreign_name, asked))
-    foreign = [other.queries[q] for q in sorted(other.queries)[:max_queries]]
+    foreign = [other.queries[q] for q in sorted(other.queries) if other.queries[q].strip()][:max_queries]
     store, index = _index(dataset)
     try:
         glossary = load_glossary()
