@@ -47,6 +47,8 @@ def test_patterns_with_back_references_are_still_matched_one_by_one() -> None:
     assert gate.check("aa") == f"matches the denied pattern {backref!r}"
     assert gate.check("bb") == "matches the denied pattern '(?P<w>b)(?P=w)'"
     assert gate.check("ab") is None
+    flagged = SecurityGate(GateRules(deny_patterns=(r"x", r"(?i)secret")))  # inline flags: not combinable
+    assert flagged.check("a SECRET plan") == "matches the denied pattern '(?i)secret'"
 
 
 def test_the_length_budget_holds_generated_text_not_the_callers_query() -> None:

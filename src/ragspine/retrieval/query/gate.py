@@ -138,16 +138,7 @@ class SecurityGate:
         self._patterns = [(p, re.compile(p, re.IGNORECASE)) for p in self.rules.deny_patterns]
         # one pass over the text for all patterns; the one that matched is looked up on a hit only
         # (only without back-references, whose group numbers a combined pattern would shift)
-        self._any_pattern = (
-            re.compile("|".join(f"(?:{p})" for p in self.rules.deny_patterns), re.IGNORECASE)
-            if self.rules.deny_patterns and not any(_BACKREF.search(p) for p in self.rules.deny_patterns)
-            else None
-        )
-
-    @property
-    def has_rules(self) -> bool:
-        """True when the gate denies anything beyond the budgets."""
-        return bool(self._entity_of or self._patterns)
+        self._any_pattern = _combined(self.rules.deny_patterns)
 
     def check(self, variant: object, *, origin: str = QUERY_ORIGIN) -> str | None:
         """Why `variant` is refused, or None when it may run (the count budget is `screen`'s)."""
@@ -218,3 +209,14 @@ def _entity_terms(names: Sequence[str], glossary: Glossary | None) -> dict[str, 
         for form in sorted(forms):
             terms.setdefault(form, name)
     return terms
+
+
+def _combined(patterns: Sequence[str]) -> re.Pattern[str] | None:
+    """One alternation of `patterns`, or None when they cannot be combined safely (none given,
+    a back-reference whose group number would shift, inline global flags)."""
+    if not patterns or any(_BACKREF.search(p) for p in patterns):
+        return None
+    try:
+        return re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE)
+    except re.error:
+        return None
