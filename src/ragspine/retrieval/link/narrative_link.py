@@ -1,9 +1,11 @@
 """The seam between retrieval and the agent; RESTRICTED exit #2.
 
 Invariants: `NarrativeIndexRetriever.retrieve` drops every RESTRICTED chunk before any snippet
-dict exists, so RESTRICTED text never reaches a synthesis prompt; an empty filtered result is
-retried once without filters, and the snippet's `lineage` says so; an unknown filter key is a
-ValueError that lists the valid keys.
+dict exists, so RESTRICTED text never reaches a synthesis prompt; every query runs through the
+retriever's `QueryPlan` (`link.guarded`: the security gate on every variant, and the opt-in
+transforms, decomposition, routing and corrective loop); without a corrective grader an empty
+filtered result is retried once without filters, and the snippet's `lineage` says so; an unknown
+filter key is a ValueError that lists the valid keys.
 """
 
 from __future__ import annotations
