@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 CORE := $(VENV)/.core
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench bench-cold bench-rerank clean
+.PHONY: demo test bench bench-cold bench-rerank bench-query clean
 
 # The package alone (what `make demo` needs): quick on a fresh machine.
 $(CORE): pyproject.toml
@@ -54,6 +54,12 @@ RERANK_SPEC ?= splade
 bench-rerank: $(STAMP)
 	for set in $(RERANK_SETS); do PYTHONPATH=.:src $(BIN)/python -m bench.rerank_bench $${set%%:*} \
 		--split $${set##*:} --mode bm25 --reranker $(RERANK_SPEC) --top-n 20,50 --cache .ragspine/bench-rerank || exit 1; done
+
+# The query stage without an LLM: gate cost, transform overhead against the stub server, Adaptive
+# routing and corrective refusals on the shared evaluation sets (docs/benchmarks.md#query-stage).
+EVAL_DIR ?= ../shared/eval
+bench-query: $(STAMP)
+	PYTHONPATH=src:. $(BIN)/python -m bench.query_stage_bench --eval $(EVAL_DIR)
 
 clean:
 	rm -rf $(VENV) .ragspine build src/*.egg-info .pytest_cache .hypothesis

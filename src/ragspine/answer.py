@@ -5,6 +5,8 @@ Invariants:
 - Each source in the prompt is numbered [1], [2], … in rank order, and its `prompt_text` (a
   generation-only expansion, when present) stands in for `text`; the citations returned are the
   snippet dicts themselves, with their `ref` number and whether the answer cites them.
+- A query the pipeline refused (security gate, corrective retrieval) gets NO_SOURCES with the
+  reason in `note`: no grounded answer, said so, never an answer made up without sources.
 - Without a provider, or when the provider fails, the answer is extractive: the retrieved
   snippets' verbatim `text`, numbered. A failed LLM call is said so in `note`, never silent.
 """
@@ -68,10 +70,15 @@ def ask(
     """
     if not question.strip():
         raise ValueError("question is empty: ask something")
-    snippets = retriever.retrieve(question, filters=filters or None, top_k=top_k)
+    run = getattr(retriever, "retrieve_run", None)  # says why a query was refused, when it was
+    if callable(run):
+        outcome = run(question, filters=filters or None, top_k=top_k)
+        snippets, refusal = outcome.snippets, outcome.refusal
+    else:
+        snippets, refusal = retriever.retrieve(question, filters=filters or None, top_k=top_k), None
     sources = [s for s in snippets if not is_restricted(s.get("sensitivity"))]
     if not sources:
-        return Answer(question, NO_SOURCES, "extractive")
+        return Answer(question, NO_SOURCES, "extractive", note=f"no grounded answer: {refusal}" if refusal else "")
     if provider is None:
         return _extractive(question, sources)
     messages = [

@@ -40,6 +40,7 @@ from ragspine.retrieval.chunking.protocol import Chunker
 from ragspine.retrieval.fusion.rrf import Fusion
 from ragspine.retrieval.link.narrative_link import (
     NarrativeIndexRetriever,
+    QueryPlan,
     build_narrative_retriever,
 )
 from ragspine.retrieval.lexical.analyzers import make_analyzer
@@ -47,7 +48,11 @@ from ragspine.retrieval.lexical.index.identity import IndexSettings, check_index
 from ragspine.retrieval.link.routers import LibraryIndex, LibraryRouter, make_router
 from ragspine.retrieval.postprocess import PostprocessorChain, make_postprocessor
 from ragspine.retrieval.query.filter_extraction import make_filter_extractor
+from ragspine.retrieval.query.adaptive import make_complexity_classifier
+from ragspine.retrieval.query.corrective import make_grader
 from ragspine.retrieval.query.factory import make_query_rewriter
+from ragspine.retrieval.query.gate import SecurityGate, load_gate_rules
+from ragspine.retrieval.query.transforms import LLMRewriter, make_query_decomposer, make_query_transform
 from ragspine.retrieval.query.glossary import Glossary, load_glossary
 from ragspine.retrieval.rerank.factory import make_reranker
 from ragspine.retrieval.rerank.protocol import Reranker
@@ -58,10 +63,12 @@ from ragspine.settings.config import (
     DENSE_MODES,
     EMBEDDING_MODEL_OPTION,
     LEXICAL_MODES,
+    QUERY_STAGE,
     REMOTE_EMBEDDINGS,
     ConfigError,
     ResolvedSettings,
     Settings,
+    query_stage_value,
     show_value,
 )
 from ragspine.settings.config import resolve_settings as read_settings
@@ -84,7 +91,9 @@ __all__ = [
     "make_fusion",
     "make_postprocessor_for",
     "make_provider",
+    "make_query_plan_for",
     "make_query_rewriter_for",
+    "describe_query_stage",
     "make_reranker_for",
     "describe_reranker",
     "make_router_for",
@@ -313,6 +322,38 @@ def make_query_rewriter_for(settings: Settings, glossary: Glossary | None = None
     return make_query_rewriter(settings.query_rewriter)
 
 
+def make_query_plan_for(
+    settings: Settings, provider: LLMProvider | None, glossary: Glossary | None = None
+) -> QueryPlan:
+    """The query stage's gate (RAGSPINE_QUERY_GATE, denied entities widened by the glossary's
+    synonyms) and opt-in layers: RAGSPINE_QUERY_TRANSFORM, RAGSPINE_QUERY_DECOMPOSE,
+    RAGSPINE_ADAPTIVE, RAGSPINE_CORRECTIVE (the corrective rewrite uses the LLM when one is
+    configured). The LLM layers are built over `provider`."""
+    glossary = glossary or load_glossary(settings.glossary)
+    try:
+        rules = load_gate_rules(settings.query_gate)
+    except ValueError as exc:
+        raise ConfigError(f"RAGSPINE_QUERY_GATE={settings.query_gate!r}: {exc}") from None
+    llm = {"provider": provider}
+    classifier_options = {**llm, "glossary": glossary} if settings.adaptive == "llm" else {"glossary": glossary}
+    return QueryPlan(
+        gate=SecurityGate(rules, glossary),
+        transform=make_query_transform(settings.query_transform, **(llm if settings.query_transform != "none" else {})),
+        decomposer=make_query_decomposer(settings.query_decompose, **(llm if settings.query_decompose != "none" else {})),
+        classifier=make_complexity_classifier(settings.adaptive, **(classifier_options if settings.adaptive != "none" else {})),
+        grader=make_grader(settings.corrective, **(llm if settings.corrective == "llm" else {})),
+        rewriter=LLMRewriter(provider) if settings.corrective != "none" and provider is not None else None,
+    )
+
+
+def describe_query_stage(settings: Settings) -> str:
+    """One line for `config show` and /stats: the gate and the query layers that are on."""
+    values = [(name, query_stage_value(settings, var)) for name, var in QUERY_STAGE]
+    layers = [f"{name} {value}" for name, value in values if value != "none"]
+    gate = f"gate ({settings.query_gate or 'budgets only'})"
+    return "; ".join([gate, *layers])
+
+
 def make_reranker_for(settings: Settings, provider: LLMProvider | None) -> Reranker | None:
     """RAGSPINE_RERANKER's reranker: "llm" is the listwise judge over `provider`; the local
     models get RAGSPINE_RERANKER_MODEL; "http" gets the URL, API shape, key, timeout and the LLM
@@ -375,6 +416,7 @@ def channels(settings: Settings) -> dict[str, str]:
             if settings.query_rewriter == "glossary"
             else settings.query_rewriter
         ),
+        "query_stage": describe_query_stage(settings),
         "reranker": describe_reranker(settings),
         "rerank_top_n": str(settings.reranker_top_n),
         "postprocessor": settings.postprocessor,
@@ -391,7 +433,7 @@ def build_retriever(
 ) -> tuple[NarrativeIndexRetriever, ChunkStoreProtocol]:
     """The pipeline `settings` describe over the store RAGSPINE_DB names: chunker → store →
     BM25 (+ the dense channel when an embedding backend resolves, fused by RAGSPINE_FUSION) →
-    glossary rewriter → reranker (RAGSPINE_RERANKER, else the listwise judge over `provider`)
+    glossary rewriter → security gate and query layers (`make_query_plan_for`) → reranker (RAGSPINE_RERANKER, else the listwise judge over `provider`)
     → post-processors → link. The caller closes the store and the index."""
     glossary = load_glossary(settings.glossary)
     backend = make_embedding(settings)
@@ -411,6 +453,7 @@ def build_retriever(
             analyzer=make_analyzer(settings.analyzer),
             rerank_top_n=settings.reranker_top_n,
             rerank_timeout=settings.reranker_timeout,
+            query_plan=make_query_plan_for(settings, provider, glossary),
         )
     except BaseException:
         close_backend(backend)

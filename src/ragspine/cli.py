@@ -8,6 +8,7 @@ file made by another embedding model (`VectorModelMismatch`, a ValueError whose 
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,7 +19,7 @@ import click
 
 from ragspine import __version__
 from ragspine.assembly import load_settings
-from ragspine.settings.config import ConfigError
+from ragspine.settings.config import QUERY_STAGE, ConfigError
 from ragspine.retrieval.store.sqlite import NotAChunkStoreError
 from ragspine.render import format_snippets
 from ragspine.retrieval.model import FILTER_FIELDS
@@ -57,6 +58,29 @@ _config_option = click.option(
     "--config", "config_file", default=None, type=click.Path(dir_okay=False, path_type=Path),
     help="TOML settings file [env RAGSPINE_CONFIG]; the environment and flags override it.",
 )  # fmt: skip
+_QUERY_STAGE_HELP = {
+    "transform": "LLM query transform: hyde, rag_fusion, step_back or none",
+    "decompose": "Decompose into sub-questions: llm or none",
+    "adaptive": "Route single-shot vs decomposition: rules, llm or none",
+    "corrective": "Corrective retrieval (grade, act, refuse): rules, llm or none",
+}
+
+
+def _query_stage_options(func: Any) -> Any:
+    """--transform/--decompose/--adaptive/--corrective, given to `func` as `query_flags`
+    (RAGSPINE_* flags for `load_settings`; docs/query-transforms.md)."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        flags = {var: kwargs.pop(name) for name, var in QUERY_STAGE}
+        return func(*args, query_flags=flags, **kwargs)
+
+    for name, var in reversed(QUERY_STAGE):
+        about = _QUERY_STAGE_HELP[name]
+        wrapper = click.option(f"--{name}", default=None, help=f"{about} [env {var}; default none].")(wrapper)
+    return wrapper
+
+
 _db_option = click.option("--db", default=None, help="Chunk store path [env RAGSPINE_DB; default .ragspine/chunks.db].")
 _host_option = click.option("--host", default=None, help="Address to bind [env RAGSPINE_HOST; default 127.0.0.1].")
 _port_option = click.option("--port", default=None, type=int, help="Port to bind [env RAGSPINE_PORT; default 8000].")
@@ -222,6 +246,7 @@ def _embed_summary(report: Any) -> str:
 @click.option("--top-k", default=10, show_default=True, type=click.IntRange(min=1), help="Snippets to return.")
 @click.option("--json", "as_json", is_flag=True, help="Print the snippet dicts as JSON.")
 @_config_option
+@_query_stage_options
 def search(
     query: str,
     db: str | None,
@@ -232,6 +257,7 @@ def search(
     top_k: int,
     as_json: bool,
     config_file: Path | None,
+    query_flags: dict[str, str | None],
 ) -> None:
     """Search the store; prints ranked snippets with their citations (RESTRICTED never shown)."""
     from ragspine.retrieval.filters import parse_where
@@ -244,7 +270,7 @@ def search(
         where = [exact, *typed] if typed else (exact or None)
         if not query.strip():
             raise ValueError("query is empty: give some words to search for")
-        settings = load_settings(config_file=config_file, flags={"RAGSPINE_DB": db})
+        settings = load_settings(config_file=config_file, flags={"RAGSPINE_DB": db, **query_flags})
         specs = read_libraries(libraries, libraries_file)
         if specs:
             snippets = search_libraries(settings, specs, query, where=where, top_k=top_k)
@@ -354,8 +380,10 @@ def mcp(db: str | None, config_file: Path | None, libraries: tuple[str, ...], li
 @click.option("--top-k", default=5, show_default=True, type=click.IntRange(min=1), help="Snippets to answer from.")
 @click.option("--json", "as_json", is_flag=True, help="Print the answer and its citations as JSON.")
 @_config_option
+@_query_stage_options
 def ask(
-    question: str, db: str | None, filters: tuple[str, ...], top_k: int, as_json: bool, config_file: Path | None
+    question: str, db: str | None, filters: tuple[str, ...], top_k: int, as_json: bool, config_file: Path | None,
+    query_flags: dict[str, str | None],
 ) -> None:
     """Answer QUESTION from the store with numbered citations.
 
@@ -365,7 +393,7 @@ def ask(
     from ragspine.workspace import Workspace
 
     with _user_errors():
-        settings = load_settings(config_file=config_file, flags={"RAGSPINE_DB": db})
+        settings = load_settings(config_file=config_file, flags={"RAGSPINE_DB": db, **query_flags})
         where = _parse_filters(filters)
         _require_store(settings.db)
         with Workspace.from_settings(settings) as workspace:

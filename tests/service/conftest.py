@@ -1,22 +1,16 @@
 """Fixtures for the service tests: a real uvicorn server on 127.0.0.1 and a stub LLM server.
 
-`stub_llm` is a mock: a small real HTTP server on 127.0.0.1 speaking the OpenAI
-chat-completions protocol, standing in for the vLLM / Ollama / hosted endpoint that users point
-RAGSPINE_LLM_BASE_URL at (never run here). It can answer, fail with 500 or 429, stall past the
-client's timeout, or send garbage, one scripted behaviour per request, and it records every
-request it gets so tests can check what reached a prompt.
+`stub_llm` is a mock: the shared stub OpenAI-compatible chat server of tests/llm_stub.py (scripted
+answers, failures, timeouts, garbage; every request recorded), answering the listwise judge in
+reverse order and anything else with STUB_ANSWER.
 """
 
 from __future__ import annotations
 
-import json
 import re
-import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,29 +21,8 @@ import ragspine
 from ragspine.service import running_server
 from ragspine.workspace import Workspace
 
+from llm_stub import LLMStubServer, StubLLM
 from service_helpers import API_KEY, AUTH, BM25_ENV, STUB_ANSWER
-
-
-@dataclass
-class StubLLM:
-    """The stub's knobs and what it saw. `script`: behaviours for the next requests, in order
-    ("ok", "500", "429", "slow", "garbage"); once empty, `default` applies."""
-
-    base_url: str = ""
-    script: list[str] = field(default_factory=list)
-    default: str = "ok"
-    slow_s: float = 1.5
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    headers: list[dict[str, str]] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def next_behaviour(self) -> str:
-        with self.lock:
-            return self.script.pop(0) if self.script else self.default
-
-    def prompts(self) -> str:
-        """Every message text the stub was sent, joined."""
-        return "\n".join(m["content"] for r in self.requests for m in r.get("messages", []))
 
 
 def _reply_for(body: dict[str, Any]) -> str:
@@ -61,60 +34,11 @@ def _reply_for(body: dict[str, Any]) -> str:
     return STUB_ANSWER
 
 
-def _handler(stub: StubLLM) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-            with stub.lock:
-                stub.requests.append(body)
-                stub.headers.append(dict(self.headers))
-            behaviour = stub.next_behaviour()
-            if self.path != "/v1/chat/completions":
-                return self._send(404, {"error": {"message": "no such route"}})
-            if behaviour == "slow":
-                time.sleep(stub.slow_s)
-            if behaviour == "500":
-                return self._send(500, {"error": {"message": "the model crashed"}})
-            if behaviour == "429":
-                return self._send(429, {"error": {"message": "slow down"}}, {"Retry-After": "0"})
-            if behaviour == "garbage":
-                return self._send(200, {"unexpected": True})
-            content = _reply_for(body)
-            self._send(200, {"id": "stub", "object": "chat.completion", "model": body.get("model"),
-                             "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                                          "finish_reason": "stop"}]})  # fmt: skip
-
-        def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-            data = json.dumps(payload).encode()
-            try:
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for key, value in (headers or {}).items():
-                    self.send_header(key, value)
-                self.end_headers()
-                self.wfile.write(data)
-            except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout test)
-                pass
-
-        def log_message(self, *_: Any) -> None:
-            pass
-
-    return Handler
-
-
 @pytest.fixture
 def stub_llm() -> Iterator[StubLLM]:
-    stub = StubLLM()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(stub))
-    server.daemon_threads = True
-    server.block_on_close = False
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    stub.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    yield stub
-    server.shutdown()
-    server.server_close()
+    """The shared stub LLM server (tests/llm_stub.py) answering as `_reply_for` says."""
+    with LLMStubServer(StubLLM(responder=_reply_for)) as stub:
+        yield stub
 
 
 @dataclass

@@ -56,6 +56,14 @@ ANALYZERS = ("auto", "spec", "en-stem")
 @click.option("--glossary", is_flag=True,
               help="With --whole-entries: expand queries with the glossary (the product path always does, "
                    "as search does).")  # fmt: skip
+@click.option("--llm-base-url", default=None, metavar="URL",
+              help="OpenAI-compatible chat API (…/v1) for the query transforms and the listwise judge "
+                   "[env RAGSPINE_LLM_BASE_URL]; measures the LLM layers' quality on your endpoint.")  # fmt: skip
+@click.option("--llm-model", default=None, help="Model name sent to that API [env RAGSPINE_LLM_MODEL].")
+@click.option("--transform", default=None, help="hyde, rag_fusion, step_back or none [env RAGSPINE_QUERY_TRANSFORM].")
+@click.option("--decompose", default=None, help="llm or none [env RAGSPINE_QUERY_DECOMPOSE].")
+@click.option("--adaptive", default=None, help="rules, llm or none [env RAGSPINE_ADAPTIVE].")
+@click.option("--corrective", default=None, help="rules, llm or none [env RAGSPINE_CORRECTIVE].")
 def eval_command(
     dataset_dir: Path,
     split: str,
@@ -73,6 +81,12 @@ def eval_command(
     reranker: str | None,
     reranker_top_n: int | None,
     glossary: bool,
+    llm_base_url: str | None = None,
+    llm_model: str | None = None,
+    transform: str | None = None,
+    decompose: str | None = None,
+    adaptive: str | None = None,
+    corrective: str | None = None,
 ) -> None:
     """Score retrieval on a BEIR folder (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv).
 
@@ -92,7 +106,15 @@ def eval_command(
             raise click.UsageError("--reranker applies to the product path; --whole-entries never reranks")
         if overlap_chars is not None and chunk_chars is None:
             raise click.UsageError("--overlap-chars needs --chunk-chars (whole documents have no overlap)")
-    else:
+    from ragspine.settings.config import QUERY_STAGE
+
+    stage = {"transform": transform, "decompose": decompose, "adaptive": adaptive, "corrective": corrective}
+    query_flags = {"RAGSPINE_LLM_BASE_URL": llm_base_url, "RAGSPINE_LLM_MODEL": llm_model,
+                   **{var: stage[name] for name, var in QUERY_STAGE}}  # fmt: skip
+    given_query = {k: v for k, v in query_flags.items() if v is not None}
+    if whole_entries and given_query:
+        raise click.UsageError("the LLM and query-stage options apply to the product path, not --whole-entries")
+    if not whole_entries:
         for given, name in ((db, "--db"), (glossary or None, "--glossary")):
             if given is not None:
                 raise click.UsageError(
@@ -114,6 +136,7 @@ def eval_command(
                 mode=mode, embedding=embedding, analyzer=analyzer, chunk_chars=chunk_chars,
                 chunk_overlap=overlap_chars, config=config_file, top_k=top_k, cache=cache,
                 reranker=reranker, reranker_top_n=reranker_top_n,
+                query_flags=tuple(given_query.items()),
             )  # fmt: skip
             report = run_product_eval(dataset, options)
     except (ValueError, ConfigError, PermissionError, FileNotFoundError, ImportError) as exc:

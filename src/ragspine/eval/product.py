@@ -60,13 +60,15 @@ class ProductOptions:
     progress: bool = True
     reranker: str | None = None  # RAGSPINE_RERANKER
     reranker_top_n: int | None = None  # RAGSPINE_RERANKER_TOP_N
+    # the query stage and its LLM (RAGSPINE_LLM_BASE_URL, _LLM_MODEL, RAGSPINE_QUERY_TRANSFORM, …)
+    query_flags: tuple[tuple[str, str], ...] = ()
 
     def flags(self) -> dict[str, object]:
         return {
             "RAGSPINE_RETRIEVAL_MODE": self.mode, "RAGSPINE_EMBEDDING": self.embedding,
             "RAGSPINE_ANALYZER": self.analyzer, "RAGSPINE_CHUNK_CHARS": self.chunk_chars,
             "RAGSPINE_CHUNK_OVERLAP": self.chunk_overlap, "RAGSPINE_RERANKER": self.reranker,
-            "RAGSPINE_RERANKER_TOP_N": self.reranker_top_n,
+            "RAGSPINE_RERANKER_TOP_N": self.reranker_top_n, **dict(self.query_flags),
         }  # fmt: skip
 
 

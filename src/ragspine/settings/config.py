@@ -67,6 +67,17 @@ FUSION_METHODS = ("adaptive", "weighted", "rrf")
 # The first names of each stage's registry (a test keeps them equal; dotted paths are accepted too).
 CHUNKERS = ("paragraph",)
 QUERY_REWRITERS = ("none", "glossary")
+QUERY_TRANSFORMS = ("none", "hyde", "rag_fusion", "step_back")
+QUERY_DECOMPOSERS = ("none", "llm")
+ADAPTIVE_CLASSIFIERS = ("none", "rules", "llm")
+CORRECTIVE_GRADERS = ("none", "rules", "llm")
+# The query stage's opt-in layers: (short name for flags and `config show`, variable).
+QUERY_STAGE = (
+    ("transform", "RAGSPINE_QUERY_TRANSFORM"),
+    ("decompose", "RAGSPINE_QUERY_DECOMPOSE"),
+    ("adaptive", "RAGSPINE_ADAPTIVE"),
+    ("corrective", "RAGSPINE_CORRECTIVE"),
+)
 INDEX_TEXTS = ("none",)
 RERANKERS = ("none", "cross_encoder", "ce", "auto", "colbert", "splade", "llm", "http")
 RERANKER_MODEL_FOLDER = frozenset({"cross_encoder", "ce", "colbert"})  # need RAGSPINE_RERANKER_MODEL
@@ -125,6 +136,50 @@ SETTINGS: tuple[Setting, ...] = (
         "entity/metric synonyms (RAGSPINE_GLOSSARY), each searched and fused. none: the query "
         "alone. A dotted path names a class of your own implementing QueryRewriter.",
         component(*QUERY_REWRITERS),
+    ),
+    Setting(
+        "RAGSPINE_QUERY_GATE",
+        None,
+        "JSON file of security-gate rules, screened on every query variant before it is searched "
+        '(docs/query-transforms.md): {"deny_entities": [...], "deny_patterns": [regex, ...], '
+        '"max_chars": 1000, "max_variants": 8}. A denied entity is refused under any glossary '
+        "synonym; a refused variant never runs and the lineage says why. Unset: the budgets only.",
+        EXISTING_FILE,
+    ),
+    Setting(
+        "RAGSPINE_QUERY_TRANSFORM",
+        "none",
+        "LLM query transform (`make_query_transform`; needs RAGSPINE_LLM_BASE_URL). hyde: a "
+        "hypothetical passage searched as a probe (never returned or cited). rag_fusion: 4 "
+        "reformulations, rankings fused by RRF. step_back: a more general question searched beside "
+        "the original. none: off. An LLM failure runs the query untransformed.",
+        component(*QUERY_TRANSFORMS),
+    ),
+    Setting(
+        "RAGSPINE_QUERY_DECOMPOSE",
+        "none",
+        "Decomposition into sub-questions. llm: the LLM writes at most 4, each run through the "
+        "whole guarded pipeline, results merged round-robin (needs RAGSPINE_LLM_BASE_URL). none: off.",
+        component(*QUERY_DECOMPOSERS),
+    ),
+    Setting(
+        "RAGSPINE_ADAPTIVE",
+        "none",
+        "Adaptive-RAG routing between single-shot and decomposition (needs "
+        "RAGSPINE_QUERY_DECOMPOSE). rules: deterministic (comparisons, joined asks, several "
+        "entities or periods; Chinese and English). llm: the LLM judges, the rules when it fails. "
+        "none: every question is decomposed when RAGSPINE_QUERY_DECOMPOSE is set.",
+        component(*ADAPTIVE_CLASSIFIERS),
+    ),
+    Setting(
+        "RAGSPINE_CORRECTIVE",
+        "none",
+        "Corrective retrieval (CRAG): grade the results, then at most 2 actions (drop filters, "
+        "rewrite with the LLM when one is configured), then refuse: no snippets, and `ask` says "
+        "it has no grounded answer. rules: graded by BM25 match strength and channel agreement. "
+        "llm: the LLM reads the non-RESTRICTED passages. none: one retry without filters when "
+        "nothing is found.",
+        component(*CORRECTIVE_GRADERS),
     ),
     Setting(
         "RAGSPINE_FILTER_EXTRACTOR",
@@ -424,6 +479,11 @@ class Settings:
     vector_collection: str | None = None
     chunker: str = "paragraph"
     query_rewriter: str = "glossary"
+    query_gate: str | None = None
+    query_transform: str = "none"
+    query_decompose: str = "none"
+    adaptive: str = "none"
+    corrective: str = "none"
     chunk_chars: int = 480
     chunk_overlap: int = 80
     analyzer: str = "auto"
@@ -593,6 +653,7 @@ def _check_vector_store(settings: Settings) -> None:
 
 def _check_combinations(settings: Settings, sources: Mapping[str, str]) -> None:
     _check_embedding(settings, sources)
+    _check_query_stage(settings)
     _check_fusion(settings)
     _check_vector_store(settings)
     for var, value in (("RAGSPINE_RERANKER", settings.reranker), ("RAGSPINE_ROUTER", settings.router)):
@@ -631,6 +692,28 @@ def _check_reranker(settings: Settings) -> None:
                        ("RAGSPINE_RERANKER_API_KEY", settings.reranker_api_key)):  # fmt: skip
         if value is not None and name != "http":
             raise ConfigError(f"{var} is set but RAGSPINE_RERANKER={name!r}; set RAGSPINE_RERANKER=http, or unset it")
+
+
+def _check_query_stage(settings: Settings) -> None:
+    """The query transforms that need an LLM, and Adaptive routing without a decomposer."""
+    values = [(var, query_stage_value(settings, var)) for _, var in QUERY_STAGE]
+    needs_llm = [f"{var}={value!r}" for var, value in values if value in ("llm", "hyde", "rag_fusion", "step_back")]
+    if needs_llm and not settings.llm_base_url:
+        raise ConfigError(
+            f"{', '.join(needs_llm)} needs an LLM, but RAGSPINE_LLM_BASE_URL is not set; set it (and "
+            "RAGSPINE_LLM_MODEL), or choose none (or rules)"
+        )
+    if settings.adaptive != "none" and settings.query_decompose == "none":
+        raise ConfigError(
+            f"RAGSPINE_ADAPTIVE={settings.adaptive!r} routes between single-shot and decomposition, "
+            "but RAGSPINE_QUERY_DECOMPOSE=none; set RAGSPINE_QUERY_DECOMPOSE=llm, or RAGSPINE_ADAPTIVE=none"
+        )
+
+
+def query_stage_value(settings: Settings, var: str) -> str:
+    """The value of one of the QUERY_STAGE variables."""
+    value: str = getattr(settings, var.removeprefix("RAGSPINE_").lower())
+    return value
 
 
 def _check_embedding(settings: Settings, sources: Mapping[str, str]) -> None:

@@ -1,15 +1,18 @@
 """The seam between retrieval and the agent; RESTRICTED exit #2.
 
 Invariants: `NarrativeIndexRetriever.retrieve` drops every RESTRICTED chunk before any snippet
-dict exists, so RESTRICTED text never reaches a synthesis prompt; an empty filtered result is
-retried once without filters, and the snippet's `lineage` says so; an unknown filter key is a
-ValueError that lists the valid keys.
+dict exists, so RESTRICTED text never reaches a synthesis prompt; every query runs through the
+retriever's `QueryPlan` (`link.guarded`: the security gate on every variant, and the opt-in
+transforms, decomposition, routing and corrective loop); without a corrective grader an empty
+filtered result is retried once without filters, and the snippet's `lineage` says so; an unknown
+filter key is a ValueError that lists the valid keys.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +22,8 @@ from ragspine.retrieval.filters import Filter, parse_filter, to_dict
 from ragspine.retrieval.fusion.rrf import Fusion
 from ragspine.retrieval.lexical.tokenize import tokenize
 from ragspine.retrieval.model import FILTER_FIELDS
-from ragspine.retrieval.pipeline.hybrid import DEFAULT_TOP_K, RetrievalResult
+from ragspine.retrieval.link.guarded import QueryPlan, run_query
+from ragspine.retrieval.pipeline.hybrid import DEFAULT_TOP_K, RetrievalResult, check_query
 from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex
 from ragspine.retrieval.postprocess.chain import PostprocessorChain
 from ragspine.retrieval.postprocess.protocol import Postprocessor
@@ -42,6 +46,8 @@ from ragspine.retrieval.vector.stores.inprocess import ChunkVectorStore
 __all__ = [
     "RESTRICTED_SENSITIVITY",
     "NarrativeIndexRetriever",
+    "QueryPlan",
+    "SnippetRun",
     "ProviderListwiseJudge",
     "build_narrative_retriever",
     "split_filters",
@@ -80,6 +86,15 @@ def split_filters(filters: Any) -> tuple[dict[str, Any], Filter | None]:
     return {}, parse_filter(filters)
 
 
+@dataclass(frozen=True)
+class SnippetRun:
+    """What `retrieve_run` returns: the snippets, the run's lineage, and why it refused (or None)."""
+
+    snippets: list[dict[str, Any]]
+    lineage: dict[str, Any]
+    refusal: str | None = None
+
+
 class NarrativeIndexRetriever:
     """Adapts a NarrativeIndex to the agent's NarrativeRetriever contract.
 
@@ -96,8 +111,11 @@ class NarrativeIndexRetriever:
         retry_without_filters: bool = True,
         filter_extractor: FilterExtractor | None = None,
         postprocessor: Postprocessor | None = None,
+        plan: QueryPlan | None = None,
     ) -> None:
         self.index = index
+        # The query stage's gate and opt-in transforms; every variant is screened before it runs.
+        self.plan = plan if plan is not None else QueryPlan()
         self.retry_without_filters = retry_without_filters
         self.filter_extractor = filter_extractor
         # Runs after rerank and exit #2, before snippets exist: it never sees RESTRICTED, and
@@ -122,8 +140,43 @@ class NarrativeIndexRetriever:
         any filter in the typed language (see `split_filters`); `where`: a typed filter AND-ed
         with it. Extracted filters (when an extractor is set) only narrow: they never touch a
         field given explicitly, and are dropped when they leave nothing. Lineage records what
-        was applied.
+        was applied. A refused query (the security gate, the corrective loop) gives no snippet;
+        `retrieve_run` says why.
         """
+        return self.retrieve_run(query, filters=filters, top_k=top_k, where=where).snippets
+
+    def retrieve_run(
+        self,
+        query: str,
+        *,
+        filters: Mapping[str, Any] | Filter | None = None,
+        top_k: int = DEFAULT_TOP_K,
+        where: Filter | Mapping[str, Any] | None = None,
+    ) -> SnippetRun:
+        """`retrieve`'s snippets with the run's lineage: `refusal` is set when the query was
+        refused (the gate denied it, or corrective retrieval found no grounded context)."""
+        check_query(query)
+        split_filters(filters)  # a bad filter is an error before anything runs
+
+        def search(q: str, variants: list[str], *, drop_filters: bool, retry: bool) -> tuple[list[RetrievalResult], dict[str, Any]]:
+            return self._search(q, variants, filters, where, top_k, drop_filters=drop_filters, retry=retry)
+
+        run = run_query(self.plan, self.index, search, query, top_k)
+        return SnippetRun([_to_snippet(r, lineage) for r, lineage in run.ranked], run.lineage, run.refusal)
+
+    def _search(
+        self,
+        query: str,
+        variants: list[str],
+        filters: Mapping[str, Any] | Filter | None,
+        where: Filter | Mapping[str, Any] | None,
+        top_k: int,
+        *,
+        drop_filters: bool,
+        retry: bool,
+    ) -> tuple[list[RetrievalResult], dict[str, Any]]:
+        """One query's screened variants searched with the filters (or without, `drop_filters`),
+        through RESTRICTED exit #2 and the post-processors."""
         kwargs, typed = split_filters(filters)
         explicit = parse_filter([f for f in (typed, parse_filter(where)) if f is not None])
         extracted, error = safe_extract(self.filter_extractor, query)
@@ -138,14 +191,22 @@ class NarrativeIndexRetriever:
         if error is not None:
             lineage["extraction_error"] = error
         trace: dict[str, Any] = {}
-        results = self.index.retrieve(query, top_k=top_k, where=combine(explicit, added), trace=trace, **kwargs)
-        if not results and added is not None:
+        if drop_filters:
+            results = self.index.retrieve(query, top_k=top_k, variants=variants, trace=trace)
+            lineage = {**lineage, "filters": {}, "where": None, "extracted": None, "requested_filters": kwargs,
+                       "requested_where": lineage["where"], "requested_extracted": lineage["extracted"],
+                       "retried_without_filters": True}  # fmt: skip
+        else:
+            results = self.index.retrieve(
+                query, top_k=top_k, where=combine(explicit, added), variants=variants, trace=trace, **kwargs
+            )
+        if not drop_filters and not results and added is not None:
             _LOG.info("no result with extracted filters %s; using explicit filters only", to_dict(added))
-            results = self.index.retrieve(query, top_k=top_k, where=explicit, trace=trace, **kwargs)
+            results = self.index.retrieve(query, top_k=top_k, where=explicit, variants=variants, trace=trace, **kwargs)
             lineage["extracted_dropped"] = True
-        if not results and (kwargs or explicit is not None) and self.retry_without_filters:
+        if not drop_filters and retry and not results and (kwargs or explicit is not None) and self.retry_without_filters:
             _LOG.info("no result with filters %s %s; retrying once without filters", kwargs, lineage["where"])
-            results = self.index.retrieve(query, top_k=top_k, trace=trace)
+            results = self.index.retrieve(query, top_k=top_k, variants=variants, trace=trace)
             lineage = {**lineage, "filters": {}, "where": None, "requested_filters": kwargs,
                        "requested_where": lineage["where"], "retried_without_filters": True}  # fmt: skip
         if "rerank" in trace:
@@ -153,7 +214,7 @@ class NarrativeIndexRetriever:
         results = [r for r in results if not is_restricted(r.chunk.sensitivity)]
         if self.postprocessor is not None:
             results = self.postprocessor.process(query, results)
-        return [_to_snippet(r, lineage) for r in results]
+        return results, lineage
 
 
 def build_narrative_retriever(
@@ -173,6 +234,7 @@ def build_narrative_retriever(
     vectors: ChunkVectorStore | None = None,
     rerank_top_n: int = DEFAULT_TOP_N,
     rerank_timeout: float | None = None,
+    query_plan: QueryPlan | None = None,
 ) -> tuple[NarrativeIndexRetriever, ChunkStoreProtocol]:
     """The default assembly: store (schema ensured) → BM25 + RRF (+ the dense channel when a
     backend is given: chunk vectors in `<db>.vectors.sqlite`, or in `vectors` (a pgvector /
@@ -181,7 +243,8 @@ def build_narrative_retriever(
     glossary unless `query_rewriter` is given; None: none) → `reranker` (e.g. `make_reranker(...)`), else the
     listwise LLM judge when a provider is given, over the first `rerank_top_n` fused results (past
     `rerank_timeout` seconds the fused order stands; the snippets' lineage says so) → `postprocessor` (e.g. `make_postprocessor(...)`)
-    → snippets. `chunker` cuts documents ingested through the index (default: the paragraph
+    → snippets. `query_plan`: the security gate and the opt-in query transforms, decomposition,
+    Adaptive routing and corrective retrieval (default: a gate with only its budgets). `chunker` cuts documents ingested through the index (default: the paragraph
     packer). The layers are values: nothing here reads settings (`ragspine.assembly` builds them
     from RAGSPINE_*). The caller closes the returned store (and `retriever.index.dense.vectors`, when there is one);
     on error nothing is left open."""
@@ -208,7 +271,10 @@ def build_narrative_retriever(
         if vectors is not None:
             vectors.close()
         raise
-    return NarrativeIndexRetriever(index, filter_extractor=filter_extractor, postprocessor=postprocessor), store
+    retriever = NarrativeIndexRetriever(
+        index, filter_extractor=filter_extractor, postprocessor=postprocessor, plan=query_plan
+    )
+    return retriever, store
 
 
 def _to_snippet(result: RetrievalResult, lineage: dict[str, Any]) -> dict[str, Any]:

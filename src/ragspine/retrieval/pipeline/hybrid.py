@@ -193,10 +193,12 @@ class HybridRetriever:
         language: str | None = None,
         top_k: int | None = None,
         where: Filter | Mapping[str, Any] | None = None,
+        variants: Sequence[str] | None = None,
     ) -> list[RetrievalResult]:
         """The best `top_k` (default DEFAULT_TOP_K) chunks for `query` among those matching every
         given metadata field and the typed filter `where` (a Filter or its dict form, see
-        `ragspine.retrieval.filters`)."""
+        `ragspine.retrieval.filters`). `variants`: the query texts to search, `query` first,
+        already screened by the caller (the link's security gate); None: the rewriter's."""
         check_query(query)
         typed = self.check_where(where)
         k = DEFAULT_TOP_K if top_k is None else top_k
@@ -205,7 +207,11 @@ class HybridRetriever:
         given = {"topic": topic, "entity": entity, "geography": geography,
                  "period": period, "language": language}  # fmt: skip
         filters = {name: value for name, value in given.items() if value is not None}
-        variants = self.query_rewriter.rewrite(query) if self.query_rewriter else [query]
+        if variants is None:
+            variants = self.query_rewriter.rewrite(query) if self.query_rewriter else [query]
+        elif not variants or variants[0] != query:
+            raise ValueError("variants must start with the query itself")
+        variants = list(variants)
         # One ranking alone: RRF keeps its order, so its first k are the answer.
         single = self.dense is None and self._lazy is None and len(variants) == 1
         depth = k if single else max(k, self.rank_depth)

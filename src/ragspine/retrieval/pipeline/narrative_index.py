@@ -217,6 +217,7 @@ class NarrativeIndex:
         where: Filter | Mapping[str, Any] | None = None,
         include_restricted: bool = False,
         trace: dict[str, Any] | None = None,
+        variants: Sequence[str] | None = None,
     ) -> list[RetrievalResult]:
         """Ranked active chunks for `query` (metadata filters and the typed `where` filter
         AND-ed, before scoring), reranked when a reranker (else a judge) is set: the first
@@ -224,7 +225,8 @@ class NarrativeIndex:
         RESTRICTED candidates are never given to either (`rerank.guard`). RESTRICTED chunks are
         not candidates at all unless `include_restricted=True` (an owner's diagnostic and what
         the exits are tested on; no caller-facing path passes it). `trace`, when given,
-        receives the rerank step's lineage under "rerank"."""
+        receives the rerank step's lineage under "rerank". `variants`: the screened query
+        texts to search (`query` first); None: the query rewriter's."""
         order, name = None, ""
         if rerank and self.reranker is not None:
             order, name = self.reranker.rerank, reranker_name(self.reranker)
@@ -239,6 +241,7 @@ class NarrativeIndex:
             language=language,
             top_k=top_k if order is None else max(top_k, self.top_n),
             where=where,
+            variants=variants,
         )
         if order is not None:
             results, lineage = rerank_traced(
@@ -248,6 +251,16 @@ class NarrativeIndex:
             if trace is not None:
                 trace["rerank"] = lineage.as_dict()
         return results
+
+    def variants(self, query: str) -> list[str]:
+        """The query texts the rewriter makes of `query` (itself first; only itself without one)."""
+        return self.query_rewriter.rewrite(query) if self.query_rewriter is not None else [query]
+
+    def lexical_match(self, query: str, results: Sequence[RetrievalResult]) -> float:
+        """How well BM25 matched `query`: the results' best BM25 score over the query's Σ idf
+        (`HybridRetriever.lexical_match`, over what the caller may see), in [0, 1]."""
+        best = max((r.bm25_score for r in results), default=0.0)
+        return self.retriever().lexical_match(self.analyzer(query), best)
 
     def retriever(self, *, include_restricted: bool = False) -> HybridRetriever:
         """The ranker over the store's current active chunks (its index brought up to date),

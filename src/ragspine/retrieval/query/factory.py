@@ -7,8 +7,9 @@
 
 Invariants: names and errors come from the QUERY_REWRITERS registry (a test keeps the settings'
 choices equal to its names); "none" is None: each query is searched as given, alone. Every
-rewriter returns the original query first. LLM transforms (HyDE, RAG-Fusion, step-back,
-decomposition) and their security gate plug in here (issue 18).
+rewriter returns the original query first. The LLM transforms (HyDE, RAG-Fusion, step-back) and
+decomposition have their own registries in `transforms` (`make_query_transform`, re-exported
+here); every variant any of them makes passes the security gate (`gate`) before it is searched.
 """
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ from typing import Any
 
 from ragspine.registry import Entry, Registry
 from ragspine.retrieval.query.glossary import GlossaryQueryRewriter
+from ragspine.retrieval.query.transforms import QUERY_TRANSFORMS, make_query_transform
 from ragspine.retrieval.types import QueryRewriter
+
+__all__ = ["QUERY_REWRITERS", "QUERY_TRANSFORMS", "make_query_rewriter", "make_query_transform"]
 
 QUERY_REWRITERS: Registry[QueryRewriter] = Registry(
     "query rewriter",

@@ -66,7 +66,7 @@ class RuleFilterExtractor:
         text = query.lower()
         entities, text = _take_terms(text, self._entities)
         geographies, text = _take_terms(text, self._geographies)
-        years = sorted({y for pattern in _YEAR_PATTERNS for y in _years(pattern, query)})
+        years = years_in(query)
         parts: list[Filter] = []
         if entities:
             parts.append(_one_or_in("entity", entities))
@@ -162,6 +162,15 @@ def _take_terms(text: str, terms: Sequence[tuple[str, str]]) -> tuple[list[str],
             if canonical not in found:
                 found.append(canonical)
     return found, text
+
+
+def years_in(query: str) -> list[str]:
+    """The distinct years a query names (二〇二五年, 2025年上半年, FY2024, Q3 2024, in 2023), sorted.
+
+    >>> years_in("2023年与二〇二四年上半年相比")
+    ['2023', '2024']
+    """
+    return sorted({y for pattern in _YEAR_PATTERNS for y in _years(pattern, query)})
 
 
 def _years(pattern: re.Pattern[str], query: str) -> list[str]:

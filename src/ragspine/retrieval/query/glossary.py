@@ -65,14 +65,17 @@ def load_glossary(path: str | Path | None = None) -> Glossary:
     if path is None:
         text = resources.files("ragspine.data").joinpath("glossary.json").read_text("utf-8")
         return Glossary.from_dict(json.loads(text), source="built-in glossary")
-    source = str(path)
+    return Glossary.from_dict(read_json_file(path, "glossary"), source=str(path))
+
+
+def read_json_file(path: str | Path, what: str) -> Any:
+    """The UTF-8 JSON file at `path`; ValueError naming `what` and the path when it cannot be read."""
     try:
-        data = json.loads(Path(path).read_text("utf-8"))
+        return json.loads(Path(path).read_text("utf-8"))
     except FileNotFoundError:
-        raise ValueError(f"glossary file not found: {source}") from None
+        raise ValueError(f"{what} file not found: {path}") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"glossary file {source} could not be read as UTF-8 JSON: {exc}") from exc
-    return Glossary.from_dict(data, source=source)
+        raise ValueError(f"{what} file {path} could not be read as UTF-8 JSON: {exc}") from exc
 
 
 class GlossaryQueryRewriter:
