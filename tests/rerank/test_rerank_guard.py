@@ -110,10 +110,12 @@ def test_search_ranks_top_n_when_it_exceeds_top_k_and_lineage_says_what_ran() ->
         _corpus(retriever)
 
         snippets = retriever.retrieve("revenue demand", top_k=2)
-        assert len(snippets) == 2 and len(reverse.seen[0]) == 4, "5 ranked, 1 RESTRICTED withheld"
+        # 5 ranked; the RESTRICTED chunk is masked before scoring (issue 14), so it is not even a
+        # candidate to withhold (exit #1 itself is tested with include_restricted elsewhere)
+        assert len(snippets) == 2 and len(reverse.seen[0]) == 5
         assert all("region 1 " not in t for t in reverse.seen[0])
         lineage = snippets[0]["lineage"]["rerank"]
-        assert lineage["reranker"] == "reverse" and lineage["candidates"] == 4 and lineage["withheld"] == 1
+        assert lineage["reranker"] == "reverse" and lineage["candidates"] == 5 and lineage["withheld"] == 0
         assert lineage["fell_back"] is False
     finally:
         store.close()
