@@ -6,13 +6,16 @@ Hidden entries (a name starting with "."), Office lock files ("~$…") and files
 types are skipped in folders; `--include`/`--exclude` globs (see `globs`) filter folder walks
 only, never a file named directly. A path that cannot be used becomes a `FileFailure` with a
 reason, never an exception that stops the batch. Order is sorted, so runs are reproducible.
+Symlinks, to files and to folders alike, are followed only when their target lies inside the
+folder being walked (each real folder walked once, so a link loop ends); one that leads outside
+is not followed and becomes a warning naming it and its target.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ragspine.ingest.globs import any_match
@@ -43,6 +46,7 @@ class Discovery:
     files: list[SourceFile]
     failures: list[FileFailure]
     roots: list[Path]
+    warnings: list[FileFailure] = field(default_factory=list)
 
 
 def discover(
@@ -52,11 +56,12 @@ def discover(
     found: list[SourceFile] = []
     failures: list[FileFailure] = []
     roots: list[Path] = []
+    warnings: list[FileFailure] = []
     for path in paths:
         if path.is_dir():
             root = path.resolve()
             roots.append(root)
-            found.extend(_walk(root, path, include, exclude))
+            found.extend(_walk(root, path, include, exclude, warnings))
         elif not path.exists():
             failures.append(FileFailure(path, "no such file or folder"))
         elif path.suffix.lower() not in SUPPORTED_SUFFIXES:
@@ -64,21 +69,41 @@ def discover(
             failures.append(FileFailure(path, f"unsupported file type (supported: {supported})"))
         else:
             found.append(SourceFile(path, path.name, path.resolve().parent))
-    return Discovery(found, failures, roots)
+    return Discovery(found, failures, roots, warnings)
 
 
 def _walk(
-    root: Path, given: Path, include: Sequence[str], exclude: Sequence[str]
+    root: Path, given: Path, include: Sequence[str], exclude: Sequence[str], warnings: list[FileFailure]
 ) -> Iterator[SourceFile]:
-    for folder, dirs, names in os.walk(given):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+    seen: set[Path] = {root}
+    for folder, dirs, names in os.walk(given, followlinks=True):
+        kept = []
+        for name in sorted(d for d in dirs if not d.startswith(".")):
+            real = (Path(folder) / name).resolve()
+            if not _inside(real, root):
+                warnings.append(_left(Path(folder) / name, real))
+            elif real not in seen:
+                seen.add(real)
+                kept.append(name)
+        dirs[:] = kept
         for name in sorted(names):
             if name.startswith((".", "~$")) or Path(name).suffix.lower() not in SUPPORTED_SUFFIXES:
                 continue
             path = Path(folder) / name
+            if path.is_symlink() and not _inside(path.resolve(), root):
+                warnings.append(_left(path, path.resolve()))
+                continue
             doc_id = path.relative_to(given).as_posix()
             if include and not any_match(include, doc_id):
                 continue
             if exclude and any_match(exclude, doc_id):
                 continue
             yield SourceFile(path, doc_id, root)
+
+
+def _inside(real: Path, root: Path) -> bool:
+    return real == root or real.is_relative_to(root)
+
+
+def _left(path: Path, target: Path) -> FileFailure:
+    return FileFailure(path, f"symlink to {target}, outside the folder: not followed")

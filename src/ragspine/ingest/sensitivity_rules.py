@@ -3,9 +3,11 @@
 Invariants: with no rule file nothing is labelled by a rule; a document matched by several rules
 gets the strictest of their labels (the last in `levels`), so adding a rule can only tighten;
 a rule file with an unknown label, an unknown key or a rule without any glob or keyword is
-rejected when it is loaded, never half-applied. Globs follow `globs.glob_match` over the doc_id;
-keywords match case-insensitively anywhere in the document's title or text. A sidecar or front
-matter `sensitivity` wins over every rule (the pipeline applies that precedence). Labels and levels
+rejected when it is loaded, never half-applied. Globs follow `globs.glob_match` over the doc_id
+and over the file's path relative to every folder above it (`ingest.document.anchored_paths`),
+so `hr/` labels `crowd/hr/memo.md` whether the run names `crowd` or `crowd/hr`; keywords match
+case-insensitively anywhere in the document's title or text. A rule's label is one of the
+sources the pipeline takes the strictest of: a sidecar or front matter label never loosens it. Labels and levels
 are spelled by `retrieval.sensitivity.normalize_label` (the one normaliser).
 
 Rule file (TOML, or the same structure as JSON):
@@ -67,12 +69,14 @@ class SensitivityRules:
         folded = tuple(tuple(k.casefold() for k in rule.keywords) for rule in self.rules)
         object.__setattr__(self, "_folded_keywords", folded)
 
-    def classify(self, doc_id: str, text: str, title: str = "") -> str | None:
-        """The strictest label among the rules that match, or None when none does."""
+    def classify(self, doc_id: str, text: str, title: str = "", *, paths: Sequence[str] = ()) -> str | None:
+        """The strictest label among the rules that match, or None when none does; `paths`:
+        more paths of the same file the globs are matched against besides `doc_id`."""
         haystack: str | None = None
         best: int | None = None
+        names = (doc_id, *paths)
         for rule, keywords in zip(self.rules, self._folded_keywords, strict=True):
-            matched = any_match(rule.paths, doc_id)
+            matched = any(any_match(rule.paths, name) for name in names)
             if not matched and keywords:
                 if haystack is None:
                     haystack = f"{title}\n{text}".casefold()
