@@ -6,9 +6,10 @@ Hidden entries (a name starting with "."), Office lock files ("~$…") and files
 types are skipped in folders; `--include`/`--exclude` globs (see `globs`) filter folder walks
 only, never a file named directly. A path that cannot be used becomes a `FileFailure` with a
 reason, never an exception that stops the batch. Order is sorted, so runs are reproducible.
-Symlinks, to files and to folders alike, are followed only when their target lies inside the
-folder being walked (each real folder walked once, so a link loop ends); one that leads outside
-is not followed and becomes a warning naming it and its target.
+Symlinks inside a walked folder, to files and to folders alike, are never followed: a target
+inside the folder is ingested under its own path (once, no duplicate), a target outside it is
+left out with a warning naming the link and its target (name it on the command line to ingest
+it). A path given on the command line is used as given, symlink or not.
 """
 
 from __future__ import annotations
@@ -75,23 +76,15 @@ def discover(
 def _walk(
     root: Path, given: Path, include: Sequence[str], exclude: Sequence[str], warnings: list[FileFailure]
 ) -> Iterator[SourceFile]:
-    seen: set[Path] = {root}
-    for folder, dirs, names in os.walk(given, followlinks=True):
-        kept = []
-        for name in sorted(d for d in dirs if not d.startswith(".")):
-            real = (Path(folder) / name).resolve()
-            if not _inside(real, root):
-                warnings.append(_left(Path(folder) / name, real))
-            elif real not in seen:
-                seen.add(real)
-                kept.append(name)
-        dirs[:] = kept
+    for folder, dirs, names in os.walk(given):  # symlinked folders are listed, never entered
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in dirs:
+            _warn_if_leaving(Path(folder) / name, root, warnings)
         for name in sorted(names):
             if name.startswith((".", "~$")) or Path(name).suffix.lower() not in SUPPORTED_SUFFIXES:
                 continue
             path = Path(folder) / name
-            if path.is_symlink() and not _inside(path.resolve(), root):
-                warnings.append(_left(path, path.resolve()))
+            if _warn_if_leaving(path, root, warnings) or path.is_symlink():
                 continue
             doc_id = path.relative_to(given).as_posix()
             if include and not any_match(include, doc_id):
@@ -101,9 +94,12 @@ def _walk(
             yield SourceFile(path, doc_id, root)
 
 
-def _inside(real: Path, root: Path) -> bool:
-    return real == root or real.is_relative_to(root)
-
-
-def _left(path: Path, target: Path) -> FileFailure:
-    return FileFailure(path, f"symlink to {target}, outside the folder: not followed")
+def _warn_if_leaving(path: Path, root: Path, warnings: list[FileFailure]) -> bool:
+    """True (and a warning) when `path` is a symlink whose target lies outside `root`."""
+    if not path.is_symlink():
+        return False
+    target = path.resolve()
+    if target == root or target.is_relative_to(root):
+        return False
+    warnings.append(FileFailure(path, f"symlink to {target}, outside the folder: not followed"))
+    return True
