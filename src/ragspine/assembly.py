@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragspine.agent.agent import LLMProvider
+from ragspine.secret import redact_url
 from ragspine.retrieval.chunking.factory import make_chunker
 from ragspine.retrieval.chunking.protocol import Chunker
 from ragspine.retrieval.fusion.rrf import Fusion
@@ -318,7 +319,7 @@ def channels(settings: Settings) -> dict[str, str]:
         "reranker": settings.reranker if settings.reranker != "none" else judge,
         "postprocessor": settings.postprocessor,
         "router": settings.router,
-        "llm": f"{settings.llm_model} at {settings.llm_base_url}" if settings.llm_configured else "none",
+        "llm": f"{settings.llm_model} at {redact_url(settings.llm_base_url or '')}" if settings.llm_configured else "none",
     }
 
 

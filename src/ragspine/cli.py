@@ -18,6 +18,7 @@ import click
 
 from ragspine import __version__
 from ragspine.assembly import load_settings
+from ragspine.secret import redact_text, redact_url
 from ragspine.settings.config import ConfigError
 from ragspine.retrieval.store.sqlite import NotAChunkStoreError
 from ragspine.render import format_snippets
@@ -36,14 +37,14 @@ def _user_errors() -> Iterator[None]:
     try:
         yield
     except (ValueError, ConfigError, NotAChunkStoreError, PermissionError) as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise click.ClickException(redact_text(str(exc))) from exc
     except (ImportError, RuntimeError) as exc:
         # imported here: the backends' module is not needed to start the CLI
         from ragspine.extras import MissingExtraError
         from ragspine.retrieval.vector.embeddings.support import EmbeddingBackendError
 
         if isinstance(exc, MissingExtraError | EmbeddingBackendError):
-            raise click.ClickException(str(exc)) from exc
+            raise click.ClickException(redact_text(str(exc))) from exc
         raise
 
 
@@ -311,7 +312,7 @@ def serve(host: str | None, port: int | None, db: str | None, config_file: Path 
         backend_name = resolve_embedding(settings)[0]
         dense = f" with {backend_name}" if backend_name else ""
         click.echo(
-            f"ragspine: serving {settings.db} at http://{settings.host}:{settings.port} "
+            f"ragspine: serving {redact_url(settings.db)} at http://{settings.host}:{settings.port} "
             f"(retrieval {effective_mode(settings)}{dense}, {keys})",
             err=True,
         )

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragspine.secret import MASK, Secret
+from ragspine.secret import MASK, Secret, redact_text
 from ragspine.settings.values import (
     API_KEYS,
     DB,
@@ -465,7 +465,7 @@ def _parse(setting: Setting, raw: str, source: str) -> Any:
     try:
         return setting.parse(raw.strip())
     except ValueError as exc:
-        shown = MASK if setting.secret else raw
+        shown = MASK if setting.secret else redact_text(raw)
         raise ConfigError(f"{setting.env}={shown!r} (from {source}): {exc}") from None
 
 
@@ -568,4 +568,4 @@ def show_value(value: Any) -> str:
         return ",".join(f"{v:g}" for v in value)
     if isinstance(value, tuple):
         return f"{MASK} ({len(value)} keys)" if value else "(none)"
-    return str(value)
+    return redact_text(str(value))  # a password in RAGSPINE_DB, a token in a base URL
