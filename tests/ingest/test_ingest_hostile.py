@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 import time
 import tomllib
@@ -85,13 +84,15 @@ def test_workspace_and_upload_keep_the_stricter_stored_label(tmp_path: Path) -> 
 
 # -- #4 rules do not depend on how the folder is named --------------------------------------------
 @pytest.mark.parametrize("given", ["crowd", "crowd/hr", "crowd/hr/pay.md", "./crowd/../crowd/hr"])
-def test_a_rule_labels_the_same_file_however_the_folder_is_named(tmp_path: Path, given: str) -> None:
+def test_a_rule_labels_the_same_file_however_the_folder_is_named(
+    tmp_path: Path, given: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """#4: `ingest crowd --rules r.toml` and `ingest crowd/hr --rules r.toml` agree."""
     (tmp_path / "crowd" / "hr").mkdir(parents=True)
     (tmp_path / "crowd" / "hr" / "pay.md").write_text("Salary bands.\n", "utf-8")
     (tmp_path / "r.toml").write_text(RULES, "utf-8")
     db = tmp_path / "s.db"
-    os.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path)
     report = ingest_paths([Path(given)], str(db), rules=tmp_path / "r.toml")
     assert not report.failures
     assert set(_labels(db).values()) == {"RESTRICTED"}
