@@ -387,7 +387,8 @@ def ingest_files(
         report = ingest_paths(
             list(paths), settings.db, force=force or remake, progress=progress,
             embedding_backend=backend, max_chars=settings.chunk_chars,
-            overlap_chars=settings.chunk_overlap, chunker=make_chunker_for(settings), **options,
+            overlap_chars=settings.chunk_overlap, chunker=make_chunker_for(settings),
+            levels=tuple(settings.sensitivity_levels.split(",")), **options,
         )  # fmt: skip
     finally:
         close_backend(backend)

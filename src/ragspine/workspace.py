@@ -196,11 +196,13 @@ class Workspace:
 
     def _ingest_settings(self, defaults: Mapping[str, str | None], sensitivity: str | None = None) -> IngestSettings:
         from ragspine.ingest.document import ingest_settings
+        from ragspine.ingest.sensitivity_rules import SensitivityRules
 
         index = self.retriever.index
+        levels = SensitivityRules(levels=tuple(self.settings.sensitivity_levels.split(",")))
         return ingest_settings(
             defaults, sensitivity, max_chars=index.max_chars, overlap_chars=index.overlap_chars,
-            sensitivity_from="the sensitivity argument", chunker=index.chunker,
+            sensitivity_from="the sensitivity argument", chunker=index.chunker, rules=levels,
         )  # fmt: skip
 
     def _write(

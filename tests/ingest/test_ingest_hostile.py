@@ -26,6 +26,7 @@ from ragspine.ingest.loaders import load_document
 from ragspine.ingest.pipeline import ingest_paths
 from ragspine.ingest.registry import DocumentRegistry
 from ragspine.retrieval.store.sqlite import ChunkStore
+from ragspine.settings.config import ConfigError, load_settings
 
 BM25 = {"RAGSPINE_RETRIEVAL_MODE": "bm25"}
 RULES = '[[rules]]\nlabel = "RESTRICTED"\npaths = ["hr/"]\n'
@@ -300,3 +301,20 @@ def test_symlinks_that_leave_the_folder_are_not_followed(tmp_path: Path) -> None
     assert all("outside the folder: not followed" in reason for reason in warned.values())
     code, output = _ingest(str(root), "--db", str(tmp_path / "cli.db"))
     assert code == 0 and "out-dir: symlink to" in output and json.dumps(str(outside))[1:-1] in output
+
+
+# -- #5 the known levels are configurable --------------------------------------------------------
+def test_the_known_levels_come_from_ragspine_sensitivity_levels(tmp_path: Path) -> None:
+    """#5: labels must belong to a known, configurable set; anything else is an ingest error."""
+    env = {**BM25, "RAGSPINE_SENSITIVITY_LEVELS": "open, secret ,RESTRICTED"}
+    with ragspine.open(tmp_path / "ws", env=env) as ws:
+        ws.ingest("Canteen menu.", doc_id="a", sensitivity="Open")
+        ws.ingest("Merger codename heron.", doc_id="b", sensitivity="ＳＥＣＲＥＴ")
+        with pytest.raises(ValueError, match="'INTERNAL'.*OPEN, SECRET, RESTRICTED"):
+            ws.ingest("Board notes.", doc_id="c", sensitivity="INTERNAL")
+        with pytest.raises(ValueError, match="'INTERNAL' \\(from the default label.*give it a sensitivity"):
+            ws.ingest("Board notes.", doc_id="d")  # nothing labels it, and INTERNAL is no level here
+        labels = {c.doc_id: c.sensitivity for c in ws.store.iter_chunks()}
+    assert labels == {"a": "OPEN", "b": "SECRET"}
+    with pytest.raises(ConfigError, match="RESTRICTED must be the last"):
+        load_settings({"RAGSPINE_SENSITIVITY_LEVELS": "RESTRICTED,PUBLIC"})

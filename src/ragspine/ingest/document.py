@@ -71,7 +71,10 @@ class IngestSettings:
     sensitivity_given: bool = False
 
     def __post_init__(self) -> None:
-        label = check_label(self.sensitivity, self.rules.levels, source=self.sensitivity_from)
+        if self.sensitivity_given:  # checked now; the default only when a document needs it
+            label = check_label(self.sensitivity, self.rules.levels, source=self.sensitivity_from)
+        else:
+            label = normalize_label(self.sensitivity)
         object.__setattr__(self, "sensitivity", label)
 
     def fingerprint(self) -> str:
@@ -257,7 +260,8 @@ def _sensitivity(
     if settings.sensitivity_given:
         found.append((settings.sensitivity, "argument"))
     if not found:
-        return settings.sensitivity, "default"
+        where = f"the default label, as nothing labels {doc_id!r}: give it a sensitivity"
+        return check_label(settings.sensitivity, levels, source=where), "default"
     best = strictest([label for label, _ in found], levels)
     return next((label, kind) for label, kind in found if label == best)
 

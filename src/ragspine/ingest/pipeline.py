@@ -48,7 +48,7 @@ from ragspine.ingest.loaders import SUPPORTED_SUFFIXES
 from ragspine.ingest.metadata import read_sidecar
 from ragspine.ingest.registry import ACTIVE, DocumentRecord, DocumentRegistry
 from ragspine.ingest.report import IngestReport
-from ragspine.ingest.sensitivity_rules import SensitivityRules
+from ragspine.ingest.sensitivity_rules import DEFAULT_LEVELS, SensitivityRules
 from ragspine.retrieval.chunking.chunking import (
     DEFAULT_CHUNK_CHARS,
     DEFAULT_OVERLAP_CHARS,
@@ -98,6 +98,7 @@ def ingest_paths(
     chunker: Chunker | None = None,
     lower_labels: Sequence[str] = (),
     skip_garbled: bool = False,
+    levels: Sequence[str] | None = None,
 ) -> IngestRunReport:
     """Ingest every supported file under `paths` into the store at `db`; see the module docstring.
 
@@ -111,13 +112,14 @@ def ingest_paths(
     (the strictest of all sources wins), None: INTERNAL for documents nothing labels.
     `lower_labels`: doc_ids whose label may go down to what this run gives them;
     `skip_garbled`: fail documents whose text looks garbled (see `ingest.quality`) instead of
-    ingesting them with a warning.
+    ingesting them with a warning. `levels`: the known labels, least strict first (None: the
+    defaults); a rule file's own `levels` take precedence.
     """
     given = {
         "entity": entity, "period": period, "topic": topic, "geography": geography, "language": language
     }  # fmt: skip
     settings = ingest_settings(
-        given, sensitivity, rules=_rules(rules), max_chars=max_chars, overlap_chars=overlap_chars,
+        given, sensitivity, rules=_rules(rules, levels), max_chars=max_chars, overlap_chars=overlap_chars,
         chunker=chunker,
     )
     if "://" in db:
@@ -273,10 +275,11 @@ class _Run:
         self.report.failures.append(FileFailure(path, reason))
 
 
-def _rules(rules: SensitivityRules | str | Path | None) -> SensitivityRules:
+def _rules(rules: SensitivityRules | str | Path | None, levels: Sequence[str] | None) -> SensitivityRules:
+    known = tuple(levels) if levels else DEFAULT_LEVELS
     if rules is None:
-        return SensitivityRules()
-    return rules if isinstance(rules, SensitivityRules) else SensitivityRules.from_file(rules)
+        return SensitivityRules(levels=known)
+    return rules if isinstance(rules, SensitivityRules) else SensitivityRules.from_file(rules, levels=known)
 
 
 def _now() -> str:

@@ -92,8 +92,9 @@ class SensitivityRules:
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode("utf-8")).hexdigest()
 
     @classmethod
-    def from_file(cls, path: str | Path) -> SensitivityRules:
-        """Load a TOML (or, by its `.json` suffix, JSON) rule file; ValueError naming the file if bad."""
+    def from_file(cls, path: str | Path, *, levels: Sequence[str] = DEFAULT_LEVELS) -> SensitivityRules:
+        """Load a TOML (or, by its `.json` suffix, JSON) rule file; ValueError naming the file if
+        bad. `levels`: the known labels when the file declares none."""
         path = Path(path)
         try:
             raw = path.read_bytes()
@@ -107,18 +108,19 @@ class SensitivityRules:
         except (UnicodeDecodeError, json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
             raise ValueError(f"sensitivity rules {path}: cannot parse ({exc})") from exc
         try:
-            return cls.from_dict(data)
+            return cls.from_dict(data, levels=levels)
         except ValueError as exc:
             raise ValueError(f"sensitivity rules {path}: {exc}") from exc
 
     @classmethod
-    def from_dict(cls, data: Any) -> SensitivityRules:
-        """Build from the parsed rule-file structure (see the module docstring)."""
+    def from_dict(cls, data: Any, *, levels: Sequence[str] = DEFAULT_LEVELS) -> SensitivityRules:
+        """Build from the parsed rule-file structure (see the module docstring); `levels`: the
+        known labels when it declares none."""
         if not isinstance(data, Mapping):
             raise ValueError("expected a table/object with 'rules' (and optionally 'levels')")
         _check_keys(data, _FILE_KEYS, "the rule file")
-        levels = tuple(_labels(data.get("levels", DEFAULT_LEVELS), "levels"))
-        if not levels or len(set(levels)) != len(levels):
+        known = tuple(_labels(data.get("levels", list(levels)), "levels"))
+        if not known or len(set(known)) != len(known):
             raise ValueError("'levels' must list distinct labels, least strict first")
         rules_data = data.get("rules", [])
         if not isinstance(rules_data, list):
@@ -137,7 +139,7 @@ class SensitivityRules:
                     keywords=tuple(_strings(item.get("keywords", []), f"rule {number} 'keywords'")),
                 )
             )
-        return cls(tuple(rules), levels)
+        return cls(tuple(rules), known)
 
 
 def _labels(values: Any, what: str) -> list[str]:

@@ -31,6 +31,7 @@ from ragspine.settings.values import (
     HOST,
     HTTP_URL,
     SECRET,
+    SENSITIVITY_LEVELS,
     TEXT,
     Parser,
     choice,
@@ -250,6 +251,14 @@ SETTINGS: tuple[Setting, ...] = (
         component(*INDEX_TEXTS),
     ),
     Setting(
+        "RAGSPINE_SENSITIVITY_LEVELS",
+        "PUBLIC,INTERNAL,CONFIDENTIAL,RESTRICTED",
+        "The known sensitivity labels, least strict first (docs/security.md): any other label is "
+        "an ingest error, and where labels meet the strictest wins. A rule file's own `levels` "
+        "take precedence for its run.",
+        SENSITIVITY_LEVELS,
+    ),
+    Setting(
         "RAGSPINE_RERANKER",
         "none",
         "Second-stage reranker of the fused head (`make_reranker`). none: the listwise LLM judge "
@@ -360,6 +369,7 @@ class Settings:
     chunk_overlap: int = 80
     analyzer: str = "auto"
     contextual: str = "none"
+    sensitivity_levels: str = "PUBLIC,INTERNAL,CONFIDENTIAL,RESTRICTED"
     reranker: str = "none"
     postprocessor: str = "none"
     router: str = "keyword"

@@ -202,11 +202,21 @@ def weak_key_reason(key: str) -> str:
     return ""
 
 
+def _levels(raw: str) -> str:
+    levels = [part.strip().upper() for part in raw.split(",") if part.strip()]
+    if len(levels) < 2 or len(set(levels)) != len(levels):
+        raise ValueError("expected at least two distinct labels, least strict first, e.g. PUBLIC,INTERNAL,RESTRICTED")
+    if levels[-1] != "RESTRICTED":
+        raise ValueError("RESTRICTED must be the last (strictest) level")
+    return ",".join(levels)
+
+
 TEXT = Parser(_text, "text")
 DB = Parser(_db, "SQLite file path, `:memory:` or a `postgresql://` URL")
 EXISTING_FILE = Parser(_existing_file, "path of an existing file")
 HTTP_URL = Parser(_http_url, "http(s) URL")
 HOST = Parser(_host, "host name or IP address")
+SENSITIVITY_LEVELS = Parser(_levels, "comma-separated labels, least strict first, ending with RESTRICTED")
 SECRET = Parser(_secret, "secret text")
 API_KEYS = Parser(
     _api_keys,
