@@ -22,7 +22,8 @@ from typing import Any
 @dataclass
 class StubLLM:
     """The stub's knobs and what it saw. `script`: behaviours for the next requests, in order
-    ("ok", "500", "429", "slow", "garbage"); once empty, `default` applies."""
+    ("ok", "500", "429", "slow", "garbage", "echo": a 401 whose body echoes the request headers,
+    Authorization included, as some upstreams do); once empty, `default` applies."""
 
     responder: Callable[[dict[str, Any]], str] = lambda body: "ok"
     base_url: str = ""
@@ -59,6 +60,9 @@ def _handler(stub: StubLLM) -> type[BaseHTTPRequestHandler]:
                 return self._send(500, {"error": {"message": "the model crashed"}})
             if behaviour == "429":
                 return self._send(429, {"error": {"message": "slow down"}}, {"Retry-After": "0"})
+            if behaviour == "echo":
+                echoed = {"authorization": self.headers.get("Authorization"), "request_headers": dict(self.headers)}
+                return self._send(401, {"error": {"message": "invalid key", **echoed}})
             if behaviour == "garbage":
                 return self._send(200, {"unexpected": True})
             content = stub.responder(body)

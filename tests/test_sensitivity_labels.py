@@ -91,7 +91,7 @@ def test_normalising_is_idempotent_and_decides_restricted(label: str) -> None:
     assert is_restricted(label) == (once == "RESTRICTED")
 
 
-@pytest.mark.parametrize("label", ["SECRETISH", "RESTRICTEDX", "RE STRICTED", "", "None"])
+@pytest.mark.parametrize("label", ["SECRETISH", "RESTRICTEDX", "UNRESTRICTED", "", "None"])
 def test_a_label_that_is_not_a_level_is_refused_by_name(label: str) -> None:
     assert not is_restricted(label)
     with pytest.raises(UnknownSensitivityError) as info:
@@ -295,7 +295,22 @@ def test_a_restricted_chunk_never_leaves_any_exit(served: tuple[Workspace, Recor
 
 
 # -- labels an older version stored un-normalised --------------------------------------------------
-LEGACY = ["restricted", "ＲＥＳＴＲＩＣＴＥＤ", " Restricted\u3000", "ｒｅｓｔｒｉｃｔｅｄ", "\tRESTRICTED\n"]
+# Spellings of RESTRICTED an attacker or a careless user might write (issue 14 #5 tried 17).
+CONFUSABLE = [
+    "restricted", "ＲＥＳＴＲＩＣＴＥＤ", " Restricted\u3000", "ｒｅｓｔｒｉｃｔｅｄ", "\tRESTRICTED\n",
+    "\ufeffRESTRICTED",  # a leading BOM
+    "RE\u200bSTRICTED",  # zero-width space
+    "RES\u00adTRICTED",  # soft hyphen
+    "RESTRICTED\x00",  # NUL
+    "R\u0415STRICTED",  # Cyrillic capital IE
+    "RESTR\u0130CTED",  # Turkish capital I with dot
+    "R\u0395STRICTED",  # Greek capital epsilon
+    "RESTRICTED.", '"RESTRICTED"', "RESTRICTED!",  # punctuation around
+    "RE STRICTED", "R.E.S.T.R.I.C.T.E.D", "RESTR1CTED",  # spaced, dotted, a look-alike digit
+    "ʀᴇꜱᴛʀɪᴄᴛᴇᴅ",  # small capitals
+    "RESTRICTED\u202e", "re\u0301stricted", "\u00a0restricted\u2060",  # bidi control, accent, joiners
+]
+LEGACY = CONFUSABLE
 
 
 def test_labels_an_older_version_stored_are_still_restricted_at_every_exit(tmp_path: Path) -> None:
@@ -313,20 +328,49 @@ def test_labels_an_older_version_stored_are_still_restricted_at_every_exit(tmp_p
     with ragspine.open(db, env=BM25_ENV) as ws:
         raw = {r.chunk.sensitivity for r in ws.retriever.index.retrieve("revenue fell legacycode0 legacycode1", include_restricted=True)}
         assert set(LEGACY[:2]) <= raw, "the legacy spellings are really stored and matched"
+        stored = {row[0] for row in ws.store.execute_read(f"SELECT DISTINCT sensitivity FROM {TABLE}")}
+        assert set(LEGACY) <= stored, "every spelling is stored as written (the exits must catch it)"
         for n in range(len(LEGACY)):
             query = f"revenue fell legacycode{n}"
-            outputs: list[Any] = [
-                ws.search(query),
+            outputs: list[Any] = [  # top_k above the hidden documents' count (refill is issue 14 #1)
+                ws.search(query, top_k=50),
                 ws.ask(query).to_dict(),
                 ws.chunks(f"old{n}"),
-                search_libraries(ws.settings, [LibrarySpec("a", str(db))], query, where=None, top_k=10),
+                search_libraries(ws.settings, [LibrarySpec("a", str(db))], query, where=None, top_k=50),
             ]
             assert f"secretcode{n}x" not in json.dumps(outputs, ensure_ascii=False)
             assert {s["doc_id"] for s in outputs[0]} == set(PUBLIC_DOCS)
 
 
-@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=30))
-def test_the_ascii_fast_path_equals_the_full_normalisation(label: str) -> None:
-    from ragspine.retrieval.sensitivity import _normalize_unicode
+@pytest.mark.parametrize("label", CONFUSABLE)
+def test_every_confusable_spelling_is_restricted(label: str) -> None:
+    """Issue 14 #5: invisible and control characters, look-alike letters, trailing punctuation."""
+    assert normalize_label(label) == "RESTRICTED" and is_restricted(label)
+    assert check_label(label) == "RESTRICTED"
 
-    assert normalize_label(label) == _normalize_unicode(label)
+
+@pytest.mark.parametrize(
+    ("label", "level"),
+    [("PUBLIC.", "PUBLIC"), ("\ufeffinternal", "INTERNAL"), ("İnternal", "INTERNAL"), ("CONFIDENTIAL\x00", "CONFIDENTIAL"),
+     ("Ｐｕｂｌｉｃ", "PUBLIC"), ("соnfidential", "CONFIDENTIAL")],  # the last with a Cyrillic о
+)  # fmt: skip
+def test_the_other_levels_survive_the_same_normalisation(label: str, level: str) -> None:
+    assert check_label(label) == level and not is_restricted(label)
+
+
+@pytest.mark.parametrize("label", CONFUSABLE)
+def test_every_confusable_spelling_is_stored_restricted_at_write(tmp_path: Path, label: str) -> None:
+    """Written through the argument, front matter and a sidecar: always stored as RESTRICTED."""
+    folder = tmp_path / "d"
+    folder.mkdir()
+    (folder / "a.txt").write_text("Sidecar labelled text.", "utf-8")
+    (folder / "a.txt.meta.json").write_text(json.dumps({"sensitivity": label}), "utf-8")
+    front = "---\nsensitivity: " + json.dumps(label) + "\n---\nFront matter labelled text.\n"
+    with ragspine.open(tmp_path / "ws", env=BM25_ENV) as ws:
+        ws.ingest("Argument labelled text.", doc_id="arg", sensitivity=label)
+        ws.ingest_bytes("front.md", front.encode("utf-8"))
+        db = ws.settings.db
+    result = CliRunner().invoke(main, ["ingest", str(folder), "--db", db])
+    assert result.exit_code == 0, result.output
+    labels = {row["doc_id"]: row["sensitivity"] for row in _stored(Path(db))}
+    assert labels == {"arg": "RESTRICTED", "front.md": "RESTRICTED", "a.txt": "RESTRICTED"}

@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragspine.agent.agent import LLMProvider, NarrativeRetriever
+from ragspine.http_retry import public_error
 from ragspine.retrieval.sensitivity import is_restricted
+from ragspine.secret import redact_text
 
 DEFAULT_ASK_TOP_K = 5
 NO_SOURCES = "No source in the store answers this question."
@@ -88,8 +90,9 @@ def ask(
     try:
         reply = provider.chat(messages).strip()
     except Exception as exc:  # noqa: BLE001 - any provider failure becomes a visible extractive answer
-        _LOG.warning("LLM answer failed (%s); answering extractively", exc)
-        return _extractive(question, sources, note=f"LLM call failed ({exc}); extractive answer instead")
+        _LOG.warning("LLM answer failed (%s); answering extractively", redact_text(str(exc)))
+        note = f"LLM call failed ({public_error(exc)}); extractive answer instead"
+        return _extractive(question, sources, note=note)
     cited = {int(n) for n in _CITE.findall(reply)}
     return Answer(question, reply, "llm", _numbered(sources, cited))
 

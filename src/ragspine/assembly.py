@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragspine.agent.agent import LLMProvider
+from ragspine.secret import redact_url
 from ragspine.retrieval.chunking.factory import make_chunker
 from ragspine.retrieval.chunking.protocol import Chunker
 from ragspine.retrieval.fusion.rrf import Fusion
@@ -421,7 +422,7 @@ def channels(settings: Settings) -> dict[str, str]:
         "rerank_top_n": str(settings.reranker_top_n),
         "postprocessor": settings.postprocessor,
         "router": settings.router,
-        "llm": f"{settings.llm_model} at {settings.llm_base_url}" if settings.llm_configured else "none",
+        "llm": f"{settings.llm_model} at {redact_url(settings.llm_base_url or '')}" if settings.llm_configured else "none",
     }
 
 
@@ -493,7 +494,8 @@ def ingest_files(
         report = ingest_paths(
             list(paths), settings.db, force=force or remake, progress=progress,
             embedding_backend=backend, max_chars=settings.chunk_chars,
-            overlap_chars=settings.chunk_overlap, chunker=make_chunker_for(settings), **options,
+            overlap_chars=settings.chunk_overlap, chunker=make_chunker_for(settings),
+            levels=tuple(settings.sensitivity_levels.split(",")), **options,
         )  # fmt: skip
     finally:
         close_backend(backend)

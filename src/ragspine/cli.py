@@ -19,6 +19,7 @@ import click
 
 from ragspine import __version__
 from ragspine.assembly import load_settings
+from ragspine.secret import redact_text, redact_url
 from ragspine.settings.config import QUERY_STAGE, ConfigError
 from ragspine.retrieval.store.sqlite import NotAChunkStoreError
 from ragspine.render import format_snippets
@@ -37,14 +38,14 @@ def _user_errors() -> Iterator[None]:
     try:
         yield
     except (ValueError, ConfigError, NotAChunkStoreError, PermissionError) as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise click.ClickException(redact_text(str(exc))) from exc
     except (ImportError, RuntimeError) as exc:
         # imported here: the backends' module is not needed to start the CLI
         from ragspine.extras import MissingExtraError
         from ragspine.retrieval.vector.embeddings.support import EmbeddingBackendError
 
         if isinstance(exc, MissingExtraError | EmbeddingBackendError):
-            raise click.ClickException(str(exc)) from exc
+            raise click.ClickException(redact_text(str(exc))) from exc
         raise
 
 
@@ -106,8 +107,15 @@ _port_option = click.option("--port", default=None, type=int, help="Port to bind
 @_meta_option("topic")
 @_meta_option("geography")
 @click.option("--language", default=None, help="Document language; detected (zh/en/other) when not given.")
-@click.option("--sensitivity", default="INTERNAL", show_default=True,
-              help="Label for documents no sidecar, front matter or rule labels, e.g. PUBLIC, RESTRICTED.")  # fmt: skip
+@click.option("--sensitivity", default=None,
+              help="Label for every document, e.g. PUBLIC, RESTRICTED; the strictest of it, the sidecar, front "
+                   "matter and rules wins. Not given: INTERNAL for documents nothing else labels.")  # fmt: skip
+@click.option("--lower-label", "lower_labels", multiple=True, metavar="DOC_ID",
+              help="Let this document's label go down to what this run gives it (repeatable); without it a "
+                   "stored stricter label is kept, with a warning.")  # fmt: skip
+@click.option("--skip-garbled", is_flag=True,
+              help="Fail documents whose extracted text looks garbled (glyph names, mojibake) instead of "
+                   "ingesting them with a warning.")  # fmt: skip
 @_config_option
 def ingest(
     paths: tuple[Path, ...],
@@ -119,6 +127,8 @@ def ingest(
     prune: bool,
     force: bool,
     rebuild: bool,
+    lower_labels: tuple[str, ...],
+    skip_garbled: bool,
     **meta: str | None,
 ) -> None:
     """Ingest .txt, .md, .html, .pdf and .docx files, or folders of them.
@@ -134,10 +144,12 @@ def ingest(
         asked = index_settings_for(settings)
         report, withdrawn = ingest_files(
             list(paths), settings, rebuild=rebuild, force=force, include=include, exclude=exclude,
-            rules=rules, prune=prune, **defaults,
+            rules=rules, prune=prune, lower_labels=lower_labels, skip_garbled=skip_garbled, **defaults,
         )  # fmt: skip
     for failure in report.failures:
         click.echo(f"failed: {failure.path}: {failure.reason}", err=True)
+    for warning in report.warnings:
+        click.echo(f"warning: {warning.path}: {warning.reason}", err=True)
     if rebuild:
         click.echo(f"rebuilt with {asked.describe()}; withdrawn (not under PATHS): {len(withdrawn)}")
     click.echo(report.headline())
@@ -339,7 +351,7 @@ def serve(host: str | None, port: int | None, db: str | None, config_file: Path 
         backend_name = resolve_embedding(settings)[0]
         dense = f" with {backend_name}" if backend_name else ""
         click.echo(
-            f"ragspine: serving {settings.db} at http://{settings.host}:{settings.port} "
+            f"ragspine: serving {redact_url(settings.db)} at http://{settings.host}:{settings.port} "
             f"(retrieval {effective_mode(settings)}{dense}, {keys}); search page at /, MCP at /mcp",
             err=True,
         )

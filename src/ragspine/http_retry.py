@@ -3,19 +3,27 @@
 Invariants: at most `1 + max_retries` attempts; only a 429, a 5xx, a timeout or a connection
 error is retried, after an exponential backoff (`backoff * 2**attempt`, or a numeric
 Retry-After), each wait capped at MAX_BACKOFF_S; every failure is an `EndpointError` (or the
-caller's subclass) naming the endpoint and the cause, never a credential.
+caller's subclass) naming the endpoint (its URL redacted) and the cause, never a credential.
+An upstream response body never enters an error message: an upstream that echoes the request
+(its Authorization header) would hand the key to whoever sees the message. The body goes,
+redacted (`secret.redact_text`), to the log; `public_error` is all a caller (an HTTP client, a
+snippet's lineage, an answer's note) is told: a short code and the HTTP status.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from ragspine.secret import Secret
+from ragspine.secret import Secret, redact_text, redact_url
 
 MAX_BACKOFF_S = 8.0
 EXCERPT_CHARS = 200
 T = TypeVar("T")
+_LOG = logging.getLogger(__name__)
+# The short codes `EndpointError.code` takes.
+HTTP_ERROR, TIMEOUT, CONNECTION_ERROR, MALFORMED_RESPONSE = "http_error", "timeout", "connection_error", "malformed_response"
 
 
 class EndpointError(RuntimeError):
@@ -28,11 +36,35 @@ class EndpointError(RuntimeError):
         status: int | None = None,
         retryable: bool = False,
         retry_after: float | None = None,
+        code: str = MALFORMED_RESPONSE,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.retryable = retryable
         self.retry_after = retry_after
+        self.code = code
+
+
+def public_error(exc: BaseException) -> str:
+    """What a caller is told about a failed upstream call: a short code and the HTTP status,
+    never the upstream body or a URL (see the module docstring).
+
+    >>> public_error(EndpointError("LLM http://x/v1: HTTP 401", status=401, code=HTTP_ERROR))
+    'http_error (HTTP 401)'
+    >>> public_error(ValueError("anything"))
+    'ValueError'
+    """
+    if isinstance(exc, EndpointError):
+        return f"{exc.code} (HTTP {exc.status})" if exc.status else exc.code
+    return type(exc).__name__
+
+
+def log_body(label: str, url: str, response: Any) -> None:
+    """Log an upstream response body, redacted, for the operator (never for a caller)."""
+    _LOG.warning(
+        "%s %s answered HTTP %s; body (redacted): %s",
+        label, redact_url(url), response.status_code, redact_text(excerpt(response)),
+    )  # fmt: skip
 
 
 def post_with_retries(
@@ -96,17 +128,20 @@ def _attempt(
     try:
         response = client.post(url, json=payload)
     except httpx.TimeoutException:
-        return error(f"{label} {url}: timed out after {timeout:g} s", retryable=True)
+        return error(f"{label} {redact_url(url)}: timed out after {timeout:g} s", retryable=True, code=TIMEOUT)
     except httpx.TransportError as exc:
-        return error(f"{label} {url}: request failed: {exc}", retryable=True)
+        message = f"{label} {redact_url(url)}: request failed: {redact_text(str(exc))}"
+        return error(message, retryable=True, code=CONNECTION_ERROR)
     status = response.status_code
     if status == 200:
         return parse(response)
+    log_body(label, url, response)
     return error(
-        f"{label} {url}: HTTP {status}: {excerpt(response)}{hints.get(status, '')}",
+        f"{label} {redact_url(url)}: HTTP {status} (body in the log){hints.get(status, '')}",
         status=status,
         retryable=status == 429 or status >= 500,
         retry_after=_retry_after(response),
+        code=HTTP_ERROR,
     )
 
 

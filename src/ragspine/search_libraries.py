@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ragspine.secret import redact_text, redact_url
 from ragspine.settings.config import Settings
 from ragspine.retrieval.link.multi_index import LibraryIndex, MultiIndexRetriever
 
@@ -34,7 +35,7 @@ def read_libraries(pairs: Sequence[str], file: Path | None) -> list[LibrarySpec]
     for pair in pairs:
         name, sep, path = pair.partition("=")
         if not sep or not name.strip() or not path.strip():
-            raise ValueError(f"--library {pair!r}: expected NAME=PATH, e.g. --library reports=./reports.db")
+            raise ValueError(f"--library {redact_text(pair)!r}: expected NAME=PATH, e.g. --library reports=./reports.db")
         specs.append(LibrarySpec(name.strip(), path.strip(), name.strip()))
     if file is not None:
         try:
@@ -66,7 +67,7 @@ def search_libraries(
 
     for spec in specs:
         if not Path(spec.path).is_file():
-            raise ValueError(f"library {spec.library_id!r}: no chunk store at {spec.path}")
+            raise ValueError(f"library {spec.library_id!r}: no chunk store at {redact_url(spec.path)}")
     with ExitStack() as stack:
         libraries = [
             LibraryIndex(

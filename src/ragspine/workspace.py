@@ -5,6 +5,8 @@ Invariants:
   the HTTP service, multi-library search, eval and Python users all share.
 - Nothing RESTRICTED leaves a workspace: `search` and `ask` go through the link's exit #2 and
   `chunks` drops RESTRICTED rows; `stats` gives only counts.
+- A new version never lowers the label of the active one implicitly: the stricter stored label is
+  kept (`IngestResult.warnings` says so) unless the caller passes `lower_label=True`.
 - Each ingest or withdraw is one store transaction: a concurrent search sees the old version of a
   document or the new one, never a mix.
 - The dense channel exists only when the settings resolve an embedding backend
@@ -17,6 +19,7 @@ Invariants:
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 from collections.abc import Mapping, Sequence
@@ -37,14 +40,16 @@ from ragspine.assembly import (
 )
 from ragspine.settings.config import LEXICAL_MODES, RETRIEVAL_MODES, SETTINGS, Settings
 from ragspine.retrieval.store.protocol import ChunkStoreProtocol
-from ragspine.retrieval.model import Chunk, check_user_metadata
+from ragspine.retrieval.model import check_user_metadata
 from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.retrieval.vector.dense.chunk_vectors import EmbedReport
 from ragspine.retrieval.vector.errors import VectorStoreError
 
 if TYPE_CHECKING:
-    from ragspine.ingest.document import IngestSettings
+    from ragspine.ingest.document import IngestSettings, PreparedDocument
+
+_LOG = logging.getLogger(__name__)
 
 DEFAULT_SEARCH_TOP_K = 10
 MAX_DOC_ID_CHARS = 512
@@ -59,6 +64,7 @@ class IngestResult:
     doc_id: str
     chunks: int
     version: int
+    warnings: tuple[str, ...] = ()
 
 
 class Workspace:
@@ -99,22 +105,32 @@ class Workspace:
 
     # -- writes -------------------------------------------------------------------------------
     def ingest(
-        self, source: str | Path, *, doc_id: str | None = None, valid_as_of: str = "", **meta: str
+        self,
+        source: str | Path,
+        *,
+        doc_id: str | None = None,
+        valid_as_of: str = "",
+        lower_label: bool = False,
+        **meta: str,
     ) -> IngestResult:
         """Ingest a file (a `Path`, or a str naming an existing file) or a text (a str, with
         `doc_id`). `meta`: title, topic, entity, geography, period, language, sensitivity (for a
-        file, its front matter wins over `meta`)."""
+        file, its front matter wins over `meta`, except that the strictest label wins).
+        `lower_label`: this version's label may be lower than the stored one's."""
         if isinstance(source, Path) or _names_file(source):
             path = Path(source)
             try:
                 data = path.read_bytes()
             except OSError as exc:
                 raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from exc
-            return self.ingest_bytes(path.name, data, doc_id=doc_id or path.name, valid_as_of=valid_as_of, **meta)
+            return self.ingest_bytes(
+                path.name, data, doc_id=doc_id or path.name, valid_as_of=valid_as_of, lower_label=lower_label,
+                **meta,
+            )  # fmt: skip
         if doc_id is None:
             raise ValueError("ingesting a text needs doc_id=...")
         fields: dict[str, Any] = dict(meta)
-        return self.ingest_text(source, doc_id, valid_as_of=valid_as_of, **fields)
+        return self.ingest_text(source, doc_id, valid_as_of=valid_as_of, lower_label=lower_label, **fields)
 
     def ingest_text(
         self,
@@ -124,12 +140,14 @@ class Workspace:
         valid_as_of: str = "",
         metadata: dict[str, Any] | None = None,
         pages: tuple[Sequence[tuple[int, int]], Sequence[int]] | None = None,
+        lower_label: bool = False,
         **meta: str,
     ) -> IngestResult:
         """Make `text` the active version of `doc_id` (one transaction). `metadata`: user
         metadata (filterable); `pages`: (page spans, page numbers) of a paged document, carried
         into each chunk's locator. Labelled and chunked by `ingest.document` (the one ingest
-        path): an unknown sensitivity label is a ValueError and nothing is written."""
+        path): an unknown sensitivity label is a ValueError and nothing is written; a label
+        lower than the stored version's is kept higher unless `lower_label`."""
         from ragspine.ingest.document import prepare_loaded
         from ragspine.ingest.loaders import LoadedDocument
         from ragspine.ingest.metadata import DocumentFields
@@ -143,20 +161,29 @@ class Workspace:
         spans, numbers = pages if pages is not None else ((), ())
         loaded = LoadedDocument(text, page_spans=tuple(spans), page_numbers=tuple(numbers))
         own = DocumentFields({k: v for k, v in meta.items() if v is not None}, user)
-        prepared = prepare_loaded(
-            doc_id, loaded, own, self._ingest_settings({}), user_metadata=dict(user),
-            own_from=f"the sensitivity argument for {doc_id!r}",
-        )  # fmt: skip
-        return self._write(doc_id, prepared.chunks, valid_as_of)
+        label = own.known.get("sensitivity")
+        labels = [(label, f"the sensitivity argument for {doc_id!r}")] if label else []
+        settings = self._ingest_settings({})
+        prepared = prepare_loaded(doc_id, loaded, own, settings, user_metadata=dict(user), labels=labels)
+        return self._write(doc_id, prepared, settings, valid_as_of, lower_label)
 
     def ingest_bytes(
-        self, filename: str, data: bytes, *, doc_id: str | None = None, valid_as_of: str = "", **meta: str
+        self,
+        filename: str,
+        data: bytes,
+        *,
+        doc_id: str | None = None,
+        valid_as_of: str = "",
+        lower_label: bool = False,
+        **meta: str,
     ) -> IngestResult:
         """Ingest a file's bytes with the loader for its suffix, through the same preparation as
         `ragspine ingest` (`ingest.document.prepare`): the file's own metadata (Markdown front
         matter) wins over `meta`, which fills the rest as defaults; its string/number free
         fields become filterable user metadata; PDF pages reach the locators; the same file and
-        metadata store the same chunks and labels either way."""
+        metadata store the same chunks and labels either way. The label is the strictest of
+        the file's own and `meta`'s, and never lower than the stored version's unless
+        `lower_label`."""
         from ragspine.ingest.document import prepare
         from ragspine.ingest.files import SourceFile
         from ragspine.ingest.metadata import DocumentFields, Sidecar
@@ -167,20 +194,30 @@ class Workspace:
         defaults = {k: v for k, v in meta.items() if k != "sensitivity"}
         settings = self._ingest_settings(defaults, meta.get("sensitivity"))
         prepared = prepare(SourceFile(Path(name), doc_id, Path(".")), data, Sidecar(DocumentFields()), settings)
-        return self._write(doc_id, prepared.chunks, valid_as_of)
+        return self._write(doc_id, prepared, settings, valid_as_of, lower_label)
 
     def _ingest_settings(self, defaults: Mapping[str, str | None], sensitivity: str | None = None) -> IngestSettings:
         from ragspine.ingest.document import ingest_settings
+        from ragspine.ingest.sensitivity_rules import SensitivityRules
 
         index = self.retriever.index
+        levels = SensitivityRules(levels=tuple(self.settings.sensitivity_levels.split(",")))
         return ingest_settings(
             defaults, sensitivity, max_chars=index.max_chars, overlap_chars=index.overlap_chars,
-            sensitivity_from="the sensitivity argument", chunker=index.chunker,
+            sensitivity_from="the sensitivity argument", chunker=index.chunker, rules=levels,
         )  # fmt: skip
 
-    def _write(self, doc_id: str, chunks: Sequence[Chunk], valid_as_of: str) -> IngestResult:
-        count = self.retriever.index.replace_chunks(doc_id, chunks, valid_as_of=valid_as_of)
-        return IngestResult(doc_id, count, self._version(doc_id))
+    def _write(
+        self, doc_id: str, prepared: PreparedDocument, settings: IngestSettings, valid_as_of: str, lower: bool
+    ) -> IngestResult:
+        from ragspine.ingest.document import keep_stricter, stored_labels
+
+        stored = stored_labels(self.store, doc_id)
+        prepared = keep_stricter(prepared, stored, settings.rules.levels, lower=lower)
+        for warning in prepared.warnings:
+            _LOG.warning("ingest %s: %s", doc_id, warning)
+        count = self.retriever.index.replace_chunks(doc_id, prepared.chunks, valid_as_of=valid_as_of)
+        return IngestResult(doc_id, count, self._version(doc_id), prepared.warnings)
 
     def embed_pending(self, *, progress: bool | None = None, batch_size: int = 64) -> EmbedReport | None:
         """Embed every active chunk that has no vector yet (shortest first, in committed

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import unicodedata
 
 import pytest
 from hypothesis import given
@@ -63,10 +64,13 @@ def test_undecodable_bytes_name_the_problem() -> None:
 
 
 # A UTF-16 LE text starting with U+0000 begins FF FE 00 00, the UTF-32 LE byte order mark:
-# inherently ambiguous, and never real-world text, so it is left out.
+# inherently ambiguous, and never real-world text, so it is left out. Without a BOM, UTF-8 bytes
+# holding NULs are read by where the NULs sit (BOM-less UTF-16/32, else binary), so the UTF-8 leg
+# is text without control characters.
 @given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=200).filter(lambda t: not t.startswith("\x00")))
 def test_utf8_and_bom_utf16_round_trip_any_text(text: str) -> None:
-    assert decode_bytes(text.encode("utf-8")).text == text
+    if not any(unicodedata.category(ch) == "Cc" and ch not in "\t\n\r" for ch in text):
+        assert decode_bytes(text.encode("utf-8")).text == text
     assert decode_bytes(text.encode("utf-16")).text == text  # Python writes a BOM
     assert decode_bytes(text.encode("utf-32")).text == text
 

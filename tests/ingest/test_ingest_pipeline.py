@@ -114,7 +114,7 @@ def test_a_sidecar_wins_over_front_matter(tmp_path: Path) -> None:
     assert (chunk.entity, chunk.period) == ("FROM_SIDECAR", "2020")
 
 
-def test_sensitivity_rules_and_the_sidecar_override(tmp_path: Path) -> None:
+def test_sensitivity_rules_and_the_sidecar_the_strictest_wins(tmp_path: Path) -> None:
     root = tmp_path / "d"
     (root / "hr").mkdir(parents=True)
     (root / "hr" / "pay.txt").write_text("Salary bands for 2024.", "utf-8")
@@ -122,6 +122,8 @@ def test_sensitivity_rules_and_the_sidecar_override(tmp_path: Path) -> None:
     (root / "plain.txt").write_text("Canteen menu for Monday.", "utf-8")
     (root / "public.txt").write_text("This press release is strictly confidential until noon.", "utf-8")
     (root / "public.txt.meta.json").write_text('{"sensitivity": "PUBLIC"}', "utf-8")
+    (root / "board.txt").write_text("Board notes.", "utf-8")
+    (root / "board.txt.meta.json").write_text('{"sensitivity": "RESTRICTED"}', "utf-8")
     rules = SensitivityRules((
         SensitivityRule("CONFIDENTIAL", paths=("hr/",)),
         SensitivityRule("RESTRICTED", keywords=("绝密", "Strictly Confidential")),
@@ -133,9 +135,14 @@ def test_sensitivity_rules_and_the_sidecar_override(tmp_path: Path) -> None:
         "hr/pay.txt": "CONFIDENTIAL",
         "memo.txt": "RESTRICTED",
         "plain.txt": "INTERNAL",  # no rule matches: the default
-        "public.txt": "PUBLIC",  # the sidecar wins over the keyword rule
+        # a stray `sensitivity: public` never un-restricts what a rule restricts (issue 14 #6)
+        "public.txt": "RESTRICTED",
+        "board.txt": "RESTRICTED",  # the sidecar is stricter than the default
     }
-    assert _records(db)["memo.txt"]["metadata"]["sensitivity_from"] == "rule"
+    records = _records(db)
+    assert records["memo.txt"]["metadata"]["sensitivity_from"] == "rule"
+    assert records["public.txt"]["metadata"]["sensitivity_from"] == "rule"
+    assert records["board.txt"]["metadata"]["sensitivity_from"] == "document"
 
 
 def test_no_rules_mark_nothing(tmp_path: Path) -> None:

@@ -42,13 +42,15 @@ def test_retries_429_and_5xx_with_backoff_then_succeeds(stub_llm: Any) -> None:
     assert waits == [0.01, 0.0], "exponential backoff, then the server's Retry-After: 0"
 
 
-def test_gives_up_after_bounded_retries_with_a_clear_error(stub_llm: Any) -> None:
+def test_gives_up_after_bounded_retries_with_a_clear_error(stub_llm: Any, caplog: pytest.LogCaptureFixture) -> None:
     provider, waits = _provider(stub_llm)
     stub_llm.default = "500"
-    with pytest.raises(LLMProviderError, match=r"HTTP 500: .*the model crashed.*\(after 3 attempts\)") as info:
+    with pytest.raises(LLMProviderError, match=r"HTTP 500 \(body in the log\).*\(after 3 attempts\)") as info:
         provider.chat(MESSAGES)
     assert info.value.status == 500 and len(stub_llm.requests) == 3 and waits == [0.01, 0.02]
     assert LLM_KEY not in str(info.value)
+    # issue 14 #8: the upstream body goes to the log (redacted), never into the message
+    assert "the model crashed" not in str(info.value) and "the model crashed" in caplog.text
 
 
 def test_timeout_is_an_error_not_a_hang(stub_llm: Any) -> None:

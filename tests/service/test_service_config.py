@@ -27,7 +27,7 @@ from ragspine.settings.config import (
 )
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
-KEY = "k" * 20
+KEY = "kq7-Vd2_pZ9mXw4T"  # a strong key (issue 14 #9 refuses "k" * 20)
 LLM_KEY = "sk-very-secret-llm-key"
 
 

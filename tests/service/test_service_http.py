@@ -62,7 +62,7 @@ def test_ingest_search_chunks_withdraw_stats(serve: Any) -> None:
     client = served.client
     _load(served)
     again = client.post("/documents", json=doc("borealis.txt", BOREALIS + "\n\nUpdated.", entity="BOREALIS"))
-    assert again.json() == {"doc_id": "borealis.txt", "chunks": 1, "version": 2}
+    assert again.json() == {"doc_id": "borealis.txt", "chunks": 1, "version": 2, "warnings": []}
 
     found = client.post("/search", json={"query": "为什么营收下滑", "filters": {"entity": "ACME_CN"}, "top_k": 3})
     assert found.status_code == 200
@@ -165,7 +165,7 @@ def test_upload_a_file(serve: Any) -> None:
     response = client.post("/documents/upload", files={"file": ("interim.md", markdown, "text/markdown")},
                            data={"topic": "finance"})  # fmt: skip
     assert response.status_code == 201, response.text
-    assert response.json() == {"doc_id": "interim.md", "chunks": 1, "version": 1}
+    assert response.json() == {"doc_id": "interim.md", "chunks": 1, "version": 1, "warnings": []}
     chunk = client.get("/documents/interim.md/chunks").json()["chunks"][0]
     assert (chunk["title"], chunk["entity"], chunk["period"], chunk["topic"]) == ("中期报告", "ACME_CN", "2023", "finance")
     named = client.post("/documents/upload", files={"file": ("x.txt", b"plain words", "text/plain")},

@@ -3,12 +3,17 @@
 Invariants: decoding is deterministic and strict (no replacement characters are ever invented):
 1. a byte order mark decides (UTF-8, UTF-16, UTF-32);
 2. else an encoding the file declares (HTML `<meta charset>`) decides, when the bytes decode with it;
-3. else valid UTF-8 decides;
-4. else, for bytes without NUL, the Chinese legacy encodings GB18030 (a superset of GBK and GB2312)
+3. else, for bytes holding NUL, UTF-32 or UTF-16 without a BOM decides when the NULs sit where
+   that encoding puts them (the zero high bytes of mostly-ASCII text) and the bytes decode to
+   text without control characters; else UTF-8 with a few stray NULs (at most a tenth of the
+   characters, other controls at most 1%) is still UTF-8 text; other NUL-holding bytes are a
+   binary file (ValueError "binary file"), as are the signatures of common binary formats;
+4. else valid UTF-8 decides;
+5. else, for bytes without NUL, the Chinese legacy encodings GB18030 (a superset of GBK and GB2312)
    and Big5 (as Windows code page 950) are tried first; charset-normalizer ranks them, and a tie is
    broken by which reading holds fewer characters implausible in Chinese text (kana, Hangul, Greek,
    Cyrillic, box drawing, private use), then GB18030 first;
-5. else charset-normalizer's full detection (UTF-16 without BOM, Western and other code pages),
+6. else charset-normalizer's full detection (UTF-16 without BOM, Western and other code pages),
    a tie broken towards windows-1252, the Western default.
 A file nothing decodes raises ValueError with the reason.
 """
@@ -63,6 +68,9 @@ def decode_bytes(data: bytes, declared: str | None = None) -> Decoded:
                 return Decoded(data.decode(named), named)
             except UnicodeDecodeError:
                 pass  # a wrong declaration is common; fall through to detection
+    _refuse_binary_signature(data)
+    if b"\x00" in data:
+        return _without_bom(data)
     try:
         return Decoded(data.decode("utf-8"), "utf-8")
     except UnicodeDecodeError:
@@ -72,6 +80,56 @@ def decode_bytes(data: bytes, declared: str | None = None) -> Decoded:
         if chinese is not None:
             return chinese
     return _detect(data)
+
+
+# Leading bytes of binary formats a text loader might be handed under a wrong name.
+_BINARY_SIGNATURES: tuple[tuple[bytes, str], ...] = (
+    (b"%PDF-", "a PDF"), (b"PK\x03\x04", "a ZIP archive (e.g. .docx, .xlsx)"), (b"\x89PNG", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"), (b"GIF8", "a GIF image"), (b"\x7fELF", "an executable"),
+    (b"\xd0\xcf\x11\xe0", "an old Office file (.doc/.xls)"), (b"\x1f\x8b", "a gzip archive"),
+    (b"SQLite format 3\x00", "a SQLite database"),
+)  # fmt: skip
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_SAMPLE = 65536
+
+
+def _refuse_binary_signature(data: bytes) -> None:
+    for magic, kind in _BINARY_SIGNATURES:
+        if data.startswith(magic):
+            raise ValueError(f"binary file, not text (it starts like {kind}); give it its real suffix")
+
+
+def _without_bom(data: bytes) -> Decoded:
+    """UTF-32/UTF-16 without a BOM, when the NUL bytes sit where they put them; else binary."""
+    sample = data[:_SAMPLE]
+    zeros = [sample[offset::4].count(0) / max(1, len(sample[offset::4])) for offset in range(4)]
+    candidates = []
+    if len(data) % 4 == 0:
+        candidates += [("utf-32-le", min(zeros[1:]) >= 0.9), ("utf-32-be", min(zeros[:3]) >= 0.9)]
+    if len(data) % 2 == 0:
+        odd, even = (zeros[1] + zeros[3]) / 2, (zeros[0] + zeros[2]) / 2
+        candidates += [("utf-16-le", odd >= 0.3 and even <= 0.05), ("utf-16-be", even >= 0.3 and odd <= 0.05)]
+    for codec, fits in candidates:
+        if not fits:
+            continue
+        try:
+            text = data.decode(codec)
+        except UnicodeDecodeError:
+            continue
+        if len(_CONTROL.findall(text)) <= len(text) // 100:
+            return Decoded(text, codec)
+    try:  # UTF-8 text with a few stray NULs (padding): still text
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    else:
+        nuls = text.count("\x00")
+        if nuls <= len(text) // 10 and len(_CONTROL.findall(text)) - nuls <= len(text) // 100:
+            return Decoded(text, "utf-8")
+    raise ValueError(
+        "binary file, not text (it holds NUL bytes that fit no text encoding); "
+        "give it its real suffix or leave it out"
+    )
 
 
 def _strict(data: bytes, codec: str) -> Decoded:

@@ -7,6 +7,9 @@ Invariants:
 - a document whose `ingest_key` (content, sidecar, settings) is unchanged, and whose recorded
   version is still the active one, is skipped without any write: re-running on the same folder
   writes nothing;
+- a re-ingest never lowers a document's stored label implicitly: a new version that would be
+  less strict keeps the stored label, with a warning, unless its doc_id is in `lower_labels`
+  (those documents are re-ingested even when unchanged);
 - `prune` withdraws only documents registered under a folder given in this run whose files no
   longer exist there; a path that does not exist prunes nothing.
 The registry row is written after the chunks; if a run dies between the two, the next run sees
@@ -35,14 +38,17 @@ from ragspine.ingest.document import (
     content_hash,
     ingest_key,
     ingest_settings,
+    GARBLED,
+    keep_stricter,
     prepare,
+    stored_labels,
 )
 from ragspine.ingest.files import FileFailure, SourceFile, discover
 from ragspine.ingest.loaders import SUPPORTED_SUFFIXES
 from ragspine.ingest.metadata import read_sidecar
 from ragspine.ingest.registry import ACTIVE, DocumentRecord, DocumentRegistry
 from ragspine.ingest.report import IngestReport
-from ragspine.ingest.sensitivity_rules import SensitivityRules
+from ragspine.ingest.sensitivity_rules import DEFAULT_LEVELS, SensitivityRules
 from ragspine.retrieval.chunking.chunking import (
     DEFAULT_CHUNK_CHARS,
     DEFAULT_OVERLAP_CHARS,
@@ -78,7 +84,7 @@ def ingest_paths(
     topic: str | None = None,
     geography: str | None = None,
     language: str | None = None,
-    sensitivity: str | None = "INTERNAL",
+    sensitivity: str | None = None,
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
     rules: SensitivityRules | str | Path | None = None,
@@ -90,6 +96,9 @@ def ingest_paths(
     embedding_backend: Any = None,
     embed_batch_size: int = 64,
     chunker: Chunker | None = None,
+    lower_labels: Sequence[str] = (),
+    skip_garbled: bool = False,
+    levels: Sequence[str] | None = None,
 ) -> IngestRunReport:
     """Ingest every supported file under `paths` into the store at `db`; see the module docstring.
 
@@ -99,13 +108,18 @@ def ingest_paths(
     `embedding_backend` (e.g. `ragspine.assembly.make_embedding(settings)`): embed the
     chunks that lack a vector once all files are written, `embed_batch_size` per call.
     `chunker` (e.g. `ragspine.assembly.make_chunker_for(settings)`) cuts the documents; None:
-    the paragraph packer with `max_chars` / `overlap_chars`.
+    the paragraph packer with `max_chars` / `overlap_chars`. `sensitivity`: a label source
+    (the strictest of all sources wins), None: INTERNAL for documents nothing labels.
+    `lower_labels`: doc_ids whose label may go down to what this run gives them;
+    `skip_garbled`: fail documents whose text looks garbled (see `ingest.quality`) instead of
+    ingesting them with a warning. `levels`: the known labels, least strict first (None: the
+    defaults); a rule file's own `levels` take precedence.
     """
     given = {
         "entity": entity, "period": period, "topic": topic, "geography": geography, "language": language
     }  # fmt: skip
     settings = ingest_settings(
-        given, sensitivity, rules=_rules(rules), max_chars=max_chars, overlap_chars=overlap_chars,
+        given, sensitivity, rules=_rules(rules, levels), max_chars=max_chars, overlap_chars=overlap_chars,
         chunker=chunker,
     )
     if "://" in db:
@@ -114,7 +128,7 @@ def ingest_paths(
             "store ingest through ragspine.open(URL).ingest(...) or the HTTP API (POST /documents)"
         )
     found = discover(paths, include=include, exclude=exclude)
-    report = IngestRunReport(db=db, failures=list(found.failures))
+    report = IngestRunReport(db=db, failures=list(found.failures), warnings=list(found.warnings))
     if not found.files and not (prune and found.roots):
         if found.failures:
             return report
@@ -124,7 +138,10 @@ def ingest_paths(
     with ChunkStore(db) as store:
         store.init_schema()
         with DocumentRegistry(db) as registry:
-            run = _Run(store, registry, settings, report, force=force)
+            run = _Run(
+                store, registry, settings, report, force=force, lower=frozenset(lower_labels),
+                skip_garbled=skip_garbled,
+            )  # fmt: skip
             hide = None if progress is None else not progress  # None: shown on a terminal only
             for source in tqdm(found.files, desc="ingest", unit="file", disable=hide):
                 run.ingest_one(source)
@@ -166,9 +183,11 @@ class _Run:
         report: IngestReport,
         *,
         force: bool,
+        lower: frozenset[str] = frozenset(),
+        skip_garbled: bool = False,
     ) -> None:
         self.store, self.registry, self.settings = store, registry, settings
-        self.report, self.force = report, force
+        self.report, self.force, self.lower, self.skip_garbled = report, force, lower, skip_garbled
         self.seen: dict[str, Path] = {}
 
     def ingest_one(self, source: SourceFile) -> None:
@@ -206,11 +225,18 @@ class _Run:
         file_hash = content_hash(data)
         key = ingest_key(source.doc_id, file_hash, sidecar, self.settings)
         previous = self.registry.get(source.doc_id)
-        if not self.force and previous is not None and self._is_current(previous, key):
+        lower = source.doc_id in self.lower
+        if not (self.force or lower) and previous is not None and self._is_current(previous, key):
             self.report.unchanged.append(source.doc_id)
             self.report.unchanged_chunks += previous.chunks
             return
         prepared = prepare(source, data, sidecar, self.settings)
+        if self.skip_garbled and GARBLED in prepared.metadata:
+            share = prepared.metadata[GARBLED]
+            raise ValueError(f"skipped (--skip-garbled): {share:.0%} of the text looks garbled")
+        stored = stored_labels(self.store, source.doc_id)
+        prepared = keep_stricter(prepared, stored, self.settings.rules.levels, lower=lower)
+        self.report.warnings.extend(FileFailure(source.path, w) for w in prepared.warnings)
         written = self.store.replace_doc_chunks(source.doc_id, prepared.chunks)
         self.registry.record(
             DocumentRecord(
@@ -249,10 +275,11 @@ class _Run:
         self.report.failures.append(FileFailure(path, reason))
 
 
-def _rules(rules: SensitivityRules | str | Path | None) -> SensitivityRules:
+def _rules(rules: SensitivityRules | str | Path | None, levels: Sequence[str] | None) -> SensitivityRules:
+    known = tuple(levels) if levels else DEFAULT_LEVELS
     if rules is None:
-        return SensitivityRules()
-    return rules if isinstance(rules, SensitivityRules) else SensitivityRules.from_file(rules)
+        return SensitivityRules(levels=known)
+    return rules if isinstance(rules, SensitivityRules) else SensitivityRules.from_file(rules, levels=known)
 
 
 def _now() -> str:

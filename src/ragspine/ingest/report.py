@@ -1,7 +1,9 @@
 """What an ingest run did, and its closing summary table.
 
 Invariant: every file the run considered lands in exactly one of `ingested`, `unchanged` or
-`failures`; `withdrawn` lists documents `--prune` took out of the active set.
+`failures`; `withdrawn` lists documents `--prune` took out of the active set; `warnings` say what
+was ingested (or skipped) but deserves a look (a kept stricter label, garbled text, a near-miss
+sidecar name, a symlink not followed), one per line in the summary.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ class IngestReport:
     unchanged: list[str] = field(default_factory=list)  # skipped: same content and settings
     withdrawn: list[str] = field(default_factory=list)  # pruned: their files are gone
     failures: list[FileFailure] = field(default_factory=list)
+    warnings: list[FileFailure] = field(default_factory=list)  # (path, what to look at)
     chunks: int = 0  # chunks written by this run
     unchanged_chunks: int = 0  # active chunks of the unchanged documents
     bytes_read: int = 0
@@ -35,6 +38,9 @@ class IngestReport:
         ]
         lines = [f"{'':<10} {'documents':>9} {'chunks':>8}"]
         lines += [f"{name:<10} {count:>9} {chunks:>8}" for name, count, chunks in rows]
+        if self.warnings:
+            lines.append(f"warnings: {len(self.warnings)}")
+            lines += [f"  {warning.path}: {warning.reason}" for warning in self.warnings]
         return "\n".join(lines)
 
     def headline(self) -> str:

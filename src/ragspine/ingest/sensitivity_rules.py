@@ -3,9 +3,11 @@
 Invariants: with no rule file nothing is labelled by a rule; a document matched by several rules
 gets the strictest of their labels (the last in `levels`), so adding a rule can only tighten;
 a rule file with an unknown label, an unknown key or a rule without any glob or keyword is
-rejected when it is loaded, never half-applied. Globs follow `globs.glob_match` over the doc_id;
-keywords match case-insensitively anywhere in the document's title or text. A sidecar or front
-matter `sensitivity` wins over every rule (the pipeline applies that precedence). Labels and levels
+rejected when it is loaded, never half-applied. Globs follow `globs.glob_match` over the doc_id
+and over the file's path relative to every folder above it (`ingest.document.anchored_paths`),
+so `hr/` labels `crowd/hr/memo.md` whether the run names `crowd` or `crowd/hr`; keywords match
+case-insensitively anywhere in the document's title or text. A rule's label is one of the
+sources the pipeline takes the strictest of: a sidecar or front matter label never loosens it. Labels and levels
 are spelled by `retrieval.sensitivity.normalize_label` (the one normaliser).
 
 Rule file (TOML, or the same structure as JSON):
@@ -67,12 +69,14 @@ class SensitivityRules:
         folded = tuple(tuple(k.casefold() for k in rule.keywords) for rule in self.rules)
         object.__setattr__(self, "_folded_keywords", folded)
 
-    def classify(self, doc_id: str, text: str, title: str = "") -> str | None:
-        """The strictest label among the rules that match, or None when none does."""
+    def classify(self, doc_id: str, text: str, title: str = "", *, paths: Sequence[str] = ()) -> str | None:
+        """The strictest label among the rules that match, or None when none does; `paths`:
+        more paths of the same file the globs are matched against besides `doc_id`."""
         haystack: str | None = None
         best: int | None = None
+        names = (doc_id, *paths)
         for rule, keywords in zip(self.rules, self._folded_keywords, strict=True):
-            matched = any_match(rule.paths, doc_id)
+            matched = any(any_match(rule.paths, name) for name in names)
             if not matched and keywords:
                 if haystack is None:
                     haystack = f"{title}\n{text}".casefold()
@@ -88,8 +92,9 @@ class SensitivityRules:
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode("utf-8")).hexdigest()
 
     @classmethod
-    def from_file(cls, path: str | Path) -> SensitivityRules:
-        """Load a TOML (or, by its `.json` suffix, JSON) rule file; ValueError naming the file if bad."""
+    def from_file(cls, path: str | Path, *, levels: Sequence[str] = DEFAULT_LEVELS) -> SensitivityRules:
+        """Load a TOML (or, by its `.json` suffix, JSON) rule file; ValueError naming the file if
+        bad. `levels`: the known labels when the file declares none."""
         path = Path(path)
         try:
             raw = path.read_bytes()
@@ -103,18 +108,19 @@ class SensitivityRules:
         except (UnicodeDecodeError, json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
             raise ValueError(f"sensitivity rules {path}: cannot parse ({exc})") from exc
         try:
-            return cls.from_dict(data)
+            return cls.from_dict(data, levels=levels)
         except ValueError as exc:
             raise ValueError(f"sensitivity rules {path}: {exc}") from exc
 
     @classmethod
-    def from_dict(cls, data: Any) -> SensitivityRules:
-        """Build from the parsed rule-file structure (see the module docstring)."""
+    def from_dict(cls, data: Any, *, levels: Sequence[str] = DEFAULT_LEVELS) -> SensitivityRules:
+        """Build from the parsed rule-file structure (see the module docstring); `levels`: the
+        known labels when it declares none."""
         if not isinstance(data, Mapping):
             raise ValueError("expected a table/object with 'rules' (and optionally 'levels')")
         _check_keys(data, _FILE_KEYS, "the rule file")
-        levels = tuple(_labels(data.get("levels", DEFAULT_LEVELS), "levels"))
-        if not levels or len(set(levels)) != len(levels):
+        known = tuple(_labels(data.get("levels", list(levels)), "levels"))
+        if not known or len(set(known)) != len(known):
             raise ValueError("'levels' must list distinct labels, least strict first")
         rules_data = data.get("rules", [])
         if not isinstance(rules_data, list):
@@ -133,7 +139,7 @@ class SensitivityRules:
                     keywords=tuple(_strings(item.get("keywords", []), f"rule {number} 'keywords'")),
                 )
             )
-        return cls(tuple(rules), levels)
+        return cls(tuple(rules), known)
 
 
 def _labels(values: Any, what: str) -> list[str]:

@@ -17,7 +17,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from ragspine.extras import require
-from ragspine.http_retry import EndpointError, excerpt, json_client, post_with_retries
+from ragspine.http_retry import EndpointError, excerpt, json_client, log_body, post_with_retries
+from ragspine.secret import redact_url
 from ragspine.secret import Secret
 
 if TYPE_CHECKING:
@@ -98,7 +99,8 @@ def _reply(url: str, response: httpx.Response) -> str | LLMProviderError:
     try:
         content = response.json()["choices"][0]["message"]["content"]
     except (ValueError, KeyError, IndexError, TypeError):
-        return LLMProviderError(f"LLM {url}: malformed chat-completions response: {excerpt(response)}")
+        log_body("LLM", url, response)
+        return LLMProviderError(f"LLM {redact_url(url)}: malformed chat-completions response (body in the log)")
     if not isinstance(content, str):
-        return LLMProviderError(f"LLM {url}: the reply has no text content")
+        return LLMProviderError(f"LLM {redact_url(url)}: the reply has no text content")
     return content

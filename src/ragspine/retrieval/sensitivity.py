@@ -1,18 +1,25 @@
 """Sensitivity labels: the one spelling rule, the one RESTRICTED test, the known-levels check.
 
 Invariants:
-- `normalize_label` is the only spelling rule for a label: NFKC, default-ignorable format
-  characters (zero-width space, soft hyphen, BOM) dropped, case-folded, trimmed, then the
-  canonical upper-case spelling. So the full-width `ＲＥＳＴＲＩＣＴＥＤ`, `" restricted\\u3000"`
-  and `Restricted` are all `RESTRICTED`. The chunk stores apply it to every row they write, so
-  nothing un-normalised is ever stored.
+- `normalize_label` is the only spelling rule for a label: NFKC, case-folded, invisible and
+  control characters dropped (format characters such as the zero-width space, soft hyphen and
+  BOM; NUL and other C0/C1 controls; combining marks, so the Turkish `İ` is `I`), letters that
+  look like Latin ones mapped to them (Cyrillic `Е`, Greek `Ε`, small capitals), surrounding
+  whitespace and punctuation trimmed (`RESTRICTED.`), then the canonical upper-case spelling.
+  So the full-width `ＲＥＳＴＲＩＣＴＥＤ`, `" restricted\\u3000"` and `Restricted` are all
+  `RESTRICTED`. The chunk stores apply it to every row they write, so nothing un-normalised is
+  ever stored. It is idempotent.
+- Anything confusable with RESTRICTED is RESTRICTED (fails closed): when a label's skeleton (the
+  normalised letters and digits alone, with look-alike digits read as letters: `0`→O, `1`→I)
+  spells RESTRICTED, the label is RESTRICTED, e.g. `R.E.S.T.R.I.C.T.E.D` or `RESTR1CTED`.
 - `is_restricted(x)` is exactly `normalize_label(x) == RESTRICTED_SENSITIVITY`. Every exit
   (rerank #1, link #2, multi-library search, ask, chunks, the HTTP API) and the remote-embedding
-  guard call it, so a label an older version stored in another spelling is still RESTRICTED:
-  anything that normalises to RESTRICTED is restricted (fails closed).
+  guard call it, so a label an older version stored in another spelling is still RESTRICTED.
 - `check_label` is the ingest gate: a label that is not one of the known levels after
   normalisation raises `UnknownSensitivityError` naming the label, the levels and its origin;
   it never passes silently.
+- `strictest` picks the strictest of several labels by their order in the levels (least strict
+  first); labels are only ever combined that way, so adding a source can only tighten.
 """
 
 from __future__ import annotations
@@ -25,6 +32,28 @@ RESTRICTED_SENSITIVITY = "RESTRICTED"
 # Least strict first; a sensitivity rule file may declare others (`levels = [...]`).
 DEFAULT_LEVELS: tuple[str, ...] = ("PUBLIC", "INTERNAL", "CONFIDENTIAL", RESTRICTED_SENSITIVITY)
 
+# Letters (after case-folding) that render like a Latin letter: Cyrillic, Greek, Latin small
+# capitals and dotless i. Not the whole Unicode confusables table: the letters that can spell
+# the level names and their look-alikes.
+_LOOKALIKES = str.maketrans(
+    {
+        # Cyrillic
+        "а": "a", "в": "b", "с": "c", "ԁ": "d", "е": "e", "ё": "e", "һ": "h", "н": "h", "і": "i",
+        "ї": "i", "ј": "j", "к": "k", "ӏ": "l", "м": "m", "п": "n", "о": "o", "р": "p", "ԛ": "q",
+        "г": "r", "ѕ": "s", "т": "t", "џ": "u", "у": "y", "ү": "y", "х": "x", "ԝ": "w", "з": "3",
+        # Greek
+        "α": "a", "β": "b", "ϲ": "c", "δ": "d", "ε": "e", "η": "n", "ι": "i", "κ": "k", "μ": "m",
+        "ν": "v", "ο": "o", "ρ": "p", "τ": "t", "υ": "u", "χ": "x", "ζ": "z",
+        # Latin small capitals and look-alikes
+        "ᴀ": "a", "ʙ": "b", "ᴄ": "c", "ᴅ": "d", "ᴇ": "e", "ɢ": "g", "ʜ": "h", "ɪ": "i", "ı": "i",
+        "ᴊ": "j", "ᴋ": "k", "ʟ": "l", "ᴍ": "m", "ɴ": "n", "ᴏ": "o", "ᴘ": "p", "ʀ": "r", "ꜱ": "s",
+        "ᴛ": "t", "ᴜ": "u", "ᴠ": "v", "ᴡ": "w", "ʏ": "y", "ᴢ": "z",
+    }
+)  # fmt: skip
+# Digits and signs read as letters, for the RESTRICTED skeleton only.
+_SKELETON_DIGITS = str.maketrans({"0": "o", "1": "i", "3": "e", "5": "s", "7": "t", "|": "i", "!": "i"})
+_RESTRICTED_SKELETON = "restricted"
+
 
 class UnknownSensitivityError(ValueError):
     """A sensitivity label that is not one of the known levels (after normalisation)."""
@@ -33,21 +62,46 @@ class UnknownSensitivityError(ValueError):
 def normalize_label(label: object) -> str:
     """The canonical spelling of a sensitivity label (see the module docstring).
 
-    >>> [normalize_label(x) for x in ("ＲＥＳＴＲＩＣＴＥＤ", " restricted\\u3000", "Public")]
-    ['RESTRICTED', 'RESTRICTED', 'PUBLIC']
+    >>> [normalize_label(x) for x in ("ＲＥＳＴＲＩＣＴＥＤ", " restricted\\u3000", "Public", "RЕSTRICTED.")]
+    ['RESTRICTED', 'RESTRICTED', 'PUBLIC', 'RESTRICTED']
     """
-    text = str(label)
-    if text.isascii():  # the common case: NFKC and case-folding change nothing ASCII upper() does not
-        return text.strip().upper()
-    return _normalize_unicode(text)
+    return _normalize(str(label))
 
 
-@lru_cache(maxsize=1024)
-def _normalize_unicode(text: str) -> str:
+@lru_cache(maxsize=4096)
+def _normalize(text: str) -> str:
     """The full normalisation (labels take few distinct values, so results are kept)."""
-    text = unicodedata.normalize("NFKC", text)
-    text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
-    return unicodedata.normalize("NFKC", text.casefold()).strip().upper()
+    for _ in range(4):  # to a fixed point: upper-casing can produce what NFKC folds again
+        folded = _fold(text)
+        if _skeleton(folded) == _RESTRICTED_SKELETON:
+            return RESTRICTED_SENSITIVITY
+        spelled = folded.upper()
+        if spelled == text:
+            break
+        text = spelled
+    return text
+
+
+def _fold(text: str) -> str:
+    """NFKC, case-folded, invisible/control characters and marks dropped, look-alike letters
+    mapped to Latin, whitespace and punctuation trimmed from both ends."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    text = unicodedata.normalize("NFKD", text)  # İ -> I + COMBINING DOT ABOVE
+    text = "".join(ch for ch in text if unicodedata.category(ch) not in _INVISIBLE)
+    text = unicodedata.normalize("NFKC", text).translate(_LOOKALIKES)
+    return text.strip("".join(ch for ch in set(text) if _trimmed(ch)))
+
+
+_INVISIBLE = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Mn", "Me"})
+
+
+def _trimmed(ch: str) -> bool:
+    return ch.isspace() or unicodedata.category(ch)[0] in "PZS"
+
+
+def _skeleton(folded: str) -> str:
+    """The letters and digits alone, look-alike digits as letters (for the RESTRICTED test)."""
+    return "".join(ch for ch in folded.translate(_SKELETON_DIGITS) if ch.isalnum())
 
 
 def is_restricted(label: object) -> bool:
@@ -72,3 +126,15 @@ def check_label(label: object, levels: Iterable[str] = DEFAULT_LEVELS, *, source
         f"sensitivity label {str(label)!r}{origin} is not a known level; use one of "
         f"{', '.join(known)} (a sensitivity rule file's `levels` can declare others)"
     )
+
+
+def strictest(labels: Iterable[str], levels: Iterable[str] = DEFAULT_LEVELS) -> str | None:
+    """The strictest of `labels` (each normalised) by its place in `levels`, least strict
+    first; None when there are none. A label outside `levels` is UnknownSensitivityError.
+
+    >>> strictest(["public", "RESTRICTED", "internal"])
+    'RESTRICTED'
+    """
+    known = [normalize_label(level) for level in levels]
+    ranks = [known.index(check_label(label, known)) for label in labels]
+    return known[max(ranks)] if ranks else None

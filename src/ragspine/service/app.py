@@ -131,7 +131,9 @@ def _routes(ws: Workspace) -> APIRouter:
         sensitivity: str | None = Form(None, max_length=m.MAX_META_CHARS),
     ) -> dict[str, Any]:
         """Ingest an uploaded file; `doc_id` defaults to the file name. The file's front matter
-        wins over the form fields, which fill what it leaves unset (sensitivity: INTERNAL)."""
+        wins over the form fields, which fill what it leaves unset; for `sensitivity` the
+        strictest of the two wins (neither: INTERNAL), and a stored version's stricter label
+        is kept (`warnings` says so; withdraw the document first to lower it)."""
         name = Path(file.filename or "").name
         if not name:
             raise ValueError("the uploaded file needs a file name (its suffix picks the loader)")

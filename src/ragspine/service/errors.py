@@ -20,6 +20,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ragspine.extras import MissingExtraError
+from ragspine.secret import redact_text
 
 _LOG = logging.getLogger("ragspine.service")
 
@@ -37,7 +38,7 @@ class SafeJSONResponse(JSONResponse):
 def error_response(status: int, message: str, headers: dict[str, str] | None = None) -> SafeJSONResponse:
     """The one error body shape."""
     phrase = HTTPStatus(status).phrase.lower().replace(" ", "_")
-    body = {"status": status, "error": phrase, "message": message}
+    body = {"status": status, "error": phrase, "message": redact_text(message)}
     return SafeJSONResponse(body, status_code=status, headers=headers)
 
 

@@ -66,6 +66,8 @@ class IngestOut(BaseModel):
     doc_id: str
     chunks: int
     version: int
+    # e.g. a stricter stored label kept, garbled text (docs/security.md)
+    warnings: list[str] = []
 
 
 class WithdrawOut(BaseModel):

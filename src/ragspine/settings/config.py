@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragspine.secret import MASK, Secret
+from ragspine.secret import MASK, Secret, redact_text
 from ragspine.settings.values import (
     API_KEYS,
     DB,
@@ -32,6 +32,7 @@ from ragspine.settings.values import (
     HOST,
     HTTP_URL,
     SECRET,
+    SENSITIVITY_LEVELS,
     TEXT,
     Parser,
     choice,
@@ -308,6 +309,14 @@ SETTINGS: tuple[Setting, ...] = (
         component(*INDEX_TEXTS),
     ),
     Setting(
+        "RAGSPINE_SENSITIVITY_LEVELS",
+        "PUBLIC,INTERNAL,CONFIDENTIAL,RESTRICTED",
+        "The known sensitivity labels, least strict first (docs/security.md): any other label is "
+        "an ingest error, and where labels meet the strictest wins. A rule file's own `levels` "
+        "take precedence for its run.",
+        SENSITIVITY_LEVELS,
+    ),
+    Setting(
         "RAGSPINE_RERANKER",
         "none",
         "Second-stage reranker of the fused head (`make_reranker`). none: the listwise LLM judge "
@@ -488,6 +497,7 @@ class Settings:
     chunk_overlap: int = 80
     analyzer: str = "auto"
     contextual: str = "none"
+    sensitivity_levels: str = "PUBLIC,INTERNAL,CONFIDENTIAL,RESTRICTED"
     reranker: str = "none"
     reranker_model: str | None = None
     reranker_url: str | None = None
@@ -599,7 +609,7 @@ def _parse(setting: Setting, raw: str, source: str) -> Any:
     try:
         return setting.parse(raw.strip())
     except ValueError as exc:
-        shown = MASK if setting.secret else raw
+        shown = MASK if setting.secret else redact_text(raw)
         raise ConfigError(f"{setting.env}={shown!r} (from {source}): {exc}") from None
 
 
@@ -771,4 +781,4 @@ def show_value(value: Any) -> str:
         return ",".join(f"{v:g}" for v in value)
     if isinstance(value, tuple):
         return f"{MASK} ({len(value)} keys)" if value else "(none)"
-    return str(value)
+    return redact_text(str(value))  # a password in RAGSPINE_DB, a token in a base URL

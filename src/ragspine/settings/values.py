@@ -17,6 +17,13 @@ from urllib.parse import urlsplit
 from ragspine.secret import Secret
 
 MIN_API_KEY_CHARS = 16
+# An API key must also not be guessable from its shape: at least this many distinct characters,
+# this many bits of empirical (Shannon) entropy over its characters, not one short unit repeated,
+# and not a run of the alphabet, the digits or a keyboard row.
+MIN_API_KEY_DISTINCT = 8
+MIN_API_KEY_BITS = 40
+_SEQUENCES = ("0123456789abcdefghijklmnopqrstuvwxyz", "qwertyuiopasdfghjklzxcvbnm", "1234567890")
+GENERATE_KEY = "python -c 'import secrets; print(secrets.token_urlsafe(32))'"
 
 
 @dataclass(frozen=True)
@@ -165,7 +172,43 @@ def _api_keys(raw: str) -> tuple[Secret, ...]:
     keys = [k.strip() for k in raw.split(",") if k.strip()]
     if any(len(k) < MIN_API_KEY_CHARS for k in keys):
         raise ValueError(f"every key must have at least {MIN_API_KEY_CHARS} characters")
+    for number, key in enumerate(keys, start=1):
+        why = weak_key_reason(key)
+        if why:  # the key itself is never echoed
+            raise ValueError(f"key {number} is too weak ({why}); generate one with {GENERATE_KEY}")
     return tuple(Secret(k) for k in keys)
+
+
+def weak_key_reason(key: str) -> str:
+    """Why `key` is too weak to be an API key ('' when it is not; see MIN_API_KEY_* above).
+
+    >>> weak_key_reason("a" * 16), weak_key_reason("Zx4-pQ9_mW2rT7vL")
+    ('only 1 distinct characters, at least 8 needed', '')
+    """
+    if len(key) < MIN_API_KEY_CHARS:
+        return f"{len(key)} characters, at least {MIN_API_KEY_CHARS} needed"
+    distinct = len(set(key))
+    if distinct < MIN_API_KEY_DISTINCT:
+        return f"only {distinct} distinct characters, at least {MIN_API_KEY_DISTINCT} needed"
+    for size in range(1, len(key) // 2 + 1):
+        if key == (key[:size] * (len(key) // size + 1))[: len(key)]:
+            return f"one {size}-character unit repeated"
+    lowered = key.lower()
+    if any(lowered in seq or lowered in seq[::-1] for seq in _SEQUENCES):
+        return "a run of the alphabet, the digits or a keyboard row"
+    bits = -len(key) * sum(c / len(key) * math.log2(c / len(key)) for c in map(key.count, set(key)))
+    if bits < MIN_API_KEY_BITS:
+        return f"about {bits:.0f} bits of character entropy, at least {MIN_API_KEY_BITS} needed"
+    return ""
+
+
+def _levels(raw: str) -> str:
+    levels = [part.strip().upper() for part in raw.split(",") if part.strip()]
+    if len(levels) < 2 or len(set(levels)) != len(levels):
+        raise ValueError("expected at least two distinct labels, least strict first, e.g. PUBLIC,INTERNAL,RESTRICTED")
+    if levels[-1] != "RESTRICTED":
+        raise ValueError("RESTRICTED must be the last (strictest) level")
+    return ",".join(levels)
 
 
 TEXT = Parser(_text, "text")
@@ -173,5 +216,10 @@ DB = Parser(_db, "SQLite file path, `:memory:` or a `postgresql://` URL")
 EXISTING_FILE = Parser(_existing_file, "path of an existing file")
 HTTP_URL = Parser(_http_url, "http(s) URL")
 HOST = Parser(_host, "host name or IP address")
+SENSITIVITY_LEVELS = Parser(_levels, "comma-separated labels, least strict first, ending with RESTRICTED")
 SECRET = Parser(_secret, "secret text")
-API_KEYS = Parser(_api_keys, f"comma-separated keys, each ≥ {MIN_API_KEY_CHARS} characters")
+API_KEYS = Parser(
+    _api_keys,
+    f"comma-separated keys, each ≥ {MIN_API_KEY_CHARS} characters, ≥ {MIN_API_KEY_DISTINCT} distinct, "
+    f"≥ {MIN_API_KEY_BITS} bits of character entropy, not repeated or sequential",
+)

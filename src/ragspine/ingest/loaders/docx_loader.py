@@ -2,7 +2,8 @@
 
 Invariants: every non-empty paragraph (headings included) is its own paragraph of the text;
 a table becomes one paragraph per row, its cells joined by " | " (a merged cell counted once,
-line breaks inside a cell turned into spaces). Headers, footers, comments and images are not
+line breaks inside a cell turned into spaces); a table nested in a cell follows the row that holds
+it, its rows as paragraphs the same way (at any depth). Headers, footers, comments and images are not
 text. The title is the document's core title property, else its first heading, else the file name.
 """
 
@@ -50,14 +51,19 @@ def _table_rows(table: Any) -> list[str]:
     rows: list[str] = []
     for row in table.rows:
         cells: list[str] = []
+        nested: list[Any] = []
         previous = None
         for cell in row.cells:
             if previous is not None and cell._tc is previous:  # a merged cell repeats itself
                 continue
             previous = cell._tc
-            cells.append(" ".join(clean_text(cell.text).split()))
+            text = " ".join(p.text for p in cell.paragraphs)  # `cell.text` leaves nested tables out
+            cells.append(" ".join(clean_text(text).split()))
+            nested.extend(cell.tables)
         if any(cells):
             rows.append(CELL_SEPARATOR.join(cells))
+        for inner in nested:
+            rows.extend(_table_rows(inner))
     return rows
 
 

@@ -3,8 +3,10 @@
 Invariants: pages are joined in order by a blank line (a page boundary is always a paragraph
 boundary); `page_spans[i]` is where page `page_numbers[i]` lies in the text, so a chunk's
 character span maps to the pages it came from. A page without extractable text (a scan) adds
-nothing but keeps the numbering; a PDF with no text at all, an encrypted one, or a corrupt one
-raises ValueError with the reason.
+nothing but keeps the numbering; a PDF with no text at all, one encrypted with a password, or a
+corrupt one raises ValueError with the reason. An encrypted PDF that opens with the empty password
+(common: owner-password-only AES PDFs) is read; AES needs `cryptography` (in `ragspine[pdf]`),
+and without it the error names the extra.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ragspine.ingest.loaders.base import LoadedDocument, Span, clean_text, require
+from ragspine.ingest.loaders.base import LoadedDocument, MissingExtraError, Span, clean_text, require
 
 PAGE_SEPARATOR = "\n\n"
 
@@ -30,6 +32,11 @@ def load_pdf(data: bytes, path: Path) -> LoadedDocument:
             locked = bool(reader.is_encrypted) and not reader.decrypt("")
             pages = [] if locked else [_page_text(page) for page in reader.pages]
             title = "" if locked else _title(reader)
+    except pypdf.errors.DependencyError as exc:  # AES without `cryptography`
+        raise MissingExtraError(
+            f"{path.name} is AES-encrypted; reading it needs the optional package 'cryptography': "
+            "pip install 'ragspine[pdf]'"
+        ) from exc
     except Exception as exc:  # pypdf raises many types for damaged files; report them all
         raise ValueError(f"not a readable PDF ({type(exc).__name__}: {exc})") from exc
     if locked:

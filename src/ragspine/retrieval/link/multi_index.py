@@ -16,6 +16,7 @@ from typing import Any
 from ragspine.retrieval.fusion.rrf import DEFAULT_RRF_K, rrf_fuse
 from ragspine.retrieval.pipeline.hybrid import DEFAULT_TOP_K
 from ragspine.retrieval.link.routers import KeywordRouter, LibraryIndex, LibraryRouter, LLMRouter
+from ragspine.http_retry import public_error
 from ragspine.retrieval.sensitivity import is_restricted
 
 __all__ = ["KeywordRouter", "LLMRouter", "LibraryIndex", "LibraryRouter", "MultiIndexRetriever"]
@@ -86,7 +87,7 @@ class MultiIndexRetriever:
             chosen = list(dict.fromkeys(self.router.route(query)))
         except Exception as exc:  # noqa: BLE001 - any router failure searches everything
             _LOG.warning("library router failed (%s); searching all libraries", exc)
-            return every, {"selected": every, "fallback": f"router error: {exc}"}
+            return every, {"selected": every, "fallback": f"router error: {public_error(exc)}"}
         unknown = [lid for lid in chosen if lid not in self.libraries]
         if not chosen or unknown:
             reason = f"unknown library id(s) {unknown}" if unknown else "router selected nothing"

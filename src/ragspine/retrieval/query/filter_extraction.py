@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from ragspine.agent.agent import LLMProvider
+from ragspine.http_retry import public_error
+from ragspine.secret import redact_text
 from ragspine.retrieval.model import FILTER_FIELDS
 from ragspine.retrieval.filters import And, Filter, Predicate, fields_of, parse_filter
 from ragspine.retrieval.query.glossary import Glossary, load_glossary
@@ -111,8 +113,8 @@ def safe_extract(extractor: FilterExtractor | None, query: str) -> tuple[Filter 
     try:
         return extractor.extract(query), None
     except Exception as exc:  # noqa: BLE001 - extraction failure means "no extracted filter"
-        _LOG.warning("filter extraction failed (%s); using explicit filters only", exc)
-        return None, str(exc)
+        _LOG.warning("filter extraction failed (%s); using explicit filters only", redact_text(str(exc)))
+        return None, public_error(exc)  # a caller sees a short code, never an upstream body
 
 
 def narrowing(explicit: Filter | None, extracted: Filter | None) -> Filter | None:

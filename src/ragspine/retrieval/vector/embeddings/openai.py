@@ -20,7 +20,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Self
 
-from ragspine.http_retry import excerpt, json_client, post_with_retries
+from ragspine.http_retry import excerpt, json_client, log_body, post_with_retries
+from ragspine.secret import redact_url
 from ragspine.retrieval.vector.embeddings.support import EmbeddingBackendError, check_texts, require
 from ragspine.retrieval.vector.arrays import batches
 from ragspine.secret import Secret
@@ -120,12 +121,13 @@ class OpenAIEmbeddingBackend:
         )  # fmt: skip
 
     def _vectors(self, response: Any, n: int) -> list[list[float]] | EmbeddingBackendError:
-        bad = f"embeddings {self.url}: malformed response"
+        bad = f"embeddings {redact_url(self.url)}: malformed response"
         try:
             items = response.json()["data"]
             by_index = {int(item["index"]): item["embedding"] for item in items}
         except (ValueError, KeyError, TypeError):
-            return EmbeddingBackendError(f"{bad}: {excerpt(response)}")
+            log_body("embeddings", self.url, response)
+            return EmbeddingBackendError(f"{bad} (body in the log)")
         if sorted(by_index) != list(range(n)) or len(items) != n:
             return EmbeddingBackendError(f"{bad}: {len(items)} vectors for {n} texts")
         vectors = [by_index[i] for i in range(n)]
