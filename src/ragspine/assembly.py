@@ -286,8 +286,14 @@ def make_reranker_for(settings: Settings, provider: LLMProvider | None) -> Reran
 
 
 def make_postprocessor_for(settings: Settings) -> PostprocessorChain | None:
-    """RAGSPINE_POSTPROCESSOR's chain, or None."""
-    return make_postprocessor(settings.postprocessor)
+    """RAGSPINE_POSTPROCESSOR's chain (RAGSPINE_MMR_* and _COMPRESS_* for its members), or None."""
+    names = {part.strip().lower() for part in settings.postprocessor.split(",")}
+    options: dict[str, dict[str, Any]] = {}
+    if "mmr" in names:
+        options["mmr"] = {"lambda_mult": settings.mmr_lambda, "fetch_k": settings.mmr_fetch_k or None}
+    if "compress" in names:
+        options["compress"] = {"max_sentences": settings.compress_max_sentences}
+    return make_postprocessor(settings.postprocessor, **options)
 
 
 def make_router_for(

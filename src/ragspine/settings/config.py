@@ -68,7 +68,7 @@ CHUNKERS = ("paragraph",)
 QUERY_REWRITERS = ("none", "glossary")
 INDEX_TEXTS = ("none",)
 RERANKERS = ("none", "llm")
-POSTPROCESSORS = ("none",)
+POSTPROCESSORS = ("none", "mmr", "lost_in_middle", "compress")
 ROUTERS = ("keyword", "llm", "all")
 VECTOR_STORES = ("in_process", "pgvector", "qdrant")  # the keys of make_vector_store's registry
 
@@ -262,9 +262,30 @@ SETTINGS: tuple[Setting, ...] = (
         "RAGSPINE_POSTPROCESSOR",
         "none",
         "Post-processor chain after rerank, before snippets are built (`make_postprocessor`), "
-        "comma-separated and run in order. none: off. A post-processor can reorder or drop "
-        "results, never add one.",
+        "comma-separated and run in order. none: off. mmr: Maximal Marginal Relevance (diverse "
+        "results; chunk vectors when the dense channel has them, else token overlap). "
+        "lost_in_middle: the best results at the start and end of the list. compress: the "
+        "query-relevant sentences of each result in `prompt_text` (`text` and citations "
+        "unchanged). A post-processor can reorder or drop results, never add one.",
         component_list(*POSTPROCESSORS),
+    ),
+    Setting(
+        "RAGSPINE_MMR_LAMBDA",
+        "0.7",
+        "MMR's balance: 1 ranks by relevance only, 0 by diversity only.",
+        float_range(0.0, 1.0),
+    ),
+    Setting(
+        "RAGSPINE_MMR_FETCH_K",
+        "0",
+        "Candidates MMR chooses from; 0: twice the results asked for.",
+        int_range(0, 10000),
+    ),
+    Setting(
+        "RAGSPINE_COMPRESS_MAX_SENTENCES",
+        "3",
+        "Sentences `compress` keeps per result at most (those sharing the most query terms).",
+        int_range(1, 100),
     ),
     Setting(
         "RAGSPINE_ROUTER",
@@ -362,6 +383,9 @@ class Settings:
     contextual: str = "none"
     reranker: str = "none"
     postprocessor: str = "none"
+    mmr_lambda: float = 0.7
+    mmr_fetch_k: int = 0
+    compress_max_sentences: int = 3
     router: str = "keyword"
     llm_base_url: str | None = None
     llm_model: str | None = None
