@@ -66,6 +66,7 @@ from ragspine.settings.config import resolve_settings as read_settings
 
 if TYPE_CHECKING:
     from ragspine.ingest.pipeline import IngestRunReport
+    from ragspine.retrieval.raptor import RaptorRetriever
 
 __all__ = [
     "build_retriever",
@@ -81,6 +82,7 @@ __all__ = [
     "make_embedding",
     "make_fusion",
     "make_postprocessor_for",
+    "make_raptor_for",
     "make_provider",
     "make_query_rewriter_for",
     "make_reranker_for",
@@ -296,6 +298,17 @@ def make_postprocessor_for(settings: Settings) -> PostprocessorChain | None:
     return make_postprocessor(settings.postprocessor, **options)
 
 
+def make_raptor_for(
+    settings: Settings, retriever: NarrativeIndexRetriever, provider: LLMProvider | None = None
+) -> RaptorRetriever:
+    """RAGSPINE_RAPTOR_*'s tree over `retriever` (summaries by `provider` when given, else extractive)."""
+    from ragspine.retrieval.raptor import RaptorConfig, make_raptor_retriever
+
+    config = RaptorConfig(settings.raptor_threshold, settings.raptor_max_cluster, settings.raptor_levels)
+    return make_raptor_retriever(retriever, mode=settings.raptor_mode, config=config, provider=provider,
+                                 summary_chars=settings.raptor_summary_chars)  # fmt: skip
+
+
 def make_router_for(
     settings: Settings, libraries: Sequence[LibraryIndex], provider: LLMProvider | None = None
 ) -> LibraryRouter:
@@ -323,6 +336,7 @@ def channels(settings: Settings) -> dict[str, str]:
         ),
         "reranker": settings.reranker if settings.reranker != "none" else judge,
         "postprocessor": settings.postprocessor,
+        "raptor": f"on ({settings.raptor_mode})" if settings.raptor == "on" else "off",
         "router": settings.router,
         "llm": f"{settings.llm_model} at {settings.llm_base_url}" if settings.llm_configured else "none",
     }
@@ -359,6 +373,8 @@ def build_retriever(
         raise
     try:  # a store made with other chunking or another analyzer is refused, with the way out
         check_index_settings(store, index_settings_for(settings))
+        if settings.raptor == "on":
+            retriever = make_raptor_for(settings, retriever, provider)
     except BaseException:
         retriever.index.close()
         store.close()

@@ -288,6 +288,46 @@ SETTINGS: tuple[Setting, ...] = (
         int_range(1, 100),
     ),
     Setting(
+        "RAGSPINE_RAPTOR",
+        "off",
+        "RAPTOR summary tree (`make_raptor_retriever`). on: searches also serve the synthesis "
+        "nodes of the tree built by `ragspine raptor build` (needs the dense channel). A node is "
+        "marked is_synthesis and never cited; `ask` cites its member chunks.",
+        choice("off", "on"),
+    ),
+    Setting(
+        "RAGSPINE_RAPTOR_MODE",
+        "collapsed",
+        "What a RAPTOR search returns. leaves: chunks only (detail). nodes: synthesis nodes only "
+        "(themes). collapsed: both, fused by RRF. Filtered searches and a stale tree serve leaves only.",
+        choice("leaves", "nodes", "collapsed"),
+    ),
+    Setting(
+        "RAGSPINE_RAPTOR_THRESHOLD",
+        "0.85",
+        "Cosine a vector needs with a cluster's centroid to join it (higher: smaller, tighter clusters).",
+        float_range(-1.0, 1.0),
+    ),
+    Setting(
+        "RAGSPINE_RAPTOR_MAX_CLUSTER",
+        "8",
+        "Members a RAPTOR cluster holds at most.",
+        int_range(2, 1000),
+    ),
+    Setting(
+        "RAGSPINE_RAPTOR_LEVELS",
+        "3",
+        "Levels of synthesis nodes above the chunks at most.",
+        int_range(1, 10),
+    ),
+    Setting(
+        "RAGSPINE_RAPTOR_SUMMARY_CHARS",
+        "600",
+        "Characters of a node's summary at most. Summaries are written by the configured LLM when "
+        "RAGSPINE_LLM_BASE_URL is set, else extractive (member sentences nearest the cluster's centre).",
+        int_range(50, 20000),
+    ),
+    Setting(
         "RAGSPINE_ROUTER",
         "keyword",
         "Which libraries a multi-library search asks (`make_router`). keyword: those whose id or "
@@ -386,6 +426,12 @@ class Settings:
     mmr_lambda: float = 0.7
     mmr_fetch_k: int = 0
     compress_max_sentences: int = 3
+    raptor: str = "off"
+    raptor_mode: str = "collapsed"
+    raptor_threshold: float = 0.85
+    raptor_max_cluster: int = 8
+    raptor_levels: int = 3
+    raptor_summary_chars: int = 600
     router: str = "keyword"
     llm_base_url: str | None = None
     llm_model: str | None = None

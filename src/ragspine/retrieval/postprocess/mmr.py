@@ -105,12 +105,15 @@ def token_overlap(texts: list[str]) -> np.ndarray:
     [[1.0, 0.67, 0.0], [0.67, 1.0, 0.0], [0.0, 0.0, 1.0]]
     """
     sets = [set(tokenize(t)) for t in texts]
-    n = len(sets)
-    sim = np.eye(n)
-    for i in range(n):
-        for j in range(i + 1, n):
-            union = len(sets[i] | sets[j])
-            sim[i, j] = sim[j, i] = len(sets[i] & sets[j]) / union if union else 0.0
+    vocabulary = {token: i for i, token in enumerate(sorted(set().union(*sets)))}
+    incidence = np.zeros((len(sets), len(vocabulary)), dtype=np.float32)
+    for row, tokens in enumerate(sets):
+        incidence[row, [vocabulary[t] for t in tokens]] = 1.0
+    shared = incidence @ incidence.T
+    sizes = incidence.sum(axis=1)
+    union = sizes[:, None] + sizes[None, :] - shared
+    sim = np.divide(shared, union, out=np.zeros_like(shared), where=union > 0).astype(np.float64)
+    np.fill_diagonal(sim, 1.0)
     return sim
 
 
