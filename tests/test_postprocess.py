@@ -130,7 +130,7 @@ def test_mmr_falls_back_to_token_overlap_when_a_vector_is_missing() -> None:
     def lookup(ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         return np.eye(len(ids), dtype=np.float32), np.array([True, False, True])
 
-    assert MMR(vectors=lookup).similarity(ranked)[0, 1] == 1.0  # token overlap of identical texts
+    assert MMR(vectors=lookup).similarity(ranked)(0)[1] == 1.0  # token overlap of identical texts
 
 
 def test_compress_keeps_answer_sentences_in_cjk_and_leaves_unrelated_chunks_whole() -> None:

@@ -14,12 +14,15 @@ Invariants:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ragspine.retrieval.lexical.tokenize import tokenize
 from ragspine.retrieval.postprocess.protocol import VectorLookup
 from ragspine.retrieval.types import RetrievalResult
 
+SimilarityRows = Callable[[int], np.ndarray]
 DEFAULT_LAMBDA = 0.7
 DEFAULT_FETCH_FACTOR = 2  # candidates retrieved per result kept, when the retriever asks
 
@@ -71,14 +74,15 @@ class MMR:
         order = mmr_order(relevance(results), self.similarity(results), self.lambda_mult, keep)
         return [results[i] for i in order]
 
-    def similarity(self, results: list[RetrievalResult]) -> np.ndarray:
-        """Pairwise similarity of the results: vector cosine when all have vectors, else token overlap."""
+    def similarity(self, results: list[RetrievalResult]) -> SimilarityRows:
+        """Row i: the similarity of result i to every result. Vector cosine when all have
+        vectors, else token overlap."""
         if self.vectors is not None and results:
             rows, present = self.vectors([r.chunk.chunk_id for r in results])
             if len(rows) == len(results) and bool(np.all(present)):
                 unit = rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
-                return np.asarray(unit @ unit.T, dtype=np.float64)
-        return token_overlap([r.chunk.text for r in results])
+                return lambda i: np.asarray(unit @ unit[i], dtype=np.float64)
+        return TokenOverlap([r.chunk.text for r in results]).row
 
     def __repr__(self) -> str:
         return f"MMR(lambda_mult={self.lambda_mult}, top_n={self.top_n}, fetch_k={self.fetch_k})"
@@ -98,40 +102,50 @@ def relevance(results: list[RetrievalResult]) -> np.ndarray:
     return np.asarray(1.0 - np.arange(n) / max(n - 1, 1))
 
 
-def token_overlap(texts: list[str]) -> np.ndarray:
-    """Jaccard overlap of the texts' token sets (1.0 on the diagonal).
+class TokenOverlap:
+    """Jaccard overlap of the texts' token sets, one row at a time (an inverted list per token,
+    so a row costs the postings of its tokens, not the square of the number of texts).
 
-    >>> token_overlap(["revenue fell", "revenue fell sharply", "sunny"]).round(2).tolist()
+    >>> t = TokenOverlap(["revenue fell", "revenue fell sharply", "sunny"])
+    >>> [t.row(i).round(2).tolist() for i in range(3)]
     [[1.0, 0.67, 0.0], [0.67, 1.0, 0.0], [0.0, 0.0, 1.0]]
     """
-    sets = [set(tokenize(t)) for t in texts]
-    vocabulary = {token: i for i, token in enumerate(sorted(set().union(*sets)))}
-    incidence = np.zeros((len(sets), len(vocabulary)), dtype=np.float32)
-    for row, tokens in enumerate(sets):
-        incidence[row, [vocabulary[t] for t in tokens]] = 1.0
-    shared = incidence @ incidence.T
-    sizes = incidence.sum(axis=1)
-    union = sizes[:, None] + sizes[None, :] - shared
-    sim = np.divide(shared, union, out=np.zeros_like(shared), where=union > 0).astype(np.float64)
-    np.fill_diagonal(sim, 1.0)
-    return sim
+
+    def __init__(self, texts: list[str]) -> None:
+        self.sets = [sorted(set(tokenize(t))) for t in texts]
+        postings: dict[str, list[int]] = {}
+        for row, tokens in enumerate(self.sets):
+            for token in tokens:
+                postings.setdefault(token, []).append(row)
+        self.postings = {token: np.asarray(rows, dtype=np.int64) for token, rows in postings.items()}
+        self.sizes = np.array([len(tokens) for tokens in self.sets], dtype=np.float64)
+
+    def row(self, i: int) -> np.ndarray:
+        n = len(self.sets)
+        hits = [self.postings[t] for t in self.sets[i]]
+        shared = np.bincount(np.concatenate(hits), minlength=n).astype(np.float64) if hits else np.zeros(n)
+        union = self.sizes + self.sizes[i] - shared
+        sim = np.divide(shared, union, out=np.zeros(n), where=union > 0)
+        sim[i] = 1.0
+        return sim
 
 
-def mmr_order(rel: np.ndarray, sim: np.ndarray, lambda_mult: float, keep: int) -> list[int]:
-    """Greedy MMR: indexes in the order picked; a tie goes to the lower index.
+def mmr_order(rel: np.ndarray, sim: SimilarityRows, lambda_mult: float, keep: int) -> list[int]:
+    """Greedy MMR: indexes in the order picked; a tie goes to the lower index. `sim(i)` is the
+    similarity of item i to every item.
 
-    >>> mmr_order(np.array([1.0, 0.9, 0.5]), np.array([[1, .95, 0], [.95, 1, 0], [0, 0, 1.]]), 0.5, 2)
+    >>> m = np.array([[1, .95, 0], [.95, 1, 0], [0, 0, 1.]])
+    >>> mmr_order(np.array([1.0, 0.9, 0.5]), lambda i: m[i], 0.5, 2)
     [0, 2]
     """
     n = len(rel)
     picked: list[int] = []
-    closest = np.full(n, -np.inf)  # max similarity to a picked result
+    closest = np.zeros(n)  # max similarity to a picked result (0 before the first pick)
     left = np.ones(n, dtype=bool)
     for _ in range(min(keep, n)):
-        penalty = np.where(np.isfinite(closest), closest, 0.0)
-        score = np.where(left, lambda_mult * rel - (1.0 - lambda_mult) * penalty, -np.inf)
+        score = np.where(left, lambda_mult * rel - (1.0 - lambda_mult) * closest, -np.inf)
         best = int(np.argmax(score))  # argmax returns the first of equal maxima
         picked.append(best)
         left[best] = False
-        closest = np.maximum(closest, sim[best])
+        closest = sim(best) if len(picked) == 1 else np.maximum(closest, sim(best))
     return picked

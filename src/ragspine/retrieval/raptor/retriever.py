@@ -171,7 +171,7 @@ class RaptorRetriever(NarrativeIndexRetriever):
             "valid_as_of": "",
             "level": node.level,
             "members": self._members(node),
-            "scores": {"bm25": None, "vector": score, "fused": score},
+            "scores": {"bm25": 0.0, "vector": score, "fused": score},  # nodes are ranked by vector only
             "lineage": {
                 "doc_ids": docs,
                 "chunk_ids": [leaf.chunk_id for leaf in node.leaves],
@@ -188,9 +188,14 @@ class RaptorRetriever(NarrativeIndexRetriever):
         for doc_id in dict.fromkeys(leaf.doc_id for leaf in node.leaves if leaf.chunk_id in wanted):
             for c in self.index.store.iter_chunks(doc_id=doc_id):
                 if c.chunk_id in wanted and not is_restricted(c.sensitivity):
-                    found[c.chunk_id] = {"text": c.text, "doc_id": c.doc_id, "title": c.title,
-                                         "source_locator": c.source_locator, "chunk_id": c.chunk_id,
-                                         "sensitivity": c.sensitivity, "via": node.node_id}  # fmt: skip
+                    found[c.chunk_id] = {
+                        "text": c.text, "doc_id": c.doc_id, "title": c.title, "source_locator": c.source_locator,
+                        "chunk_id": c.chunk_id, "topic": c.topic, "entity": c.entity, "geography": c.geography,
+                        "period": c.period, "language": c.language, "sensitivity": c.sensitivity,
+                        "version": c.version, "valid_as_of": c.valid_as_of, "via": node.node_id,
+                        "scores": {"bm25": 0.0, "vector": None, "fused": 0.0},
+                        "lineage": {"via_synthesis_node": node.node_id},
+                    }  # fmt: skip
         return [found[c] for c in node.sources if c in found]
 
 
