@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+_BLOCK = 64  # members compared with the centroids in one matrix product
+
 
 def update_clusters(
     clusters: dict[str, list[str]],
@@ -57,28 +59,37 @@ def update_clusters(
     for row, cluster in enumerate(order):
         sums[row] = np.sum([vectors[m] for m in clusters[cluster]], axis=0)
         sizes[row] = len(clusters[cluster])
-    centroids = _unit(sums[: len(order)])
+    centroids = np.zeros_like(sums)
+    centroids[: len(order)] = _unit(sums[: len(order)])
     count = len(order)
-    for member in pending:
-        vector = np.asarray(vectors[member], dtype=np.float64)
-        row = -1
-        if count:
-            sims = centroids[:count] @ vector
-            sims[sizes[:count] >= max_size] = -np.inf
-            best = int(np.argmax(sims))
-            if sims[best] >= threshold:
-                row = best
-        if row < 0:
-            row, count = count, count + 1
-            order.append(new_id())
-            clusters[order[row]] = []
-            if len(centroids) < len(sums):
-                centroids = np.vstack([centroids, np.zeros((len(sums) - len(centroids), dim))])
-        clusters[order[row]].append(member)
-        sums[row] += vector
-        sizes[row] += 1
-        centroids[row] = _unit(sums[row : row + 1])[0]
-        touched.add(order[row])
+    for first in range(0, len(pending), _BLOCK):
+        block = pending[first : first + _BLOCK]
+        matrix = np.asarray([vectors[m] for m in block], dtype=np.float64)
+        # Similarities to the centroids as they are at the block's start, in one product; a
+        # centroid changed (or made) inside the block is compared again exactly, below.
+        start_count = count
+        at_start = matrix @ centroids[:start_count].T
+        at_start[:, sizes[:start_count] >= max_size] = -np.inf
+        dirty: list[int] = []
+        for j, member in enumerate(block):
+            vector = matrix[j]
+            sims = np.empty(count)
+            sims[:start_count] = at_start[j]
+            if dirty:
+                rows = np.asarray(dirty)
+                sims[rows] = np.where(sizes[rows] >= max_size, -np.inf, centroids[rows] @ vector)
+            row = int(np.argmax(sims)) if count else -1
+            if row < 0 or sims[row] < threshold:
+                row, count = count, count + 1
+                order.append(new_id())
+                clusters[order[row]] = []
+            clusters[order[row]].append(member)
+            sums[row] += vector
+            sizes[row] += 1
+            centroids[row] = _unit(sums[row : row + 1])[0]
+            if row not in dirty:
+                dirty.append(row)
+            touched.add(order[row])
     return touched
 
 
