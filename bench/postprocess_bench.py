@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import ragspine
 from ragspine.retrieval.link.narrative_link import build_narrative_retriever
 from ragspine.retrieval.model import DocumentMeta
 from ragspine.retrieval.postprocess import make_postprocessor
@@ -90,14 +91,13 @@ def compress(args: argparse.Namespace) -> None:
     judged = {line.split("\t")[0] for line in (args.dataset / "qrels" / "test.tsv").read_text("utf-8").splitlines()[1:]}
     chosen = [q for q in queries if q["_id"] in judged and q["text"].strip()][: args.queries]
     for max_sentences in args.max_sentences:
-        retriever, store = build_narrative_retriever(
-            args.store, postprocessor=make_postprocessor("compress", compress={"max_sentences": max_sentences})
-        )
+        workspace = ragspine.open(args.store, retrieval_mode="bm25", postprocessor="compress",
+                                  compress_max_sentences=max_sentences)  # fmt: skip
         before_chars = after_chars = found = kept = snippet_found = snippet_kept = 0
         try:
             for q in chosen:
                 answers = [a for a in q.get("metadata", {}).get("answers", []) if a.strip()]
-                snippets = retriever.retrieve(q["text"], top_k=args.top_k)
+                snippets = workspace.search(q["text"], top_k=args.top_k)
                 texts = [s["text"] for s in snippets]
                 prompts = [s.get("prompt_text") or s["text"] for s in snippets]
                 before_chars += sum(map(len, texts))
@@ -110,8 +110,7 @@ def compress(args: argparse.Namespace) -> None:
                         snippet_found += 1
                         snippet_kept += any(a in p for a in answers)
         finally:
-            retriever.index.close()
-            store.close()
+            workspace.close()
         print(f"{args.dataset.name} max_sentences={max_sentences}: {len(chosen)} queries, top {args.top_k}; "
               f"prompt chars {before_chars} -> {after_chars} ({1 - after_chars / max(before_chars, 1):.1%} saved); "
               f"answer still in the prompt for {kept}/{found} queries ({kept / max(found, 1):.1%}) and "

@@ -32,7 +32,7 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=2100)
     parser.add_argument("--split", default="test")
     parser.add_argument("--embedding", default="deterministic")
-    parser.add_argument("--threshold", type=float, default=0.85)
+    parser.add_argument("--threshold", type=float, default=RaptorConfig().threshold)
     parser.add_argument("--max-cluster", type=int, default=8)
     parser.add_argument("--levels", type=int, default=3)
     args = parser.parse_args()

@@ -304,8 +304,10 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "RAGSPINE_RAPTOR_THRESHOLD",
-        "0.85",
-        "Cosine a vector needs with a cluster's centroid to join it (higher: smaller, tighter clusters).",
+        "0.3",
+        "Cosine a chunk vector needs with a cluster's centroid to join it (higher: smaller, tighter "
+        "clusters). Vectors are centred on their language's mean first (from 20 chunks on), so "
+        "unrelated text scores near 0 whatever the model.",
         float_range(-1.0, 1.0),
     ),
     Setting(
@@ -428,7 +430,7 @@ class Settings:
     compress_max_sentences: int = 3
     raptor: str = "off"
     raptor_mode: str = "collapsed"
-    raptor_threshold: float = 0.85
+    raptor_threshold: float = 0.3
     raptor_max_cluster: int = 8
     raptor_levels: int = 3
     raptor_summary_chars: int = 600

@@ -26,11 +26,14 @@ from ragspine.retrieval.raptor.summary import Summarizer
 from ragspine.retrieval.raptor.tree import Leaf, Node, RaptorTree
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.retrieval.store.protocol import ChunkStoreProtocol
+from ragspine.retrieval.vector.dense.channel import language_code
 
 VectorLookup = Callable[[Sequence[str]], tuple[np.ndarray, np.ndarray]]
-DEFAULT_THRESHOLD = 0.85
+DEFAULT_THRESHOLD = 0.3  # a cosine of language-centred vectors (see `language_centres`)
 DEFAULT_MAX_CLUSTER = 8
 DEFAULT_LEVELS = 3
+MIN_CENTRED_LEAVES = 20
+MIN_LANGUAGE_LEAVES = 10
 
 
 @dataclass(frozen=True)
@@ -84,7 +87,13 @@ def build_tree(
     chunks = {c.chunk_id: c for c in store.iter_chunks() if not is_restricted(c.sensitivity)}
     ids = sorted(chunks)
     rows, present = vectors(ids) if ids else (np.zeros((0, 0)), np.zeros(0, dtype=bool))
-    member_vectors: dict[str, np.ndarray] = {cid: rows[i] for i, cid in enumerate(ids) if present[i]}
+    kept = [i for i, cid in enumerate(ids) if present[i]]
+    if full or "centres" not in tree.meta:
+        tree.meta["centres"] = language_centres([chunks[ids[i]].text for i in kept], rows[kept])
+    centres = {int(k): np.asarray(v) for k, v in tree.meta["centres"].items()}
+    member_vectors: dict[str, np.ndarray] = {
+        ids[i]: centre(rows[i], chunks[ids[i]].text, centres) for i in kept
+    }
     leaves = len(member_vectors)
     changed: set[str] = set()  # members whose content changed (nodes re-summarised below)
     written: set[str] = set()
@@ -125,9 +134,40 @@ def build_tree(
     seconds = time.perf_counter() - started
     nodes = {lv: sum(1 for n in tree.nodes.values() if n.level == lv) for lv in sorted(tree.clusters)}
     meta = {"data_version": version, "settings": settings, "next_id": counter[0], "seconds": round(seconds, 3),
+            "centres": tree.meta["centres"],
             "summarizer": type(summarizer).__name__, "leaves": leaves, "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}  # fmt: skip
     tree.save(written, meta, reset=full)
     return BuildReport(full, version, leaves, len(chunks) - leaves, nodes, summarised, seconds)
+
+
+def language_centres(texts: Sequence[str], rows: np.ndarray) -> dict[str, list[float]]:
+    """The mean vector of each language's chunks ("-1": of all), as the tree stores them; a
+    language with fewer than MIN_LANGUAGE_LEAVES chunks uses the overall mean, and a tree of
+    fewer than MIN_CENTRED_LEAVES leaves is not centred at all.
+
+    Clustering and node ranking use vectors minus their language's mean, re-normalised (as the
+    dense channel does for a mixed-language corpus): raw embeddings of one language sit close
+    together whatever they say, and would cluster by language instead of by topic.
+    """
+    if len(texts) < MIN_CENTRED_LEAVES:
+        return {}  # too few vectors for a mean worth subtracting: plain cosine
+    codes = np.array([language_code(t) for t in texts])
+    out = {"-1": np.asarray(rows, dtype=np.float64).mean(axis=0).tolist()}
+    for code in sorted(set(codes.tolist())):
+        if np.count_nonzero(codes == code) >= MIN_LANGUAGE_LEAVES:
+            out[str(code)] = np.asarray(rows[codes == code], dtype=np.float64).mean(axis=0).tolist()
+    return out
+
+
+def centre(vector: np.ndarray, text: str, centres: Mapping[int, np.ndarray]) -> np.ndarray:
+    """`vector` minus the mean of `text`'s language (the overall mean for a language the tree has
+    not seen), re-normalised; unchanged when the tree has no centres."""
+    mean = centres.get(language_code(text), centres.get(-1))
+    if mean is None:
+        return np.asarray(vector, dtype=np.float64)
+    moved = np.asarray(vector, dtype=np.float64) - mean
+    norm = float(np.linalg.norm(moved))
+    return moved / norm if norm > 0 else np.asarray(vector, dtype=np.float64)
 
 
 def _node(

@@ -29,7 +29,7 @@ from ragspine.retrieval.filters import Filter
 from ragspine.retrieval.fusion.rrf import DEFAULT_RRF_K, rrf_fuse
 from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever
 from ragspine.retrieval.pipeline.hybrid import DEFAULT_TOP_K
-from ragspine.retrieval.raptor.build import BuildReport, RaptorConfig, build_tree
+from ragspine.retrieval.raptor.build import BuildReport, RaptorConfig, build_tree, centre
 from ragspine.retrieval.raptor.summary import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from ragspine.retrieval.raptor.tree import Node, RaptorTree
 from ragspine.retrieval.sensitivity import is_restricted
@@ -119,12 +119,14 @@ class RaptorRetriever(NarrativeIndexRetriever):
             if self.mode == "nodes":
                 leaves = super().retrieve(query, filters=filters, top_k=top_k, where=where)
             return [{**s, "lineage": {**s["lineage"], "raptor": why}} for s in leaves]
-        nodes = self._rank_nodes(query, top_k)
+        ranked = self._rank_nodes(query, top_k)
         if self.mode == "nodes":
-            return nodes
-        fused = rrf_fuse([[s["chunk_id"] for s in leaves], [s["chunk_id"] for s in nodes]], k=DEFAULT_RRF_K)
-        by_id = {s["chunk_id"]: s for s in [*leaves, *nodes]}
+            return [self._snippet(node, score) for node, score in ranked]
+        fused = rrf_fuse([[s["chunk_id"] for s in leaves], [n.node_id for n, _ in ranked]], k=DEFAULT_RRF_K)
         order = sorted(fused, key=lambda cid: (-fused[cid], cid))[:top_k]
+        by_id: dict[str, Any] = {s["chunk_id"]: s for s in leaves}
+        nodes = {n.node_id: (n, score) for n, score in ranked if n.node_id in order}
+        by_id.update({cid: self._snippet(*nodes[cid]) for cid in nodes})  # members read only for these
         return [by_id[cid] for cid in order]
 
     def _why_no_nodes(self, filters: Any, where: Any) -> str | None:
@@ -136,16 +138,17 @@ class RaptorRetriever(NarrativeIndexRetriever):
             return "tree is stale (the store changed since it was built): run `ragspine raptor build`"
         return None
 
-    def _rank_nodes(self, query: str, top_k: int) -> list[dict[str, Any]]:
-        version, nodes, matrix = self._node_matrix()
+    def _rank_nodes(self, query: str, top_k: int) -> list[tuple[Node, float]]:
+        _, nodes, matrix = self._node_matrix()
         if not nodes:
             return []
         dense = self.index.dense
         assert dense is not None
         q = unit_rows(as_matrix(embed_queries(dense.backend, [query]), what="query vector"))[0]
-        scores = matrix @ q
+        centres = {int(k): np.asarray(v) for k, v in self.tree.meta.get("centres", {}).items()}
+        scores = matrix @ centre(q, query, centres)
         order = sorted(range(len(nodes)), key=lambda i: (-float(scores[i]), nodes[i].node_id))[:top_k]
-        return [self._snippet(nodes[i], float(scores[i])) for i in order]
+        return [(nodes[i], float(scores[i])) for i in order]
 
     def _node_matrix(self) -> tuple[int, list[Node], np.ndarray]:
         version = self.tree.data_version or 0
