@@ -252,3 +252,30 @@ def test_settings_cli_and_stats(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         assert stats["raptor"]["built"] and stats["channels"]["raptor"] == "on (nodes)"
         assert all(s["is_synthesis"] for s in ws.search("exports Europe"))
     assert runner.invoke(main, ["raptor", "--help"]).exit_code == 0
+
+
+def test_vectors_are_centred_per_language_from_enough_leaves(tmp_path: Path) -> None:
+    from ragspine.retrieval.raptor.build import centre, language_centres
+    from ragspine.retrieval.vector.dense.channel import language_code
+
+    texts = ["revenue fell sharply"] * 15 + ["营收大幅下滑"] * 5
+    rows = np.eye(20) + 1.0
+    centres = language_centres(texts, rows)
+    en, zh = str(language_code(texts[0])), str(language_code(texts[-1]))
+    assert set(centres) == {"-1", en} and zh not in centres  # too few Chinese chunks: the overall mean
+    assert language_centres(texts[:19], rows[:19]) == {}
+    moved = centre(rows[0], texts[0], {int(k): np.asarray(v) for k, v in centres.items()})
+    assert abs(np.linalg.norm(moved) - 1.0) < 1e-9
+    assert np.allclose(moved, (rows[0] - centres[en]) / np.linalg.norm(rows[0] - centres[en]))
+
+    raptor, store = _raptor(tmp_path / "many.db")
+    try:
+        for copy in range(3):
+            _ingest(raptor, {f"{k}-{copy}": v for k, v in THEMES.items()})
+        raptor.build()
+        assert raptor.tree.meta["centres"] and raptor.tree.nodes
+        raptor.mode = "nodes"
+        (top,) = raptor.retrieve("software engineers hired in Shenzhen", top_k=1)
+        assert {d.split("-")[0] for d in top["lineage"]["doc_ids"]} <= {"hi1", "hi2"}
+    finally:
+        raptor.close(); raptor.index.close(); store.close()  # fmt: skip
