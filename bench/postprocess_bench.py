@@ -4,6 +4,9 @@
     # are the titles of the first 100 originals. Distinct passages ("families") in the top 10.
     PYTHONPATH=src:. .venv/bin/python -m bench.postprocess_bench dupes ../shared/eval/scifact [--embedding deterministic]
 
+    # nDCG@10 with and without a chain, product path (ragspine eval's code), first N test queries.
+    PYTHONPATH=src:. .venv/bin/python -m bench.postprocess_bench ndcg ../shared/eval/cmrc2018 --cache DIR [--queries 500]
+
     # Compression: prompt characters saved, and the share of gold answers (queries.jsonl
     # metadata "answers") found in the top-5 texts that are still in prompt_text.
     PYTHONPATH=src:. .venv/bin/python -m bench.postprocess_bench compress ../shared/eval/cmrc2018 STORE_DB
@@ -117,6 +120,27 @@ def compress(args: argparse.Namespace) -> None:
               f"{snippet_kept}/{snippet_found} snippets ({snippet_kept / max(snippet_found, 1):.1%})")  # fmt: skip
 
 
+def ndcg(args: argparse.Namespace) -> None:
+    """nDCG@10 on the product path (`ragspine eval`'s code) with RAGSPINE_POSTPROCESSOR unset and
+    set, over the first --queries judged queries of the split (file order)."""
+    import dataclasses
+    import os
+
+    from ragspine.eval.dataset import load_beir
+    from ragspine.eval.product import ProductOptions, run_product_eval
+
+    dataset = load_beir(args.dataset, args.split)
+    chosen = list(dataset.queries)[: args.queries]
+    subset = dataclasses.replace(dataset, queries={q: dataset.queries[q] for q in chosen},
+                                 qrels={q: dataset.qrels[q] for q in chosen})  # fmt: skip
+    options = ProductOptions(mode="bm25", top_k=10, cache=str(args.cache), progress=False)
+    for chain in ("none", args.chain):
+        os.environ["RAGSPINE_POSTPROCESSOR"] = chain
+        report = run_product_eval(subset, options)
+        print(f"{dataset.name} {args.split} first {len(chosen)} queries, RAGSPINE_POSTPROCESSOR={chain}: "
+              f"nDCG@10 {report.ndcg:.4f} ({report.queries} scored, {report.query_s:.0f}s)")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -133,8 +157,14 @@ def main() -> None:
     c.add_argument("--queries", type=int, default=500)
     c.add_argument("--top-k", type=int, default=5)
     c.add_argument("--max-sentences", type=int, nargs="+", default=[3])
+    n = sub.add_parser("ndcg")
+    n.add_argument("dataset", type=Path)
+    n.add_argument("--split", default="test")
+    n.add_argument("--queries", type=int, default=500)
+    n.add_argument("--cache", type=Path, required=True)
+    n.add_argument("--chain", default="mmr")
     args = parser.parse_args()
-    dupes(args) if args.command == "dupes" else compress(args)
+    {"dupes": dupes, "compress": compress, "ndcg": ndcg}[args.command](args)
 
 
 if __name__ == "__main__":
