@@ -25,6 +25,7 @@ from ragspine.retrieval.types import RetrievalResult
 SimilarityRows = Callable[[int], np.ndarray]
 DEFAULT_LAMBDA = 0.7
 DEFAULT_FETCH_FACTOR = 2  # candidates retrieved per result kept, when the retriever asks
+_TOKEN_CACHE_MAX = 50_000  # chunks whose token sets an MMR keeps between queries
 
 
 class MMR:
@@ -51,6 +52,7 @@ class MMR:
         self.top_n = top_n
         self.fetch_k = fetch_k
         self.vectors = vectors
+        self._tokens: dict[str, tuple[str, list[str]]] = {}
 
     def use_vectors(self, lookup: VectorLookup) -> None:
         """Use the stored chunk vectors (unless vectors were given already)."""
@@ -82,7 +84,17 @@ class MMR:
             if len(rows) == len(results) and bool(np.all(present)):
                 unit = rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
                 return lambda i: np.asarray(unit @ unit[i], dtype=np.float64)
-        return TokenOverlap([r.chunk.text for r in results]).row
+        return TokenOverlap([self._token_set(r) for r in results]).row
+
+    def _token_set(self, result: RetrievalResult) -> list[str]:
+        """The chunk's distinct tokens, sorted; cached by chunk_id (an id's text never changes)."""
+        key = result.chunk.chunk_id
+        tokens = self._tokens.get(key)
+        if tokens is None or tokens[0] != result.chunk.text:
+            if len(self._tokens) >= _TOKEN_CACHE_MAX:
+                self._tokens.clear()
+            tokens = self._tokens[key] = (result.chunk.text, sorted(set(tokenize(result.chunk.text))))
+        return tokens[1]
 
     def __repr__(self) -> str:
         return f"MMR(lambda_mult={self.lambda_mult}, top_n={self.top_n}, fetch_k={self.fetch_k})"
@@ -103,7 +115,7 @@ def relevance(results: list[RetrievalResult]) -> np.ndarray:
 
 
 class TokenOverlap:
-    """Jaccard overlap of the texts' token sets, one row at a time (an inverted list per token,
+    """Jaccard overlap of the texts' token sets (texts, or their sorted distinct tokens), one row at a time (an inverted list per token,
     so a row costs the postings of its tokens, not the square of the number of texts).
 
     >>> t = TokenOverlap(["revenue fell", "revenue fell sharply", "sunny"])
@@ -111,8 +123,8 @@ class TokenOverlap:
     [[1.0, 0.67, 0.0], [0.67, 1.0, 0.0], [0.0, 0.0, 1.0]]
     """
 
-    def __init__(self, texts: list[str]) -> None:
-        self.sets = [sorted(set(tokenize(t))) for t in texts]
+    def __init__(self, texts: list[str] | list[list[str]]) -> None:
+        self.sets = [sorted(set(tokenize(t))) if isinstance(t, str) else t for t in texts]
         postings: dict[str, list[int]] = {}
         for row, tokens in enumerate(self.sets):
             for token in tokens:
