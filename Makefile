@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 CORE := $(VENV)/.core
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench bench-cold bench-rerank bench-query clean
+.PHONY: demo test bench bench-cold bench-rerank bench-query bench-post clean
 
 # The package alone (what `make demo` needs): quick on a fresh machine.
 $(CORE): pyproject.toml
@@ -60,6 +60,13 @@ bench-rerank: $(STAMP)
 EVAL_DIR ?= ../shared/eval
 bench-query: $(STAMP)
 	PYTHONPATH=src:. $(BIN)/python -m bench.query_stage_bench --eval $(EVAL_DIR)
+
+# Post-processors and RAPTOR (issue 19; docs/benchmarks.md). EVAL is a folder of BEIR sets.
+EVAL ?= ../shared/eval
+bench-post: $(STAMP)
+	PYTHONPATH=. $(BIN)/python -m bench.postprocess_bench dupes $(EVAL)/scifact
+	PYTHONPATH=. $(BIN)/python -m bench.raptor_bench $(EVAL)/scifact --docs 2100
+	PYTHONPATH=. $(BIN)/python -m bench.raptor_themes --thresholds 0.3 0.4 0.5 0.6
 
 clean:
 	rm -rf $(VENV) .ragspine build src/*.egg-info .pytest_cache .hypothesis

@@ -9,6 +9,9 @@ Invariants:
   reason in `note`: no grounded answer, said so, never an answer made up without sources.
 - Without a provider, or when the provider fails, the answer is extractive: the retrieved
   snippets' verbatim `text`, numbered. A failed LLM call is said so in `note`, never silent.
+- A synthesis snippet (`is_synthesis`, e.g. a RAPTOR summary) is never a numbered source nor a
+  citation: the prompt shows it as an unnumbered overview, and its member chunks (`members`)
+  become numbered sources in its place, so the answer cites them.
 """
 
 from __future__ import annotations
@@ -78,14 +81,14 @@ def ask(
         snippets, refusal = outcome.snippets, outcome.refusal
     else:
         snippets, refusal = retriever.retrieve(question, filters=filters or None, top_k=top_k), None
-    sources = [s for s in snippets if not is_restricted(s.get("sensitivity"))]
+    sources, overviews = citable_sources(snippets)
     if not sources:
         return Answer(question, NO_SOURCES, "extractive", note=f"no grounded answer: {refusal}" if refusal else "")
     if provider is None:
         return _extractive(question, sources)
     messages = [
         {"role": "system", "content": ANSWER_SYSTEM},
-        {"role": "user", "content": build_answer_prompt(question, sources)},
+        {"role": "user", "content": build_answer_prompt(question, sources, overviews)},
     ]
     try:
         reply = provider.chat(messages).strip()
@@ -97,9 +100,33 @@ def ask(
     return Answer(question, reply, "llm", _numbered(sources, cited))
 
 
-def build_answer_prompt(question: str, sources: list[dict[str, Any]]) -> str:
-    """The user message: numbered sources (prompt_text before text), then the question."""
-    blocks = ["Sources:"]
+def citable_sources(snippets: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(numbered sources, overviews): synthesis snippets become overviews and their members
+    sources (each chunk once); RESTRICTED never passes."""
+    sources: list[dict[str, Any]] = []
+    overviews: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for snippet in snippets:
+        if snippet.get("is_synthesis"):
+            overviews.append(snippet)
+            candidates = list(snippet.get("members", []))
+        else:
+            candidates = [snippet]
+        for candidate in candidates:
+            if not is_restricted(candidate.get("sensitivity")) and candidate.get("chunk_id") not in seen:
+                seen.add(candidate.get("chunk_id", ""))
+                sources.append(candidate)
+    return sources, [o for o in overviews if not is_restricted(o.get("sensitivity"))]
+
+
+def build_answer_prompt(
+    question: str, sources: list[dict[str, Any]], overviews: list[dict[str, Any]] | None = None
+) -> str:
+    """The user message: unnumbered overviews (synthesis, not citable), numbered sources
+    (prompt_text before text), then the question."""
+    blocks = [f"Overview (a synthesis of the sources below; cite the numbered sources, not this):\n{o['text'].strip()}"
+              for o in overviews or []]  # fmt: skip
+    blocks.append("Sources:")
     for number, snippet in enumerate(sources, start=1):
         where = snippet.get("title") or snippet.get("doc_id", "")
         body = snippet.get("prompt_text") or snippet["text"]

@@ -76,6 +76,7 @@ from ragspine.settings.config import resolve_settings as read_settings
 
 if TYPE_CHECKING:
     from ragspine.ingest.pipeline import IngestRunReport
+    from ragspine.retrieval.raptor import RaptorRetriever
 
 __all__ = [
     "build_retriever",
@@ -91,6 +92,7 @@ __all__ = [
     "make_embedding",
     "make_fusion",
     "make_postprocessor_for",
+    "make_raptor_for",
     "make_provider",
     "make_query_plan_for",
     "make_query_rewriter_for",
@@ -389,8 +391,25 @@ def describe_reranker(settings: Settings) -> str:
 
 
 def make_postprocessor_for(settings: Settings) -> PostprocessorChain | None:
-    """RAGSPINE_POSTPROCESSOR's chain, or None."""
-    return make_postprocessor(settings.postprocessor)
+    """RAGSPINE_POSTPROCESSOR's chain (RAGSPINE_MMR_* and _COMPRESS_* for its members), or None."""
+    names = {part.strip().lower() for part in settings.postprocessor.split(",")}
+    options: dict[str, dict[str, Any]] = {}
+    if "mmr" in names:
+        options["mmr"] = {"lambda_mult": settings.mmr_lambda, "fetch_k": settings.mmr_fetch_k or None}
+    if "compress" in names:
+        options["compress"] = {"max_sentences": settings.compress_max_sentences}
+    return make_postprocessor(settings.postprocessor, **options)
+
+
+def make_raptor_for(
+    settings: Settings, retriever: NarrativeIndexRetriever, provider: LLMProvider | None = None
+) -> RaptorRetriever:
+    """RAGSPINE_RAPTOR_*'s tree over `retriever` (summaries by `provider` when given, else extractive)."""
+    from ragspine.retrieval.raptor import RaptorConfig, make_raptor_retriever
+
+    config = RaptorConfig(settings.raptor_threshold, settings.raptor_max_cluster, settings.raptor_levels)
+    return make_raptor_retriever(retriever, mode=settings.raptor_mode, config=config, provider=provider,
+                                 summary_chars=settings.raptor_summary_chars)  # fmt: skip
 
 
 def make_router_for(
@@ -421,6 +440,7 @@ def channels(settings: Settings) -> dict[str, str]:
         "reranker": describe_reranker(settings),
         "rerank_top_n": str(settings.reranker_top_n),
         "postprocessor": settings.postprocessor,
+        "raptor": f"on ({settings.raptor_mode})" if settings.raptor == "on" else "off",
         "router": settings.router,
         "llm": f"{settings.llm_model} at {redact_url(settings.llm_base_url or '')}" if settings.llm_configured else "none",
     }
@@ -461,6 +481,8 @@ def build_retriever(
         raise
     try:  # a store made with other chunking or another analyzer is refused, with the way out
         check_index_settings(store, index_settings_for(settings))
+        if settings.raptor == "on":
+            retriever = make_raptor_for(settings, retriever, provider)
     except BaseException:
         retriever.index.close()
         store.close()

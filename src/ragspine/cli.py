@@ -460,6 +460,54 @@ def config_show(
         click.echo(f"  {key:<15} {value}")
 
 
+@main.group()
+def raptor() -> None:
+    """The RAPTOR summary tree beside the store (RAGSPINE_RAPTOR*; docs/postprocess.md)."""
+
+
+@raptor.command("build")
+@_db_option
+@_config_option
+@click.option("--full", is_flag=True, help="Rebuild every cluster instead of updating the ones changes reached.")
+def raptor_build(db: str | None, config_file: Path | None, full: bool) -> None:
+    """Build the tree, or update it to the store's current data_version (only the clusters a
+    changed document touched are re-summarised). Needs chunk vectors (`ragspine embed`)."""
+    from ragspine.workspace import Workspace
+
+    with _user_errors():
+        settings = load_settings(config_file=config_file, flags={"RAGSPINE_DB": db, "RAGSPINE_RAPTOR": "on"})
+        _require_store(settings.db)
+        with Workspace.from_settings(settings) as workspace:
+            report = workspace.retriever.build(full=full)  # type: ignore[attr-defined]
+            status = workspace.retriever.status()  # type: ignore[attr-defined]
+    kind = "built" if report.full else "updated"
+    nodes = ", ".join(f"level {lv}: {n}" for lv, n in report.nodes.items() if n) or "none"
+    click.echo(f"{kind} RAPTOR tree at data_version {report.data_version}: {report.leaves} leaves "
+               f"({report.without_vector} without a vector), nodes {nodes}; {report.summarised} summarised "
+               f"in {report.seconds:.1f}s")  # fmt: skip
+    click.echo(f"tree: {status['path']} ({status['bytes']} bytes)")
+
+
+@raptor.command("status")
+@_db_option
+@_config_option
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+def raptor_status(db: str | None, config_file: Path | None, as_json: bool) -> None:
+    """Whether the tree is built and current, and its nodes per level."""
+    from ragspine.workspace import Workspace
+
+    with _user_errors():
+        settings = load_settings(config_file=config_file, flags={"RAGSPINE_DB": db, "RAGSPINE_RAPTOR": "on"})
+        _require_store(settings.db)
+        with Workspace.from_settings(settings) as workspace:
+            status = workspace.retriever.status()  # type: ignore[attr-defined]
+    if as_json:
+        click.echo(json.dumps(status, ensure_ascii=False, indent=2))
+        return
+    for key, value in status.items():
+        click.echo(f"{key:<18} {value}")
+
+
 # `ragspine eval` lives in its own package; its module imports only click at start-up.
 from ragspine.eval.cli import eval_command  # noqa: E402
 

@@ -311,7 +311,9 @@ class Workspace:
                 "problem": coverage.problem,
                 "healthy": coverage.problem is None and coverage.damaged == 0 and stored is not None,
             }
-        return {"documents": documents, "chunks": chunks, "index": index, "channels": channels(self.settings)}
+        out = {"documents": documents, "chunks": chunks, "index": index, "channels": channels(self.settings)}
+        status = getattr(self.retriever, "status", None)  # a RAPTOR retriever (RAGSPINE_RAPTOR=on)
+        return out | ({"raptor": status()} if callable(status) else {})
 
     def check_mode(self, mode: str | None) -> str:
         """The mode a search runs in: this workspace's mode (hybrid, vector or bm25) when `mode`
@@ -338,6 +340,9 @@ class Workspace:
     # -- lifecycle ----------------------------------------------------------------------------
     def close(self) -> None:
         dense = self.retriever.index.dense
+        close_tree = getattr(self.retriever, "close", None)  # a RAPTOR retriever's tree file
+        if callable(close_tree):
+            close_tree()
         self.store.close()
         if dense is not None:
             dense.vectors.close()

@@ -79,3 +79,23 @@ def test_damaged_vectors_file_never_fails_a_request(tmp_path: Any) -> None:
     with ragspine.open(folder, env=BM25_ENV, embedding="deterministic") as ws:
         ws.search("margin recall")
         assert ws.stats()["index"]["dense"]["healthy"] is True
+
+
+def test_raptor_nodes_over_http_search_ask_and_stats(serve: Any) -> None:
+    served = serve(embedding="deterministic", raptor="on", raptor_mode="collapsed", raptor_threshold=0.3,
+                   raptor_max_cluster=4)  # fmt: skip
+    texts = {"a": "Exports to Europe fell and revenue dropped.", "b": "Revenue dropped as exports to Europe fell.",
+             "s": "Exports to Europe fell: secret layoffs planned."}  # fmt: skip
+    for doc_id, text in texts.items():
+        body = doc(doc_id, text, sensitivity="RESTRICTED" if doc_id == "s" else "PUBLIC")
+        assert served.client.post("/documents", json=body).status_code == 201
+    assert served.client.get("/stats").json()["raptor"]["built"] is False
+    served.ws.retriever.build()  # what `ragspine raptor build` runs
+    stats = served.client.get("/stats").json()["raptor"]
+    assert stats["built"] and not stats["stale"] and stats["nodes"] == {"1": 1}
+    found = served.client.post("/search", json={"query": "exports Europe revenue", "top_k": 3}).json()["snippets"]
+    node = next(s for s in found if s.get("is_synthesis"))
+    assert node["citable"] is False and set(node["lineage"]["doc_ids"]) == {"a", "b"} and "secret" not in node["text"]
+    answer = served.client.post("/ask", json={"question": "exports Europe revenue", "top_k": 3}).json()
+    assert answer["citations"] and {c["doc_id"] for c in answer["citations"]} <= {"a", "b"}
+    assert not any(c.get("is_synthesis") for c in answer["citations"])

@@ -31,9 +31,15 @@ class ChunkSource(Protocol):
 
 @dataclass(frozen=True)
 class RetrievalResult:
-    """One ranked chunk with its channel scores (vector_score is None when that channel is off)."""
+    """One ranked chunk with its channel scores (vector_score is None when that channel is off).
+
+    `prompt_text` (None: use the chunk's text) is what a prompt shows instead of the text; it is
+    `" … "`-joined `chunk.text[s:e]` for each `(s, e)` in `prompt_spans` (set by a post-processor
+    such as `compress`), never a citation."""
 
     chunk: Chunk
     bm25_score: float
     vector_score: float | None
     fused_score: float
+    prompt_text: str | None = None
+    prompt_spans: tuple[tuple[int, int], ...] = ()

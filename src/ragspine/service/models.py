@@ -173,6 +173,7 @@ class StatsOut(BaseModel):
     chunks: int
     index: IndexOut
     channels: dict[str, str]
+    raptor: dict[str, Any] | None = None  # the tree's status when RAGSPINE_RAPTOR=on
 
 
 class ErrorOut(BaseModel):

@@ -83,7 +83,7 @@ INDEX_TEXTS = ("none",)
 RERANKERS = ("none", "cross_encoder", "ce", "auto", "colbert", "splade", "llm", "http")
 RERANKER_MODEL_FOLDER = frozenset({"cross_encoder", "ce", "colbert"})  # need RAGSPINE_RERANKER_MODEL
 RERANKER_APIS = ("cohere", "tei")
-POSTPROCESSORS = ("none",)
+POSTPROCESSORS = ("none", "mmr", "lost_in_middle", "compress")
 ROUTERS = ("keyword", "llm", "all")
 VECTOR_STORES = ("in_process", "pgvector", "qdrant")  # the keys of make_vector_store's registry
 
@@ -375,9 +375,72 @@ SETTINGS: tuple[Setting, ...] = (
         "RAGSPINE_POSTPROCESSOR",
         "none",
         "Post-processor chain after rerank, before snippets are built (`make_postprocessor`), "
-        "comma-separated and run in order. none: off. A post-processor can reorder or drop "
-        "results, never add one.",
+        "comma-separated and run in order. none: off. mmr: Maximal Marginal Relevance (diverse "
+        "results; chunk vectors when the dense channel has them, else token overlap). "
+        "lost_in_middle: the best results at the start and end of the list. compress: the "
+        "query-relevant sentences of each result in `prompt_text` (`text` and citations "
+        "unchanged). A post-processor can reorder or drop results, never add one.",
         component_list(*POSTPROCESSORS),
+    ),
+    Setting(
+        "RAGSPINE_MMR_LAMBDA",
+        "0.7",
+        "MMR's balance: 1 ranks by relevance only, 0 by diversity only.",
+        float_range(0.0, 1.0),
+    ),
+    Setting(
+        "RAGSPINE_MMR_FETCH_K",
+        "0",
+        "Candidates MMR chooses from; 0: twice the results asked for.",
+        int_range(0, 10000),
+    ),
+    Setting(
+        "RAGSPINE_COMPRESS_MAX_SENTENCES",
+        "3",
+        "Sentences `compress` keeps per result at most (those sharing the most query terms).",
+        int_range(1, 100),
+    ),
+    Setting(
+        "RAGSPINE_RAPTOR",
+        "off",
+        "RAPTOR summary tree (`make_raptor_retriever`). on: searches also serve the synthesis "
+        "nodes of the tree built by `ragspine raptor build` (needs the dense channel). A node is "
+        "marked is_synthesis and never cited; `ask` cites its member chunks.",
+        choice("off", "on"),
+    ),
+    Setting(
+        "RAGSPINE_RAPTOR_MODE",
+        "collapsed",
+        "What a RAPTOR search returns. leaves: chunks only (detail). nodes: synthesis nodes only "
+        "(themes). collapsed: both, fused by RRF. Filtered searches and a stale tree serve leaves only.",
+        choice("leaves", "nodes", "collapsed"),
+    ),
+    Setting(
+        "RAGSPINE_RAPTOR_THRESHOLD",
+        "0.3",
+        "Cosine a chunk vector needs with a cluster's centroid to join it (higher: smaller, tighter "
+        "clusters). Vectors are centred on their language's mean first (from 20 chunks on), so "
+        "unrelated text scores near 0 whatever the model.",
+        float_range(-1.0, 1.0),
+    ),
+    Setting(
+        "RAGSPINE_RAPTOR_MAX_CLUSTER",
+        "8",
+        "Members a RAPTOR cluster holds at most.",
+        int_range(2, 1000),
+    ),
+    Setting(
+        "RAGSPINE_RAPTOR_LEVELS",
+        "3",
+        "Levels of synthesis nodes above the chunks at most.",
+        int_range(1, 10),
+    ),
+    Setting(
+        "RAGSPINE_RAPTOR_SUMMARY_CHARS",
+        "600",
+        "Characters of a node's summary at most. Summaries are written by the configured LLM when "
+        "RAGSPINE_LLM_BASE_URL is set, else extractive (member sentences nearest the cluster's centre).",
+        int_range(50, 20000),
     ),
     Setting(
         "RAGSPINE_ROUTER",
@@ -506,6 +569,15 @@ class Settings:
     reranker_top_n: int = 10
     reranker_timeout: float = 10.0
     postprocessor: str = "none"
+    mmr_lambda: float = 0.7
+    mmr_fetch_k: int = 0
+    compress_max_sentences: int = 3
+    raptor: str = "off"
+    raptor_mode: str = "collapsed"
+    raptor_threshold: float = 0.3
+    raptor_max_cluster: int = 8
+    raptor_levels: int = 3
+    raptor_summary_chars: int = 600
     router: str = "keyword"
     llm_base_url: str | None = None
     llm_model: str | None = None

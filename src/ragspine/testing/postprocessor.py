@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from ragspine.retrieval.postprocess.compress import SEPARATOR as PROMPT_SEPARATOR
 from ragspine.retrieval.postprocess.protocol import Postprocessor
 from ragspine.testing.reranker import results
 
@@ -37,6 +38,15 @@ class PostprocessorSuite:
             assert (r.chunk.text, r.chunk.source_locator, r.chunk.doc_id) == (
                 original.text, original.source_locator, original.doc_id,
             )  # fmt: skip
+
+    def test_chunks_are_the_objects_given_and_prompt_text_is_made_of_their_spans(self, postprocessor: Any) -> None:
+        given = results(["PUBLIC"] * 6)
+        originals = {r.chunk.chunk_id: r.chunk for r in given}
+        for r in postprocessor.process("why did revenue fall", list(given)):
+            assert r.chunk is originals[r.chunk.chunk_id]
+            if r.prompt_text is not None:
+                assert r.prompt_text == PROMPT_SEPARATOR.join(r.chunk.text[s:e] for s, e in r.prompt_spans)
+                assert all(0 <= s < e <= len(r.chunk.text) for s, e in r.prompt_spans)
 
     def test_is_deterministic(self, postprocessor: Any) -> None:
         first = postprocessor.process("revenue", results(["PUBLIC"] * 6))

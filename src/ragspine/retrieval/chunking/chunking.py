@@ -190,6 +190,16 @@ def _split_long(text: str, start: int, end: int, max_chars: int) -> list[Span]:
     return pieces
 
 
+def sentence_spans(text: str) -> list[Span]:
+    """(start, end) of each sentence of `text`, whitespace trimmed: `text[s:e]` is the sentence.
+
+    >>> t = "营收下滑。出口减少！ Costs rose 3.5% in Q2. Done"
+    >>> [t[s:e] for s, e in sentence_spans(t)]
+    ['营收下滑。', '出口减少！', 'Costs rose 3.5% in Q2.', 'Done']
+    """
+    return _sentence_spans(text, 0, len(text))
+
+
 def _sentence_spans(text: str, start: int, end: int) -> list[Span]:
     spans: list[Span] = []
     cursor = start

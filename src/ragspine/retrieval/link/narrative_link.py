@@ -125,6 +125,8 @@ class NarrativeIndexRetriever:
             if postprocessor is None or isinstance(postprocessor, PostprocessorChain)
             else PostprocessorChain([postprocessor])
         )
+        if self.postprocessor is not None and index.dense is not None:
+            self.postprocessor.use_vectors(index.dense.vectors.get)  # MMR's similarity
 
     def retrieve(
         self,
@@ -177,6 +179,7 @@ class NarrativeIndexRetriever:
     ) -> tuple[list[RetrievalResult], dict[str, Any]]:
         """One query's screened variants searched with the filters (or without, `drop_filters`),
         through RESTRICTED exit #2 and the post-processors."""
+        wanted, top_k = top_k, self.postprocessor.fetch_size(top_k) if self.postprocessor else top_k
         kwargs, typed = split_filters(filters)
         explicit = parse_filter([f for f in (typed, parse_filter(where)) if f is not None])
         extracted, error = safe_extract(self.filter_extractor, query)
@@ -213,8 +216,8 @@ class NarrativeIndexRetriever:
             lineage["rerank"] = trace["rerank"]
         results = [r for r in results if not is_restricted(r.chunk.sensitivity)]
         if self.postprocessor is not None:
-            results = self.postprocessor.process(query, results)
-        return results, lineage
+            results = self.postprocessor.process(query, results, top_k=wanted)
+        return results[:wanted], lineage
 
 
 def build_narrative_retriever(
@@ -299,4 +302,11 @@ def _to_snippet(result: RetrievalResult, lineage: dict[str, Any]) -> dict[str, A
             "fused": result.fused_score,
         },
         "lineage": dict(lineage),
-    }
+    } | _prompt_fields(result)
+
+
+def _prompt_fields(result: RetrievalResult) -> dict[str, Any]:
+    """`prompt_text` (what a prompt shows instead of `text`) and its spans into `text`, when set."""
+    if result.prompt_text is None:
+        return {}
+    return {"prompt_text": result.prompt_text, "prompt_spans": [list(span) for span in result.prompt_spans]}

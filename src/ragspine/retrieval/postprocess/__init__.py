@@ -2,33 +2,51 @@
 
     from ragspine.retrieval.postprocess import make_postprocessor
 
-    chain = make_postprocessor("my_pkg.post:Dedupe")   # or a comma-separated chain of names
+    chain = make_postprocessor("mmr,lost_in_middle")               # run in the order written
+    chain = make_postprocessor("mmr,compress", mmr={"lambda_mult": 0.5, "top_n": 5})
+    chain = make_postprocessor("my_pkg.post:Dedupe")               # a class of your own
+
+Shipped: `mmr` (diversity; chunk vectors when the dense channel has them, token overlap
+otherwise), `lost_in_middle` (best results at both ends of the prompt), `compress` (extractive:
+the query-relevant sentences of each result in `prompt_text`, exact substrings with offsets).
+An LLM compressor (LLMLingua-2 or a chat model) is a later member of this registry, not built.
 
 Invariants: names and errors come from the POSTPROCESSORS registry (a test keeps
 `ragspine.settings.config.POSTPROCESSORS` equal to its names); members run in the order written
-inside a `PostprocessorChain`, which refuses any member that adds a result; "none" (or an empty
-spec) is None, so the link builds snippets exactly as without this stage. MMR,
-lost-in-the-middle and compression plug into the registry (issue 19).
+inside a `PostprocessorChain`, which refuses any member that adds a result or changes a chunk;
+"none" (or an empty spec) is None, so the link builds snippets exactly as without this stage.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ragspine.registry import Registry
+from ragspine.registry import Entry, Registry
 from ragspine.retrieval.postprocess.chain import PostprocessorChain
 from ragspine.retrieval.postprocess.protocol import Postprocessor, PostprocessorError
 
 __all__ = ["POSTPROCESSORS", "Postprocessor", "PostprocessorChain", "PostprocessorError", "make_postprocessor"]
 
 POSTPROCESSORS: Registry[Postprocessor] = Registry(
-    "post-processor", {}, protocol=Postprocessor, none_names=("none",)
+    "post-processor",
+    {
+        "mmr": Entry("ragspine.retrieval.postprocess.mmr:MMR", "Maximal Marginal Relevance (diversity)"),
+        "lost_in_middle": Entry(
+            "ragspine.retrieval.postprocess.reorder:LostInMiddle", "best results at the start and end"
+        ),
+        "compress": Entry(
+            "ragspine.retrieval.postprocess.compress:Compress", "query-relevant sentences into prompt_text"
+        ),
+    },
+    protocol=Postprocessor,
+    none_names=("none",),
 )
 
 
-def make_postprocessor(spec: str = "none", **options: Any) -> PostprocessorChain | None:
+def make_postprocessor(spec: str = "none", **options: dict[str, Any]) -> PostprocessorChain | None:
     """The chain `spec` names (comma-separated, run in order), or None for "none"/"".
-    `options` go to every member that is built.
+    `options` maps a member's name to its constructor options (`mmr={"lambda_mult": 0.5}`);
+    options for a name not in the chain are a ValueError.
 
     >>> make_postprocessor("none") is None
     True
@@ -36,8 +54,13 @@ def make_postprocessor(spec: str = "none", **options: Any) -> PostprocessorChain
     ...     make_postprocessor("mmr2")
     ... except ValueError as exc:
     ...     print(exc)
-    unknown post-processor 'mmr2'; valid: none, or a dotted path package.module:Class
+    unknown post-processor 'mmr2'; valid: none, mmr, lost_in_middle, compress, or a dotted path package.module:Class
     """
     names = [part.strip() for part in spec.split(",") if part.strip()]
-    members = [m for m in (POSTPROCESSORS.make(n, **options) for n in names) if m is not None]
+    keys = [POSTPROCESSORS.normalize(n) for n in names]
+    stray = sorted(set(options) - set(keys))
+    if stray:
+        raise ValueError(f"post-processor options for {', '.join(stray)}, which the chain {spec!r} does not name")
+    built = (POSTPROCESSORS.make(n, **options.get(k, {})) for n, k in zip(names, keys, strict=True))
+    members = [m for m in built if m is not None]
     return PostprocessorChain(members) if members else None

@@ -1,0 +1,99 @@
+"""Thematic questions on a corpus written for the project: do RAPTOR's nodes bring the right documents?
+
+    PYTHONPATH=src:. .venv/bin/python -m bench.raptor_themes [--embedding e5] [--thresholds 0.86 0.88 0.9]
+
+Five themes, four short documents each (English and Chinese), two broad questions per theme.
+For each threshold: the nodes built, and per question whether the top node's member documents
+all belong to the question's theme (precision) and how many of the theme's four documents the
+top node brings, against how many the top-4 leaves bring.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+
+from ragspine.retrieval.link.narrative_link import build_narrative_retriever
+from ragspine.retrieval.model import DocumentMeta
+from ragspine.retrieval.raptor import RaptorConfig, make_raptor_retriever
+from ragspine.retrieval.vector.embeddings.factory import make_embedding_backend
+
+THEMES: dict[str, list[str]] = {
+    "exports": [
+        "Revenue fell in 2024 because export orders from Europe dropped by a fifth.",
+        "European customers cut their orders, so overseas sales declined sharply this year.",
+        "出口订单减少，欧洲客户削减采购，海外销售额大幅下降。",
+        "Weak demand in Germany and France hurt the export business in the second half.",
+    ],
+    "supply": [
+        "A shortage of chips delayed production at the Suzhou plant for six weeks.",
+        "Suppliers could not deliver semiconductors on time, halting two assembly lines.",
+        "芯片短缺导致苏州工厂停产六周，供应商无法按时交货。",
+        "Component shortages forced the factory to idle while waiting for parts.",
+    ],
+    "hiring": [
+        "The company hired 400 software engineers in Shenzhen to build its cloud platform.",
+        "Recruiting of developers doubled as the group expanded its engineering teams.",
+        "公司在深圳招聘了四百名软件工程师，研发团队规模翻倍。",
+        "New engineering offices opened in Hangzhou to attract technical talent.",
+    ],
+    "climate": [
+        "The group cut carbon emissions by 12% by moving its plants to solar power.",
+        "Renewable energy now supplies a third of the electricity used in production.",
+        "集团通过改用太阳能将碳排放减少了百分之十二。",
+        "A new sustainability plan targets net-zero emissions for all factories by 2035.",
+    ],
+    "legal": [
+        "A patent lawsuit filed by a competitor could lead to damages of 50 million dollars.",
+        "The court case over licensing fees remains unresolved and may require a settlement.",
+        "竞争对手提起专利诉讼，公司可能需要支付五千万美元赔偿。",
+        "Lawyers expect the intellectual property dispute to last another two years.",
+    ],
+}
+QUESTIONS = {
+    "exports": ["What happened to overseas demand?", "海外市场的需求发生了什么变化？"],
+    "supply": ["What disrupted production?", "生产为什么中断？"],
+    "hiring": ["How did the workforce change?", "人员招聘有什么变化？"],
+    "climate": ["What is the environmental strategy?", "公司的环保举措有哪些？"],
+    "legal": ["What legal risks does the company face?", "公司面临哪些法律风险？"],
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--embedding", default="e5")
+    parser.add_argument("--thresholds", type=float, nargs="+", default=[0.86, 0.88, 0.9])
+    args = parser.parse_args()
+    backend = make_embedding_backend(args.embedding)
+    with tempfile.TemporaryDirectory() as tmp:
+        base, store = build_narrative_retriever(Path(tmp) / "themes.db", embedding_backend=backend, query_rewriter=None)
+        try:
+            for theme, texts in THEMES.items():
+                for i, text in enumerate(texts):
+                    base.index.ingest(text, DocumentMeta(f"{theme}-{i}", sensitivity="PUBLIC"))
+            for threshold in args.thresholds:
+                raptor = make_raptor_retriever(base, mode="nodes", config=RaptorConfig(threshold, 8, 3))
+                report = raptor.build(full=True)
+                pure = brought = leaf_brought = 0
+                for theme, questions in QUESTIONS.items():
+                    for q in questions:
+                        raptor.mode = "nodes"
+                        top = raptor.retrieve(q, top_k=1)
+                        docs = set(top[0]["lineage"]["doc_ids"]) if top else set()
+                        pure += bool(docs) and all(d.startswith(theme) for d in docs)
+                        brought += sum(d.startswith(theme) for d in docs)
+                        raptor.mode = "leaves"
+                        leaf_brought += sum(s["doc_id"].startswith(theme) for s in raptor.retrieve(q, top_k=4))
+                n = sum(len(q) for q in QUESTIONS.values())
+                print(f"{args.embedding} threshold {threshold}: nodes {report.nodes}; top node all on-theme "
+                      f"{pure}/{n}; on-theme documents brought: top node {brought / n:.2f}, top-4 leaves "
+                      f"{leaf_brought / n:.2f} (of 4)")  # fmt: skip
+                raptor.close()
+        finally:
+            base.index.close()
+            store.close()
+
+
+if __name__ == "__main__":
+    main()

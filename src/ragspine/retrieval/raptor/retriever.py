@@ -1,0 +1,234 @@
+"""Retrieval over a RAPTOR tree: leaves (detail), nodes (themes), or both (the collapsed tree).
+
+    retriever = make_raptor_retriever(base, mode="collapsed")   # base: a NarrativeIndexRetriever with a dense channel
+    retriever.build()                                          # or `ragspine raptor build`
+    snippets = retriever.retrieve("what themes recur in the 2024 reports?")
+
+Invariants:
+- a node snippet is marked `is_synthesis: True, citable: False`; its `lineage` carries the union
+  of its members' doc ids, chunk ids and locators, and `members` the member chunks its summary
+  drew on (read from the store at query time: active and not RESTRICTED, else left out), which
+  is what `ask` cites; leaf snippets are the base retriever's, unchanged;
+- nodes are served only from a tree built at the store's current data_version and only without
+  filters (a node spans documents a filter may exclude: filters narrow, never widen); otherwise
+  the leaves alone are returned and the lineage says why;
+- nodes are ranked by the cosine of the query vector with the node vectors; `collapsed` fuses
+  the leaf and node rankings by RRF, ties by (-score, id).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ragspine.agent.agent import LLMProvider
+from ragspine.retrieval.filters import Filter
+from ragspine.retrieval.fusion.rrf import DEFAULT_RRF_K, rrf_fuse
+from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever, SnippetRun
+from ragspine.retrieval.pipeline.hybrid import DEFAULT_TOP_K
+from ragspine.retrieval.raptor.build import BuildReport, RaptorConfig, build_tree, centre
+from ragspine.retrieval.raptor.summary import ExtractiveSummarizer, LLMSummarizer, Summarizer
+from ragspine.retrieval.raptor.tree import Node, RaptorTree
+from ragspine.retrieval.sensitivity import is_restricted
+from ragspine.retrieval.vector.arrays import as_matrix, unit_rows
+from ragspine.retrieval.vector.embeddings.support import embed_queries
+
+RAPTOR_MODES = ("leaves", "nodes", "collapsed")
+_LABEL_ORDER = ("PUBLIC", "INTERNAL", "CONFIDENTIAL")
+_LOG = logging.getLogger(__name__)
+
+
+class RaptorRetriever(NarrativeIndexRetriever):
+    """A NarrativeIndexRetriever that also serves the synthesis nodes of its store's tree."""
+
+    def __init__(
+        self,
+        base: NarrativeIndexRetriever,
+        tree: RaptorTree,
+        *,
+        mode: str = "collapsed",
+        config: RaptorConfig = RaptorConfig(),
+        summarizer: Summarizer | None = None,
+    ) -> None:
+        if mode not in RAPTOR_MODES:
+            raise ValueError(f"RAPTOR mode {mode!r} is not one of {', '.join(RAPTOR_MODES)}")
+        if base.index.dense is None:
+            raise ValueError(
+                "RAPTOR clusters chunk vectors: give the retriever an embedding backend "
+                "(RAGSPINE_EMBEDDING, or build_narrative_retriever(embedding_backend=...))"
+            )
+        super().__init__(base.index, retry_without_filters=base.retry_without_filters,
+                         filter_extractor=base.filter_extractor, postprocessor=base.postprocessor,
+                         plan=base.plan)  # fmt: skip
+        self.tree = tree
+        self.mode = mode
+        self.config = config
+        self.summarizer = summarizer if summarizer is not None else ExtractiveSummarizer()
+        self._matrix: tuple[int, list[Node], np.ndarray] | None = None
+
+    def build(self, *, full: bool = False) -> BuildReport:
+        """Update the tree to the store's current data_version (incrementally unless `full`)."""
+        dense = self.index.dense
+        assert dense is not None
+        report = build_tree(self.index.store, dense.vectors.get, self.tree, self.summarizer, self.config,
+                            model_id=dense.vectors.model_id or "", full=full)  # fmt: skip
+        self._matrix = None
+        return report
+
+    def close(self) -> None:
+        """Close the tree's file (the store and the index stay the caller's)."""
+        self.tree.close()
+
+    def status(self) -> dict[str, Any]:
+        """The tree's state: built from which data_version, stale or not, nodes per level, size."""
+        version = self.tree.data_version
+        levels: dict[int, int] = {}
+        for node in self.tree.nodes.values():
+            levels[node.level] = levels.get(node.level, 0) + 1
+        return {
+            "mode": self.mode,
+            "built": version is not None,
+            "data_version": version,
+            "store_data_version": self.index.store.data_version(),
+            "stale": version != self.index.store.data_version(),
+            "nodes": dict(sorted(levels.items())),
+            "leaves": self.tree.meta.get("leaves"),
+            "build_seconds": self.tree.meta.get("seconds"),
+            "built_at": self.tree.meta.get("built_at"),
+            "summarizer": self.tree.meta.get("summarizer"),
+            "path": self.tree.path or ":memory:",
+            "bytes": self.tree.size_bytes(),
+        }
+
+    def retrieve_run(
+        self,
+        query: str,
+        *,
+        filters: Mapping[str, Any] | Filter | None = None,
+        top_k: int = DEFAULT_TOP_K,
+        where: Filter | Mapping[str, Any] | None = None,
+    ) -> SnippetRun:
+        """The base run (security gate, query stage, chunks), then the tree's nodes by mode; a
+        refused query stays refused (no node is served for it). `retrieve` returns its snippets."""
+        base = super().retrieve_run(query, filters=filters, top_k=top_k, where=where)
+        if base.refusal is not None or self.mode == "leaves":
+            return base
+        return SnippetRun(self._with_nodes(query, base.snippets, filters, where, top_k), base.lineage, None)
+
+    def _with_nodes(
+        self, query: str, leaves: list[dict[str, Any]], filters: Any, where: Any, top_k: int
+    ) -> list[dict[str, Any]]:
+        why = self._why_no_nodes(filters, where)
+        if why is not None:
+            _LOG.info("RAPTOR nodes not served: %s", why)
+            return [{**s, "lineage": {**s["lineage"], "raptor": why}} for s in leaves]
+        ranked = self._rank_nodes(query, top_k)
+        if self.mode == "nodes":
+            return [self._snippet(node, score) for node, score in ranked]
+        fused = rrf_fuse([[s["chunk_id"] for s in leaves], [n.node_id for n, _ in ranked]], k=DEFAULT_RRF_K)
+        order = sorted(fused, key=lambda cid: (-fused[cid], cid))[:top_k]
+        by_id: dict[str, Any] = {s["chunk_id"]: s for s in leaves}
+        nodes = {n.node_id: (n, score) for n, score in ranked if n.node_id in order}
+        by_id.update({cid: self._snippet(*nodes[cid]) for cid in nodes})  # members read only for these
+        return [by_id[cid] for cid in order]
+
+    def _why_no_nodes(self, filters: Any, where: Any) -> str | None:
+        if filters or where:
+            return "filtered query: synthesis nodes span documents a filter may exclude"
+        if self.tree.data_version is None:
+            return "no tree yet: run `ragspine raptor build`"
+        if self.tree.data_version != self.index.store.data_version():
+            return "tree is stale (the store changed since it was built): run `ragspine raptor build`"
+        return None
+
+    def _rank_nodes(self, query: str, top_k: int) -> list[tuple[Node, float]]:
+        _, nodes, matrix = self._node_matrix()
+        if not nodes:
+            return []
+        dense = self.index.dense
+        assert dense is not None
+        q = unit_rows(as_matrix(embed_queries(dense.backend, [query]), what="query vector"))[0]
+        centres = {int(k): np.asarray(v) for k, v in self.tree.meta.get("centres", {}).items()}
+        scores = matrix @ centre(q, query, centres)
+        order = sorted(range(len(nodes)), key=lambda i: (-float(scores[i]), nodes[i].node_id))[:top_k]
+        return [(nodes[i], float(scores[i])) for i in order]
+
+    def _node_matrix(self) -> tuple[int, list[Node], np.ndarray]:
+        version = self.tree.data_version or 0
+        if self._matrix is None or self._matrix[0] != version:
+            nodes = sorted(self.tree.nodes.values(), key=lambda n: n.node_id)
+            matrix = np.stack([n.vector for n in nodes]) if nodes else np.zeros((0, 0), dtype=np.float32)
+            self._matrix = (version, nodes, matrix)
+        return self._matrix
+
+    def _snippet(self, node: Node, score: float) -> dict[str, Any]:
+        docs = list(dict.fromkeys(leaf.doc_id for leaf in node.leaves))
+        return {
+            "text": node.summary,
+            "is_synthesis": True,
+            "citable": False,
+            "doc_id": "",
+            "title": f"Summary of {len(node.leaves)} passages from {len(docs)} documents (level {node.level})",
+            "source_locator": "",
+            "chunk_id": node.node_id,
+            "topic": "", "entity": "", "geography": "", "period": "", "language": "",
+            "sensitivity": _strictest(leaf.sensitivity for leaf in node.leaves),
+            "version": None,
+            "valid_as_of": "",
+            "level": node.level,
+            "members": self._members(node),
+            "scores": {"bm25": 0.0, "vector": score, "fused": score},  # nodes are ranked by vector only
+            "lineage": {
+                "doc_ids": docs,
+                "chunk_ids": [leaf.chunk_id for leaf in node.leaves],
+                "source_locators": [leaf.source_locator for leaf in node.leaves],
+                "summarizer": node.summarizer,
+                "tree_data_version": self.tree.data_version,
+            },
+        }  # fmt: skip
+
+    def _members(self, node: Node) -> list[dict[str, Any]]:
+        """The chunks the summary drew on, as citable snippet dicts read now (active, not RESTRICTED)."""
+        wanted = set(node.sources)
+        found: dict[str, dict[str, Any]] = {}
+        for doc_id in dict.fromkeys(leaf.doc_id for leaf in node.leaves if leaf.chunk_id in wanted):
+            for c in self.index.store.iter_chunks(doc_id=doc_id):
+                if c.chunk_id in wanted and not is_restricted(c.sensitivity):
+                    found[c.chunk_id] = {
+                        "text": c.text, "doc_id": c.doc_id, "title": c.title, "source_locator": c.source_locator,
+                        "chunk_id": c.chunk_id, "topic": c.topic, "entity": c.entity, "geography": c.geography,
+                        "period": c.period, "language": c.language, "sensitivity": c.sensitivity,
+                        "version": c.version, "valid_as_of": c.valid_as_of, "via": node.node_id,
+                        "scores": {"bm25": 0.0, "vector": None, "fused": 0.0},
+                        "lineage": {"via_synthesis_node": node.node_id},
+                    }  # fmt: skip
+        return [found[c] for c in node.sources if c in found]
+
+
+def make_raptor_retriever(
+    base: NarrativeIndexRetriever,
+    *,
+    mode: str = "collapsed",
+    config: RaptorConfig = RaptorConfig(),
+    provider: LLMProvider | None = None,
+    summary_chars: int | None = None,
+    tree: RaptorTree | None = None,
+) -> RaptorRetriever:
+    """`base` with its store's RAPTOR tree (`<db>.raptor.sqlite`): summaries by `provider` when
+    given, else extractive. The tree is built by `.build()` (or `ragspine raptor build`)."""
+    chars = summary_chars if summary_chars is not None else 600
+    summarizer: Summarizer = LLMSummarizer(provider, chars) if provider is not None else ExtractiveSummarizer(chars)
+    return RaptorRetriever(
+        base, tree if tree is not None else RaptorTree.beside(str(base.index.store.db_path)),
+        mode=mode, config=config, summarizer=summarizer,
+    )  # fmt: skip
+
+
+def _strictest(labels: Any) -> str:
+    seen = {str(label).strip().upper() for label in labels}
+    known = [label for label in reversed(_LABEL_ORDER) if label in seen]
+    unknown = sorted(seen - set(_LABEL_ORDER))
+    return (unknown or known or ["INTERNAL"])[0]
