@@ -19,7 +19,10 @@ def test_upload_labels_fail_closed(serve: Any) -> None:
     assert again.status_code == 201
     assert any("kept the stored label RESTRICTED" in w for w in again.json()["warnings"])
     assert served.client.post("/search", json={"query": "codename heron"}).json()["snippets"] == []
-    assert served.client.delete("/documents/memo.md").status_code == 200  # lowering: withdraw, then ingest
-    lowered = _upload(served, "memo.md", b"Codename heron layoffs, public now.\n", sensitivity="PUBLIC")
-    assert lowered.json()["warnings"] == []
+    # an API key cannot withdraw (nor so lower) a RESTRICTED document (issue 14 #7): the owner can
+    assert served.client.delete("/documents/memo.md").status_code == 404
+    assert served.client.post("/search", json={"query": "codename heron"}).json()["snippets"] == []
+    lowered = served.ws.ingest_text("Codename heron layoffs, public now.\n", "memo.md", sensitivity="PUBLIC",
+                                    lower_label=True)  # fmt: skip
+    assert lowered.warnings == ()
     assert [s["doc_id"] for s in served.client.post("/search", json={"query": "codename heron"}).json()["snippets"]] == ["memo.md"]
