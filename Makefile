@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 CORE := $(VENV)/.core
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench bench-cold clean
+.PHONY: demo test bench bench-cold bench-embed bench-attach clean
 
 # The package alone (what `make demo` needs): quick on a fresh machine.
 $(CORE): pyproject.toml
@@ -41,6 +41,16 @@ bench: $(STAMP)
 # of another checkout, e.g. a git worktree of an older commit> adds that code, run for run.
 bench-cold: $(STAMP)
 	PYTHONPATH=. $(BIN)/python -m bench.cold_search $(if $(BEFORE),--before $(BEFORE))
+
+# e5 embedding throughput, engines side by side (numpy reference, ONNX Runtime float32 and int8)
+# on product chunks of SciFact and CMRC2018 read from EVAL (never copied into the project).
+EVAL ?= ../shared/eval
+bench-embed: $(STAMP)
+	PYTHONPATH=. $(BIN)/python -m bench.embed_bench --eval $(EVAL)
+
+# Dense channel cold attach at 100k vectors (fresh process per run); BEFORE=<src folder> adds older code.
+bench-attach: $(STAMP)
+	PYTHONPATH=. $(BIN)/python -m bench.dense_attach $(if $(BEFORE),--before $(BEFORE))
 
 clean:
 	rm -rf $(VENV) .ragspine build src/*.egg-info .pytest_cache .hypothesis

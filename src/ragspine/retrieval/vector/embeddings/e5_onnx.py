@@ -13,8 +13,8 @@ Invariants:
 - Padding never changes a text's vector beyond float rounding: padded keys get an additive
   -10,000 before the softmax (exp underflows to exactly 0) and pooling masks them out.
 - The built model is cached on disk as `e5-<sha256 of the weights file, 16 hex>-<precision>-
-  g<GRAPH_REVISION>.onnx` under `cache_dir` (default: `$RAGSPINE_CACHE_DIR`, else
-  `$XDG_CACHE_HOME/ragspine`, else `~/.cache/ragspine`), written to a temporary name and renamed,
+  g<GRAPH_REVISION>.onnx` under `cache_dir` (default: `$XDG_CACHE_HOME/ragspine`, else
+  `~/.cache/ragspine`), written to a temporary name and renamed,
   so concurrent builders never see half a file. A different weights file, precision or graph
   revision is a different file; `model_id` carries the same three.
 - onnx (to build) and onnxruntime (to run) are imported lazily; without them the error names the
@@ -45,10 +45,7 @@ _MASKED = -10000.0  # added to the attention scores of padded keys
 
 
 def default_cache_dir() -> Path:
-    """`$RAGSPINE_CACHE_DIR`, else `$XDG_CACHE_HOME/ragspine`, else `~/.cache/ragspine`."""
-    explicit = os.environ.get("RAGSPINE_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
+    """`$XDG_CACHE_HOME/ragspine`, else `~/.cache/ragspine`."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "ragspine"
 
@@ -103,17 +100,21 @@ def _build_cached(model_path: str | Path, target: Path, precision: str) -> None:
     """Write the float32 graph (and, for int8, its quantised form) to `target`, atomically."""
     onnx = require("onnx", extra=_EXTRA, backend="E5OnnxEngine")
     target.parent.mkdir(parents=True, exist_ok=True)
-    model = build_graph(E5Engine(model_path))
+    cached_fp32 = target.with_name(target.name.replace(f"-{precision}-", "-fp32-"))
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as work:
         fp32 = Path(work) / "fp32.onnx"
-        onnx.save(model, str(fp32))
+        if cached_fp32.is_file():  # int8 is quantised from the float32 graph: reuse a built one
+            fp32 = cached_fp32
+        else:
+            onnx.save(build_graph(E5Engine(model_path)), str(fp32))
         built = fp32
         if precision == "int8":
             from onnxruntime.quantization import QuantType, quantize_dynamic
 
             built = Path(work) / "int8.onnx"
             quantize_dynamic(str(fp32), str(built), weight_type=QuantType.QInt8, per_channel=True)
-        os.replace(built, target)
+        if built != cached_fp32:
+            os.replace(built, target)
 
 
 def build_graph(engine: E5Engine) -> Any:
