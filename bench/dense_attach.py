@@ -110,6 +110,7 @@ def main() -> None:
             result = json.loads(out.stdout.strip().splitlines()[-1])
             assert result["with_vector"] == meta["n_chunks"], result
             times[name].append(result["attach_s"])
+            print(f"  {name}: {result['attach_s']:.2f} s", flush=True)
     print(f"corpus {args.scale}: {meta['n_chunks']:,} chunks, all with vectors; {args.runs} cold runs each")
     print("| dense channel cold attach | median s | min s |")
     print("|---|---:|---:|")

@@ -109,10 +109,11 @@ def _build_cached(model_path: str | Path, target: Path, precision: str) -> None:
             onnx.save(build_graph(E5Engine(model_path)), str(fp32))
         built = fp32
         if precision == "int8":
-            from onnxruntime.quantization import QuantType, quantize_dynamic
-
+            quantization = require("onnxruntime.quantization", extra=_EXTRA, backend="E5OnnxEngine")
             built = Path(work) / "int8.onnx"
-            quantize_dynamic(str(fp32), str(built), weight_type=QuantType.QInt8, per_channel=True)
+            quantization.quantize_dynamic(
+                str(fp32), str(built), weight_type=quantization.QuantType.QInt8, per_channel=True
+            )
         if built != cached_fp32:
             os.replace(built, target)
 
