@@ -11,7 +11,10 @@ Invariants:
   `E5Engine`'s own (this class is an `E5Engine` whose `_forward` runs the layers in ONNX
   Runtime), so the two engines see identical token ids and embeddings.
 - Padding never changes a text's vector beyond float rounding: padded keys get an additive
-  -10,000 before the softmax (exp underflows to exactly 0) and pooling masks them out.
+  -10,000 before the softmax (exp underflows to exactly 0) and pooling masks them out. int8
+  quantises activations with one scale per tensor per batch, so a text's int8 vector depends
+  slightly on its batch mates (cosine ~0.997 between batchings, like its distance to float32);
+  the float32 graph's does not (unlike `E5Engine`, not bit-for-bit: ~1e-7).
 - The built model is cached on disk as `e5-<sha256 of the weights file, 16 hex>-<precision>-
   g<GRAPH_REVISION>.onnx` under `cache_dir` (default: `$XDG_CACHE_HOME/ragspine`, else
   `~/.cache/ragspine`), written to a temporary name and renamed,
