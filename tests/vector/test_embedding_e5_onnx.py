@@ -102,16 +102,16 @@ def test_int8_ranks_like_the_reference(
 
 
 @pytest.mark.parametrize("precision", ["fp32", "int8"])
-def test_padding_and_batch_mates_barely_move_a_vector(
+def test_padding_and_batch_mates_do_not_move_a_vector(
     fp32: MultilingualE5EmbeddingBackend, int8: MultilingualE5EmbeddingBackend, texts: list[str], precision: str
 ) -> None:
-    """float32: padding changes nothing beyond rounding. int8: activations are quantised with one
-    scale per batch, so batch mates move a vector slightly (measured 0.997), within the gate."""
+    """float32: padding changes nothing beyond rounding. int8 (activation scales per run) runs
+    each text alone, so batch mates change nothing either."""
     backend = fp32 if precision == "fp32" else int8
     short, long = min(texts, key=len), max(texts, key=len)
     (alone,) = np.asarray(backend.embed_texts([short]))
     together = np.asarray(backend._model.encode([short, long], False, token_budget=10**6))[0]
-    assert float(alone @ together) > (0.99999 if precision == "fp32" else 0.99)
+    assert np.abs(alone - together).max() < 1e-5
 
 
 def test_model_ids_name_the_weights_engine_and_precision(

@@ -11,10 +11,10 @@ Invariants:
   `E5Engine`'s own (this class is an `E5Engine` whose `_forward` runs the layers in ONNX
   Runtime), so the two engines see identical token ids and embeddings.
 - Padding never changes a text's vector beyond float rounding: padded keys get an additive
-  -10,000 before the softmax (exp underflows to exactly 0) and pooling masks them out. int8
-  quantises activations with one scale per tensor per batch, so a text's int8 vector depends
-  slightly on its batch mates (cosine ~0.997 between batchings, like its distance to float32);
-  the float32 graph's does not (unlike `E5Engine`, not bit-for-bit: ~1e-7).
+  -10,000 before the softmax (exp underflows to exactly 0) and pooling masks them out (float32:
+  ~1e-7, not bit-for-bit as in `E5Engine`). int8 quantises activations with one scale per
+  tensor per run, which would make a text's vector depend on its batch mates (cosine ~0.997),
+  so int8 runs each text alone: its vector is the same in any batch.
 - The built model is cached on disk as `e5-<sha256 of the weights file, 16 hex>-<precision>-
   g<GRAPH_REVISION>.onnx` under `cache_dir` (default: `$XDG_CACHE_HOME/ragspine`, else
   `~/.cache/ragspine`), written to a temporary name and renamed,
@@ -94,6 +94,10 @@ class E5OnnxEngine(E5Engine):
         self._session = ort.InferenceSession(str(self.onnx_path), options, providers=["CPUExecutionProvider"])
 
     def _forward(self, batch: list[list[int]]) -> np.ndarray:
+        if self.precision == "int8" and len(batch) > 1:
+            # One scale per activation tensor per run: run each text alone, so its vector does
+            # not depend on its batch mates (and it has no padding).
+            return np.concatenate([self._forward([ids]) for ids in batch])
         x, mask = self._embeddings(batch)
         (hidden,) = self._session.run(["hidden"], {"embeddings": x, "mask": mask.astype(np.float32)})
         return pool(np.asarray(hidden, dtype=np.float32), mask)
