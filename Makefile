@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 CORE := $(VENV)/.core
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench bench-cold bench-rerank bench-query bench-post clean
+.PHONY: demo test bench bench-cold bench-rerank bench-query bench-post bench-embed bench-attach clean
 
 # The package alone (what `make demo` needs): quick on a fresh machine.
 $(CORE): pyproject.toml
@@ -67,6 +67,15 @@ bench-post: $(STAMP)
 	PYTHONPATH=. $(BIN)/python -m bench.postprocess_bench dupes $(EVAL)/scifact
 	PYTHONPATH=. $(BIN)/python -m bench.raptor_bench $(EVAL)/scifact --docs 2100
 	PYTHONPATH=. $(BIN)/python -m bench.raptor_themes --thresholds 0.3 0.4 0.5 0.6
+
+# e5 embedding throughput, engines side by side (numpy reference, ONNX Runtime float32 and int8)
+# on product chunks of SciFact and CMRC2018 read from EVAL (never copied into the project).
+bench-embed: $(STAMP)
+	PYTHONPATH=. $(BIN)/python -m bench.embed_bench --eval $(EVAL)
+
+# Dense channel cold attach at 100k vectors (fresh process per run); BEFORE=<src folder> adds older code.
+bench-attach: $(STAMP)
+	PYTHONPATH=. $(BIN)/python -m bench.dense_attach $(if $(BEFORE),--before $(BEFORE))
 
 clean:
 	rm -rf $(VENV) .ragspine build src/*.egg-info .pytest_cache .hypothesis

