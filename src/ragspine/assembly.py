@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragspine.agent.agent import LLMProvider
-from ragspine.retrieval.chunking.factory import make_chunker
-from ragspine.retrieval.chunking.protocol import Chunker
+from ragspine.retrieval.chunking.factory import CHUNKERS, make_chunker, make_index_text_fn
+from ragspine.retrieval.chunking.protocol import Chunker, IndexTextFn
 from ragspine.retrieval.fusion.rrf import Fusion
 from ragspine.retrieval.link.narrative_link import (
     NarrativeIndexRetriever,
@@ -78,6 +78,7 @@ __all__ = [
     "ingest_files",
     "load_settings",
     "make_chunker_for",
+    "make_index_text_for",
     "make_embedding",
     "make_fusion",
     "make_postprocessor_for",
@@ -262,12 +263,28 @@ def make_provider(settings: Settings) -> LLMProvider | None:
     )
 
 
-def make_chunker_for(settings: Settings) -> Chunker:
-    """The chunker RAGSPINE_CHUNKER names; the paragraph packer gets RAGSPINE_CHUNK_CHARS and
-    RAGSPINE_CHUNK_OVERLAP."""
-    if settings.chunker == "paragraph":
-        return make_chunker("paragraph", max_chars=settings.chunk_chars, overlap_chars=settings.chunk_overlap)
-    return make_chunker(settings.chunker)
+def make_chunker_for(settings: Settings, backend: EmbeddingBackend | None = None) -> Chunker:
+    """The chunker RAGSPINE_CHUNKER names with RAGSPINE_CHUNK_CHARS and RAGSPINE_CHUNK_OVERLAP;
+    `semantic` compares sentences with `backend` (else the configured one: a ConfigError when
+    none resolves). A dotted path gets no options."""
+    if settings.chunker not in CHUNKERS.entries:
+        return make_chunker(settings.chunker)
+    budget: dict[str, Any] = {"max_chars": settings.chunk_chars, "overlap_chars": settings.chunk_overlap}
+    if settings.chunker == "semantic":
+        backend = backend if backend is not None else make_embedding(settings)
+        if backend is None:
+            raise ConfigError(
+                f"RAGSPINE_CHUNKER=semantic compares sentence embeddings, but no embedding backend "
+                f"resolves ({resolve_embedding(settings)[1]}); set RAGSPINE_EMBEDDING (e.g. e5) and a "
+                "retrieval mode that uses it, or choose another RAGSPINE_CHUNKER (layout, paragraph)"
+            )
+        budget["embedding_backend"] = backend
+    return make_chunker(settings.chunker, **budget)
+
+
+def make_index_text_for(settings: Settings) -> IndexTextFn | None:
+    """RAGSPINE_CONTEXTUAL's index-text function (None: each chunk's own text)."""
+    return make_index_text_fn(settings.contextual)
 
 
 def make_query_rewriter_for(settings: Settings, glossary: Glossary | None = None) -> QueryRewriter | None:
@@ -341,12 +358,13 @@ def build_retriever(
             embedding_backend=backend,
             reranker=make_reranker_for(settings, provider),
             postprocessor=make_postprocessor_for(settings),
-            chunker=make_chunker_for(settings),
+            chunker=make_chunker_for(settings, backend),
             query_rewriter=make_query_rewriter_for(settings, glossary),
             filter_extractor=make_filter_extractor(settings.filter_extractor, provider=provider, glossary=glossary),
             fusion=make_fusion(settings),
             channels="vector" if effective_mode(settings) == "vector" else "hybrid",
             analyzer=make_analyzer(settings.analyzer),
+            index_text=make_index_text_for(settings),
         )
     except BaseException:
         close_backend(backend)
@@ -386,7 +404,8 @@ def ingest_files(
         report = ingest_paths(
             list(paths), settings.db, force=force or remake, progress=progress,
             embedding_backend=backend, max_chars=settings.chunk_chars,
-            overlap_chars=settings.chunk_overlap, chunker=make_chunker_for(settings), **options,
+            overlap_chars=settings.chunk_overlap, chunker=make_chunker_for(settings, backend),
+            index_text=make_index_text_for(settings), **options,
         )  # fmt: skip
     finally:
         close_backend(backend)
@@ -396,9 +415,11 @@ def ingest_files(
 
 def index_settings_for(settings: Settings) -> IndexSettings:
     """What a store built with `settings` records: the resolved analyzer (RAGSPINE_ANALYZER,
-    auto → en-stem), RAGSPINE_CHUNKER, RAGSPINE_CHUNK_CHARS and RAGSPINE_CHUNK_OVERLAP."""
+    auto → en-stem), RAGSPINE_CHUNKER, RAGSPINE_CHUNK_CHARS, RAGSPINE_CHUNK_OVERLAP and
+    RAGSPINE_CONTEXTUAL."""
     return IndexSettings(
-        make_analyzer(settings.analyzer).name, settings.chunk_chars, settings.chunk_overlap, settings.chunker
+        make_analyzer(settings.analyzer).name, settings.chunk_chars, settings.chunk_overlap, settings.chunker,
+        settings.contextual,
     )
 
 

@@ -159,7 +159,10 @@ def embed(db: str | None, config_file: Path | None, reembed: bool, batch_size: i
                 "RAGSPINE_EMBEDDING (e.g. e5) and a RAGSPINE_RETRIEVAL_MODE other than economy/bm25/lexical"
             )
         if reembed:
-            removed = _remove_files(settings.db + VECTORS_SUFFIX)
+            from ragspine.assembly import make_index_text_for
+            from ragspine.retrieval.chunking.contextual import index_text_tag
+
+            removed = _remove_files(settings.db + index_text_tag(make_index_text_for(settings)) + VECTORS_SUFFIX)
             if removed:
                 click.echo(f"removed {', '.join(removed)}", err=True)
         with Workspace.from_settings(settings) as workspace:

@@ -47,7 +47,7 @@ from ragspine.retrieval.chunking.chunking import (
     DEFAULT_CHUNK_CHARS,
     DEFAULT_OVERLAP_CHARS,
 )
-from ragspine.retrieval.chunking.protocol import Chunker
+from ragspine.retrieval.chunking.protocol import Chunker, IndexTextFn
 from ragspine.retrieval.store.sqlite import ChunkStore
 
 if TYPE_CHECKING:
@@ -90,6 +90,7 @@ def ingest_paths(
     embedding_backend: Any = None,
     embed_batch_size: int = 64,
     chunker: Chunker | None = None,
+    index_text: IndexTextFn | None = None,
 ) -> IngestRunReport:
     """Ingest every supported file under `paths` into the store at `db`; see the module docstring.
 
@@ -99,7 +100,8 @@ def ingest_paths(
     `embedding_backend` (e.g. `ragspine.assembly.make_embedding(settings)`): embed the
     chunks that lack a vector once all files are written, `embed_batch_size` per call.
     `chunker` (e.g. `ragspine.assembly.make_chunker_for(settings)`) cuts the documents; None:
-    the paragraph packer with `max_chars` / `overlap_chars`.
+    the paragraph packer with `max_chars` / `overlap_chars`. `index_text` (e.g.
+    `ragspine.assembly.make_index_text_for(settings)`) is what the embedding pass embeds.
     """
     given = {
         "entity": entity, "period": period, "topic": topic, "geography": geography, "language": language
@@ -132,18 +134,20 @@ def ingest_paths(
                 for root in found.roots:
                     run.prune(root)
         if embedding_backend is not None:
-            report.embedding = _embed_pending(store, embedding_backend, progress, embed_batch_size)
+            report.embedding = _embed_pending(store, embedding_backend, progress, embed_batch_size, index_text)
     return report
 
 
-def _embed_pending(store: ChunkStore, backend: Any, progress: bool | None, batch_size: int) -> EmbedReport:
+def _embed_pending(
+    store: ChunkStore, backend: Any, progress: bool | None, batch_size: int, index_text: IndexTextFn | None = None
+) -> EmbedReport:
     """One embedding pass over the store's active chunks lacking a vector (the same vectors file
     and model key the retrieval side opens)."""
     from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex
     from ragspine.retrieval.vector.dense.chunk_vectors import VectorModelMismatch
 
     try:
-        index = NarrativeIndex(store, embedding_backend=backend, embed_on_write=False)
+        index = NarrativeIndex(store, embedding_backend=backend, embed_on_write=False, index_text=index_text)
         assert index.dense is not None
         try:
             report = index.embed_pending(progress=progress, batch_size=batch_size)

@@ -64,9 +64,9 @@ FILTER_EXTRACTORS = ("none", "rules", "llm")
 # The names of retrieval.fusion.rrf.FUSION_METHODS (a test keeps them equal).
 FUSION_METHODS = ("adaptive", "weighted", "rrf")
 # The first names of each stage's registry (a test keeps them equal; dotted paths are accepted too).
-CHUNKERS = ("paragraph",)
+CHUNKERS = ("paragraph", "layout", "parent_child", "sentence_window", "semantic", "laws", "book", "qa", "auto")
 QUERY_REWRITERS = ("none", "glossary")
-INDEX_TEXTS = ("none",)
+INDEX_TEXTS = ("none", "header")
 RERANKERS = ("none", "llm")
 POSTPROCESSORS = ("none",)
 ROUTERS = ("keyword", "llm", "all")
@@ -211,15 +211,22 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "RAGSPINE_CHUNKER",
         "paragraph",
-        "How documents are cut into chunks at ingest (`make_chunker`). paragraph: the "
-        "specification's paragraph packer (480/80 characters). A dotted path names a class of "
-        "your own implementing the Chunker protocol.",
+        "How documents are cut into chunks at ingest (`make_chunker`; docs/chunking.md). "
+        "paragraph: the specification's paragraph packer (480/80 characters). layout: sections at "
+        "headings (Markdown, HTML, Word heading styles, 第N章, numbered, the title line), never "
+        "crossed by a chunk; fills heading and parent_id. laws / book / qa: layout presets (a "
+        "section at every 第N条/款/项, chapter, or question). parent_child: half-budget children, "
+        "their section as prompt_text. sentence_window: one chunk per sentence, its neighbours as "
+        "prompt_text. semantic: cuts where sentence embeddings diverge (needs RAGSPINE_EMBEDDING). "
+        "auto: picks laws / qa / book / layout / paragraph per document. Recorded in the store "
+        "like RAGSPINE_CHUNK_CHARS. A dotted path names a class of your own implementing the "
+        "Chunker protocol.",
         component(*CHUNKERS),
     ),
     Setting(
         "RAGSPINE_CHUNK_CHARS",
         "480",
-        "Chunk budget in characters of the paragraph chunker (the specification's 480). Recorded "
+        "Chunk budget in characters of every chunker (the specification's 480). Recorded "
         "in the store with the analyzer: opening a store made with another value is an error "
         "that says how to rebuild it (`ragspine ingest PATH --rebuild`).",
         int_range(1, 1_000_000),
@@ -245,8 +252,11 @@ SETTINGS: tuple[Setting, ...] = (
         "RAGSPINE_CONTEXTUAL",
         "none",
         "Index-text function (`make_index_text_fn`): what the lexical and dense channels index "
-        "for a chunk. none: the chunk's own text. The chunk's `text` and citation are never "
-        "changed.",
+        "for a chunk. none: the chunk's own text. header: Contextual Retrieval's deterministic "
+        "header (title · entity · period · heading path, from the document's own fields) before "
+        "the text. The chunk's `text` and citation are never changed. Recorded in the store: "
+        "changing it is an error that says how to rebuild (`ragspine ingest PATH --rebuild`: the "
+        "lexical index is rebuilt and every chunk re-embedded into `<db>.ctx-<name>.vectors.sqlite`).",
         component(*INDEX_TEXTS),
     ),
     Setting(

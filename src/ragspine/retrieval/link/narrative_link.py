@@ -4,6 +4,13 @@ Invariants: `NarrativeIndexRetriever.retrieve` drops every RESTRICTED chunk befo
 dict exists, so RESTRICTED text never reaches a synthesis prompt; an empty filtered result is
 retried once without filters, and the snippet's `lineage` says so; an unknown filter key is a
 ValueError that lists the valid keys.
+
+Parent expansion: a chunk that carries a `window_text` (its parent section, or its sentence
+window) gets a `prompt_text` — that text, for generation only — and its `heading`, `parent_id`
+and `parent_locator`; `text` and every citation field stay the chunk's own. When several
+results share one parent, the first carries it and the others' `prompt_text` is their own text
+(`lineage["parent_in"]` names the chunk that carries it), so a prompt never repeats a parent.
+A chunk without structure gives exactly the specification's snippet (no added key).
 """
 
 from __future__ import annotations
@@ -14,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from ragspine.agent.agent import LLMProvider
-from ragspine.retrieval.chunking.protocol import Chunker
+from ragspine.retrieval.chunking.protocol import Chunker, IndexTextFn
 from ragspine.retrieval.filters import Filter, parse_filter, to_dict
 from ragspine.retrieval.fusion.rrf import Fusion
 from ragspine.retrieval.lexical.tokenize import tokenize
-from ragspine.retrieval.model import FILTER_FIELDS
+from ragspine.retrieval.model import FILTER_FIELDS, Chunk
 from ragspine.retrieval.pipeline.hybrid import DEFAULT_TOP_K, RetrievalResult
 from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex
 from ragspine.retrieval.postprocess.chain import PostprocessorChain
@@ -148,7 +155,7 @@ class NarrativeIndexRetriever:
         results = [r for r in results if not is_restricted(r.chunk.sensitivity)]
         if self.postprocessor is not None:
             results = self.postprocessor.process(query, results)
-        return [_to_snippet(r, lineage) for r in results]
+        return expand_parents([_to_snippet(r, lineage) for r in results], [r.chunk for r in results])
 
 
 def build_narrative_retriever(
@@ -165,6 +172,7 @@ def build_narrative_retriever(
     channels: str = "hybrid",
     embed_on_write: bool = True,
     analyzer: Callable[[str], list[str]] | None = None,
+    index_text: IndexTextFn | None = None,
 ) -> tuple[NarrativeIndexRetriever, ChunkStoreProtocol]:
     """The default assembly: store (schema ensured) → BM25 + RRF (+ the dense channel when a
     backend is given: chunk vectors in `<db>.vectors.sqlite`, rankings fused by `fusion`;
@@ -172,7 +180,8 @@ def build_narrative_retriever(
     glossary unless `query_rewriter` is given; None: none) → `reranker` (e.g. `make_reranker(...)`), else the
     listwise LLM judge when a provider is given → `postprocessor` (e.g. `make_postprocessor(...)`)
     → snippets. `chunker` cuts documents ingested through the index (default: the paragraph
-    packer). The layers are values: nothing here reads settings (`ragspine.assembly` builds them
+    packer); `index_text` is what both channels index for a chunk (Contextual Retrieval, e.g.
+    `make_index_text_fn("header")`; None: its text). The layers are values: nothing here reads settings (`ragspine.assembly` builds them
     from RAGSPINE_*). The caller closes the returned store (and `retriever.index.dense.vectors`, when there is one);
     on error nothing is left open."""
     store = open_chunk_store(chunk_db)  # SQLite path, or a postgresql:// URL
@@ -189,11 +198,31 @@ def build_narrative_retriever(
             channels=channels,
             embed_on_write=embed_on_write,
             analyzer=tokenize if analyzer is None else analyzer,
+            index_text=index_text,
         )
     except BaseException:
         store.close()
         raise
     return NarrativeIndexRetriever(index, filter_extractor=filter_extractor, postprocessor=postprocessor), store
+
+
+def expand_parents(snippets: list[dict[str, Any]], chunks: list[Chunk]) -> list[dict[str, Any]]:
+    """Add each structured chunk's expansion to its snippet (see the module docstring)."""
+    carried: dict[tuple[str, str], str] = {}
+    for snippet, chunk in zip(snippets, chunks, strict=True):
+        for name in ("heading", "parent_id", "parent_locator"):
+            if getattr(chunk, name):
+                snippet[name] = getattr(chunk, name)
+        if not chunk.window_text:
+            continue
+        key = (chunk.doc_id, chunk.parent_id or chunk.parent_locator)
+        first = carried.setdefault(key, chunk.chunk_id)
+        if first == chunk.chunk_id:
+            snippet["prompt_text"] = chunk.window_text
+        else:
+            snippet["prompt_text"] = chunk.text
+            snippet["lineage"]["parent_in"] = first
+    return snippets
 
 
 def _to_snippet(result: RetrievalResult, lineage: dict[str, Any]) -> dict[str, Any]:

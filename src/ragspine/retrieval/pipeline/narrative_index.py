@@ -12,6 +12,11 @@ kept beside the store in `<db>.vectors.sqlite` keyed by chunk_id and model (`Chu
 memory for an in-memory or PostgreSQL store). A RESTRICTED chunk is never sent to a remote
 backend. Retrieval never recomputes a stored vector; see `DenseChannel` for what happens to
 chunks that have none.
+
+With an `index_text` function (Contextual Retrieval, `make_index_text_fn`), BM25 indexes and the
+dense channel embeds `index_text(chunk)`, never changing a chunk's `text`; its lexical index and
+its vectors (`<db><tag>.vectors.sqlite`, `index_text_tag`) are kept apart from those of any other
+index text, so changing it re-indexes and re-embeds instead of mixing the two.
 """
 
 from __future__ import annotations
@@ -24,8 +29,9 @@ from ragspine.retrieval.chunking.chunking import (
     DEFAULT_CHUNK_CHARS,
     DEFAULT_OVERLAP_CHARS,
 )
+from ragspine.retrieval.chunking.contextual import index_text_tag, indexed_text
 from ragspine.retrieval.chunking.factory import ParagraphChunker
-from ragspine.retrieval.chunking.protocol import Chunker
+from ragspine.retrieval.chunking.protocol import Chunker, IndexTextFn
 from ragspine.retrieval.filters import Filter
 from ragspine.retrieval.fusion.rrf import DEFAULT_RRF_K, Fusion
 from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1
@@ -91,8 +97,10 @@ class NarrativeIndex:
         fusion: Fusion | None = None,
         channels: str = "hybrid",
         embed_on_write: bool = True,
+        index_text: IndexTextFn | None = None,
     ) -> None:
         self.store = store
+        self.index_text = index_text
         self.embedding_backend = embedding_backend
         self.query_rewriter = query_rewriter
         self.judge = judge
@@ -113,14 +121,16 @@ class NarrativeIndex:
         if embedding_backend is not None:
             key = vector_key(embedding_backend)
             vectors = (
-                ChunkVectors.beside(store, model_id=key, dim=getattr(embedding_backend, "dim", None))
+                ChunkVectors.beside(
+                    store, model_id=key, dim=getattr(embedding_backend, "dim", None), tag=index_text_tag(index_text)
+                )
                 if key is not None
                 else None
             )  # a backend without a model_id gets in-memory vectors only
-            self.dense = DenseChannel(embedding_backend, vectors)
+            self.dense = DenseChannel(embedding_backend, vectors, index_text=index_text)
         # The lexical index: files beside the store (`<db>.bm25/`) unless persist_index=False
         # or the store is in memory.
-        self.lexical_index = StoreIndex(store, analyzer, persist=persist_index)
+        self.lexical_index = StoreIndex(store, analyzer, persist=persist_index, index_text=index_text)
 
     def ingest(self, text: str, meta: DocumentMeta, valid_as_of: str = "") -> int:
         """Chunk `text` (with the index's chunker) and make it the active version of `meta.doc_id`; return chunks written."""
@@ -148,7 +158,7 @@ class NarrativeIndex:
         missing = set(vectors.missing([c.chunk_id for c in todo]))
         todo = [c for c in todo if c.chunk_id in missing]
         if todo:
-            vectors.add([c.chunk_id for c in todo], as_matrix(backend.embed_texts([c.text for c in todo])))
+            vectors.add([c.chunk_id for c in todo], as_matrix(backend.embed_texts([indexed_text(c, self.index_text) for c in todo])))
 
     def embed_pending(self, *, progress: bool | None = None, batch_size: int = 64) -> EmbedReport | None:
         """Embed every active chunk that has no vector yet (batched by length, each batch
@@ -157,7 +167,8 @@ class NarrativeIndex:
         if self.dense is None:
             return None
         return embed_chunks(
-            self.store, self.dense.vectors, self.dense.backend, batch_size=batch_size, progress=progress
+            self.store, self.dense.vectors, self.dense.backend, batch_size=batch_size, progress=progress,
+            index_text=self.index_text,
         )
 
     def withdraw(self, doc_id: str) -> None:

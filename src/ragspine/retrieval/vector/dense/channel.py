@@ -38,6 +38,8 @@ from typing import Any
 
 import numpy as np
 
+from ragspine.retrieval.chunking.contextual import indexed_text
+from ragspine.retrieval.chunking.protocol import IndexTextFn
 from ragspine.retrieval.language import detect_language
 from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot
 from ragspine.retrieval.types import ChunkSource, EmbeddingBackend
@@ -99,8 +101,10 @@ class DenseChannel:
         vectors: ChunkVectors | None = None,
         *,
         lazy_limit: int = DEFAULT_LAZY_LIMIT,
+        index_text: IndexTextFn | None = None,
     ) -> None:
         self.backend = backend
+        self.index_text = index_text  # what a chunk's vector embeds (None: its text)
         key = vector_key(backend)
         if vectors is None:
             vectors = ChunkVectors(None, model_id=key or f"unnamed:{type(backend).__qualname__}")
@@ -286,7 +290,7 @@ class DenseChannel:
             return
         log.info("embedding %d chunks that have no vector yet (%s)", len(todo), self.vectors.model_id)
         ids = [c.chunk_id for _, c in todo]
-        vectors = unit_rows(as_matrix(self.backend.embed_texts([c.text for _, c in todo]), what="chunk vectors"))
+        vectors = unit_rows(as_matrix(self.backend.embed_texts([indexed_text(c, self.index_text) for _, c in todo]), what="chunk vectors"))
         self.vectors.add(ids, vectors)
         self._add_rows(ids, vectors)  # the version is left alone: other writers' rows still come
         for (position, _), chunk_id in zip(todo, ids, strict=True):
