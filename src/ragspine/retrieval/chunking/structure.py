@@ -10,12 +10,13 @@ Invariants (every chunker here; property tests over random Unicode keep them):
 - A chunk's `text` is a contiguous substring of the text given to `chunk`, and its
   `source_locator` (`doc#pA-B@start-end`, the paragraph packer's format) points exactly at it;
   `window_text`, when set, is also a contiguous substring and `parent_locator` points at it.
-- Chunks never cross a section boundary: a section starts at every heading line the chunker's
-  rules detect (and at the document's title line: a first paragraph of one short line followed
-  by more text). Inside a section the paragraph packer's budget, overlap and sentence cuts apply
-  unchanged; a heading line is glued to the first piece of its section (never a chunk alone),
-  so that piece may exceed the budget by the heading's length. A heading with no body before the
-  next heading joins the next section.
+- Chunks never cross a section boundary. A section starts at every heading line the chunker's
+  rules detect outside fenced code, at every heading line the loader marked (`Layout`), and at
+  the document's title line (a first paragraph of one short line followed by more text); a page
+  start cuts a section. Inside a section the paragraph packer's budget, overlap and sentence cuts
+  apply unchanged; a heading line is glued to the first piece of its section (never a chunk
+  alone), so that piece may exceed the budget by the heading's length. A heading with no body
+  before the next heading joins the next section.
 - `heading` is the section's heading path (" > "-joined labels, shallowest first); `parent_id`
   names the chunk's parent (the section, or for `laws` the enclosing article) and
   `parent_locator` points at the parent's span. The presets change only heading detection.
@@ -42,6 +43,7 @@ from ragspine.retrieval.chunking.chunking import (
     chunk_document,
     paragraph_spans,
 )
+from ragspine.retrieval.chunking.protocol import Layout
 from ragspine.retrieval.model import Chunk, DocumentMeta, make_chunk_id
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.retrieval.types import EmbeddingBackend
@@ -53,6 +55,7 @@ HeadingRule = Callable[[str], "tuple[int, str] | None"]
 HEADING_SEPARATOR = " > "
 MAX_HEADING_LINE = 120  # a longer line is body text, never a standalone heading
 MAX_TITLE_LINE = 200  # the longest first line taken as the document's title
+PAGE_LEVEL = 100  # a section continued on the next page: deeper than any heading
 _NUM = r"[一二三四五六七八九十百千万零〇两\d]+"
 _CN_DIVISION = re.compile(rf"^第{_NUM}([编部卷篇章节])(?:\s|$|[：:、])")
 _CN_DIVISION_LEVEL = {"编": 1, "部": 1, "卷": 1, "篇": 1, "章": 2, "节": 3}
@@ -88,9 +91,12 @@ def division_heading(line: str) -> tuple[int, str] | None:
 
 
 def numbered_heading(line: str) -> tuple[int, str] | None:
-    """`2.1 Scope`: a short numbered line that does not end like a sentence."""
+    """`2.1 Scope`: a short numbered line (1-2 digits, or dotted) whose text starts with a letter
+    and does not end like a sentence."""
     match = _NUMBERED.match(line)
-    if not match or len(line) > 80 or line[-1] in _TERMINAL:
+    if not match or len(line) > 80 or line[-1] in _TERMINAL or not match.group(2)[0].isalpha():
+        return None
+    if "." not in match.group(1) and len(match.group(1)) > 2:  # "2023 Revenue" is not a heading
         return None
     return 3 + match.group(1).count("."), line
 
@@ -130,22 +136,35 @@ class Section:
     heading_end: int  # where the opening heading line ends (== start when there is none)
 
 
-def find_sections(text: str, rules: Sequence[HeadingRule], *, title_line: bool = True) -> list[Section]:
-    """The sections of `text` under `rules`, in order, whitespace-trimmed (see the module docstring)."""
-    marks: list[tuple[int, int, int, str]] = []  # (start, heading end, level, label)
+def find_sections(
+    text: str, rules: Sequence[HeadingRule], *, title_line: bool = True, layout: Layout | None = None
+) -> list[Section]:
+    """The sections of `text` under `rules`, in order, whitespace-trimmed (see the module
+    docstring). A loader's `layout` adds its heading lines (its level wins where a rule fires on
+    the same line) and cuts sections at page starts (the path carries over)."""
+    given = {start: (end, level) for start, end, level in (layout.headings if layout else ())}
+    marks: list[tuple[int, int, int, str]] = [  # (start, heading end, level, label)
+        (start, end, level, " ".join(text[start:end].lstrip("#").split()))
+        for start, (end, level) in sorted(given.items())
+        if 0 <= start < end <= len(text) and text[start:end].strip()
+    ]
     position = 0
+    fence = ""  # inside fenced code (``` or ~~~) no line is a heading
     for line in text.split("\n"):
         stripped = line.strip()
-        if stripped:
+        start = position + len(line) - len(line.lstrip())
+        if stripped[:3] in ("```", "~~~") and (not fence or stripped.startswith(fence)):
+            fence = "" if fence else stripped[:3]
+        elif stripped and not fence and start not in given:
             for rule in rules:
                 hit = rule(stripped)
                 if hit is not None:  # a line that is only its heading ends it; one with content does not
-                    start = position + len(line) - len(line.lstrip())
                     label = " ".join(hit[1].split())
                     alone = label == " ".join(stripped.split()) or markdown_heading(stripped) is not None
                     marks.append((start, start + len(stripped) if alone else start, hit[0], label))
                     break
         position += len(line) + 1
+    marks.sort()
     paragraphs = paragraph_spans(text)
     if title_line and len(paragraphs) > 1:
         first_start, first_end = paragraphs[0]
@@ -163,7 +182,25 @@ def find_sections(text: str, rules: Sequence[HeadingRule], *, title_line: bool =
         stack.append((level, label))
         end = marks[i + 1][0] if i + 1 < len(marks) else len(text)
         _add_section(sections, text, start, end, level, tuple(lab for _, lab in stack), line_end)
-    return _merge_bodiless(sections)
+    merged = _merge_bodiless(sections)
+    return _cut_at_pages(merged, text, layout.page_starts) if layout and layout.page_starts else merged
+
+
+def _cut_at_pages(sections: list[Section], text: str, page_starts: Sequence[int]) -> list[Section]:
+    """Sections cut where a page starts inside them; the continuation keeps the path and joins
+    its section's parent (level PAGE_LEVEL)."""
+    out: list[Section] = []
+    for section in sections:
+        start = section.start
+        for cut in sorted(p for p in page_starts if section.start < p < section.end):
+            if cut <= section.heading_end:
+                continue
+            _add_section(out, text, start, cut, section.level if start == section.start else PAGE_LEVEL,
+                         section.path, section.heading_end if start == section.start else None)  # fmt: skip
+            start = cut
+        _add_section(out, text, start, section.end, section.level if start == section.start else PAGE_LEVEL,
+                     section.path, section.heading_end if start == section.start else None)  # fmt: skip
+    return out
 
 
 def _add_section(
@@ -289,8 +326,12 @@ class LayoutChunker:
     def chunk(self, text: str, meta: DocumentMeta) -> list[Chunk]:
         return make_chunks(text, meta, self.pieces(text))
 
-    def pieces(self, text: str) -> list[Piece]:
-        sections = find_sections(text, self.rules)
+    def chunk_structured(self, text: str, meta: DocumentMeta, layout: Layout) -> list[Chunk]:
+        """`chunk`, with the loader's headings and page breaks as well (`find_sections`)."""
+        return make_chunks(text, meta, self.pieces(text, layout))
+
+    def pieces(self, text: str, layout: Layout | None = None) -> list[Piece]:
+        sections = find_sections(text, self.rules, layout=layout)
         parents = parents_of(sections, self.parent_level)
         return [
             Piece(start, end, HEADING_SEPARATOR.join(section.path), parent)
@@ -343,8 +384,11 @@ class ParentChildChunker:
         self.child_overlap = min(overlap_chars // 2, self.child_chars - 1)
 
     def chunk(self, text: str, meta: DocumentMeta) -> list[Chunk]:
+        return self.chunk_structured(text, meta, Layout())
+
+    def chunk_structured(self, text: str, meta: DocumentMeta, layout: Layout) -> list[Chunk]:
         pieces: list[Piece] = []
-        for section in find_sections(text, LAYOUT_RULES):
+        for section in find_sections(text, LAYOUT_RULES, layout=layout):
             heading = HEADING_SEPARATOR.join(section.path)
             for parent in pack_section(text, section, self.max_chars * 4, 0):
                 part = replace(section, start=parent[0], end=parent[1], heading_end=min(section.heading_end, parent[1]))
@@ -514,11 +558,16 @@ class AutoChunker:
         }  # fmt: skip
 
     def chunk(self, text: str, meta: DocumentMeta) -> list[Chunk]:
+        return self.chunk_structured(text, meta, Layout())
+
+    def chunk_structured(self, text: str, meta: DocumentMeta, layout: Layout) -> list[Chunk]:
         shape = detect_shape(text)
+        if shape == "paragraph" and (layout.headings or layout.page_starts):
+            shape = "layout"  # the loader saw structure the text does not show
         if shape == "paragraph":
             chunks = chunk_document(text, meta, max_chars=self.max_chars, overlap_chars=self.overlap_chars)
             return [replace(c, metadata={**c.metadata, "chunker": shape}) for c in chunks]
-        return make_chunks(text, meta, self._by_shape[shape].pieces(text), extra={"chunker": shape})
+        return make_chunks(text, meta, self._by_shape[shape].pieces(text, layout), extra={"chunker": shape})
 
     def __repr__(self) -> str:
         return f"AutoChunker(max_chars={self.max_chars}, overlap_chars={self.overlap_chars})"
