@@ -173,3 +173,18 @@ def test_default_loop_snippets_are_unchanged() -> None:
         assert retriever.index.index_text is None
     finally:
         store.close()
+
+
+def test_settings_pick_the_chunker_and_header_and_semantic_needs_a_backend() -> None:
+    from ragspine.assembly import index_settings_for, make_chunker_for, make_index_text_for
+    from ragspine.settings.config import ConfigError
+
+    settings = load_settings({"RAGSPINE_CHUNKER": "laws", "RAGSPINE_CONTEXTUAL": "header", "RAGSPINE_CHUNK_CHARS": "300"})
+    assert repr(make_chunker_for(settings)) == "LawsChunker(max_chars=300, overlap_chars=80)"
+    assert isinstance(make_index_text_for(settings), ContextHeader)
+    assert "RAGSPINE_CONTEXTUAL=header" in index_settings_for(settings).describe()
+    with pytest.raises(ConfigError, match="RAGSPINE_CHUNKER=semantic.*RAGSPINE_EMBEDDING"):
+        load_settings({"RAGSPINE_CHUNKER": "semantic", "RAGSPINE_RETRIEVAL_MODE": "bm25"})
+    semantic = load_settings({"RAGSPINE_CHUNKER": "semantic", "RAGSPINE_EMBEDDING": "deterministic",
+                              "RAGSPINE_RETRIEVAL_MODE": "hybrid"})  # fmt: skip
+    assert "model=" in repr(make_chunker_for(semantic))

