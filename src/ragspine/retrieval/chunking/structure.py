@@ -41,10 +41,11 @@ from ragspine.retrieval.chunking.chunking import (
     _sentence_spans,
     check_budget,
     chunk_document,
+    document_chunk,
     paragraph_spans,
 )
 from ragspine.retrieval.chunking.protocol import Layout
-from ragspine.retrieval.model import Chunk, DocumentMeta, make_chunk_id
+from ragspine.retrieval.model import Chunk, DocumentMeta
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.retrieval.types import EmbeddingBackend
 
@@ -258,25 +259,11 @@ def make_chunks(text: str, meta: DocumentMeta, pieces: Sequence[Piece], *, extra
             window_text = text[piece.window[0] : piece.window[1]]
             parent_locator = _locator(meta.doc_id, starts, ends, *piece.window)
         chunks.append(
-            Chunk(
-                chunk_id=make_chunk_id(meta.doc_id, seq, body),
-                doc_id=meta.doc_id,
-                seq=seq,
-                text=body,
-                source_locator=_locator(meta.doc_id, starts, ends, piece.start, piece.end),
-                title=meta.title,
-                topic=meta.topic,
-                entity=meta.entity,
-                geography=meta.geography,
-                period=meta.period,
-                language=meta.language,
-                sensitivity=meta.sensitivity,
-                parent_id=parent_id,
-                heading=piece.heading,
-                window_text=window_text,
-                parent_locator=parent_locator,
-                metadata=dict(metadata),
-            )
+            document_chunk(
+                meta, seq, body, _locator(meta.doc_id, starts, ends, piece.start, piece.end),
+                parent_id=parent_id, heading=piece.heading, window_text=window_text,
+                parent_locator=parent_locator, metadata=dict(metadata),
+            )  # fmt: skip
         )
     return chunks
 
