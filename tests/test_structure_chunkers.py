@@ -14,6 +14,7 @@ from ragspine.retrieval.chunking.factory import CHUNKERS, make_chunker
 from ragspine.retrieval.chunking.structure import SemanticChunker, detect_shape, find_sections
 from ragspine.retrieval.model import Chunk, DocumentMeta
 from ragspine.retrieval.vector.embeddings.deterministic import DeterministicEmbeddingBackend
+from ragspine.testing.chunker import ChunkerSuite
 
 FIXTURES = Path(__file__).parent / "fixtures" / "chunking"
 META = DocumentMeta("doc", title="T", sensitivity="INTERNAL")
@@ -218,3 +219,18 @@ def test_every_registered_chunker_takes_the_budget() -> None:
 def test_find_sections_nests_headings() -> None:
     sections = find_sections("# A\n\nx\n\n## B\n\ny\n\n# C\n\nz", [lambda line: (line.count("#"), line.strip("# ")) if line.startswith("#") else None])
     assert [s.path for s in sections] == [("A",), ("A", "B"), ("C",)]
+
+
+@pytest.fixture(params=STRUCTURED + ["semantic"])
+def any_structured(request: pytest.FixtureRequest) -> object:
+    if request.param == "semantic":
+        return make_chunker("semantic", embedding_backend=DeterministicEmbeddingBackend(dim=16))
+    return make_chunker(request.param)
+
+
+class TestStructuredChunkersConform(ChunkerSuite):
+    """The conformance suite every Chunker runs, for each chunker of issue 15."""
+
+    @pytest.fixture
+    def chunker(self, any_structured: object) -> object:
+        return any_structured
