@@ -210,7 +210,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "RAGSPINE_CHUNKER",
-        "paragraph",
+        "auto",
         "How documents are cut into chunks at ingest (`make_chunker`; docs/chunking.md). "
         "paragraph: the specification's paragraph packer (480/80 characters). layout: sections at "
         "headings (Markdown, HTML, Word heading styles, 第N章, numbered, the title line), never "
@@ -218,15 +218,17 @@ SETTINGS: tuple[Setting, ...] = (
         "section at every 第N条/款/项, chapter, or question). parent_child: half-budget children, "
         "their section as prompt_text. sentence_window: one chunk per sentence, its neighbours as "
         "prompt_text. semantic: cuts where sentence embeddings diverge (needs RAGSPINE_EMBEDDING). "
-        "auto: picks laws / qa / book / layout / paragraph per document. Recorded in the store "
+        "auto (the default, measured in docs/benchmarks.md): picks laws / qa / book / layout / "
+        "paragraph per document. Recorded in the store "
         "like RAGSPINE_CHUNK_CHARS. A dotted path names a class of your own implementing the "
         "Chunker protocol.",
         component(*CHUNKERS),
     ),
     Setting(
         "RAGSPINE_CHUNK_CHARS",
-        "480",
-        "Chunk budget in characters of every chunker (the specification's 480). Recorded "
+        "1000",
+        "Chunk budget in characters of every chunker (the product default 1000 was measured with "
+        "RAGSPINE_CHUNKER=auto, docs/benchmarks.md; the specification's paragraph packer used 480). Recorded "
         "in the store with the analyzer: opening a store made with another value is an error "
         "that says how to rebuild it (`ragspine ingest PATH --rebuild`).",
         int_range(1, 1_000_000),
@@ -250,10 +252,10 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "RAGSPINE_CONTEXTUAL",
-        "none",
+        "header",
         "Index-text function (`make_index_text_fn`): what the lexical and dense channels index "
-        "for a chunk. none: the chunk's own text. header: Contextual Retrieval's deterministic "
-        "header (title · entity · period · heading path, from the document's own fields) before "
+        "for a chunk. none: the chunk's own text. header (the default): Contextual Retrieval's "
+        "deterministic header (title · entity · period · heading path, from the document's own fields) before "
         "the text. The chunk's `text` and citation are never changed. Recorded in the store: "
         "changing it is an error that says how to rebuild (`ragspine ingest PATH --rebuild`: the "
         "lexical index is rebuilt and every chunk re-embedded into `<db>.ctx-<name>.vectors.sqlite`).",
@@ -364,12 +366,12 @@ class Settings:
     fusion_weights: tuple[float, ...] | None = None
     fusion_adaptive: tuple[float, ...] | None = None
     vector_store: str = "in_process"
-    chunker: str = "paragraph"
+    chunker: str = "auto"
     query_rewriter: str = "glossary"
-    chunk_chars: int = 480
+    chunk_chars: int = 1000
     chunk_overlap: int = 80
     analyzer: str = "auto"
-    contextual: str = "none"
+    contextual: str = "header"
     reranker: str = "none"
     postprocessor: str = "none"
     router: str = "keyword"
