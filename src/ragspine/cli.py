@@ -135,7 +135,8 @@ def ingest(
 def embed(db: str | None, config_file: Path | None, reembed: bool, batch_size: int) -> None:
     """Embed every active chunk that has no vector yet with the configured backend.
 
-    Vectors go to DB.vectors.sqlite beside the store, for one model; chunks are embedded shortest
+    Vectors go to DB.ctx-header-v1.vectors.sqlite beside the store (DB.vectors.sqlite with
+    RAGSPINE_CONTEXTUAL=none), for one model; chunks are embedded shortest
     first with a progress bar. Running it again embeds only what is new. After changing
     RAGSPINE_EMBEDDING (or its model) run it with --reembed.
     """

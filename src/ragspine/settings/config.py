@@ -150,7 +150,7 @@ SETTINGS: tuple[Setting, ...] = (
         "(all-MiniLM-L6-v2, [embed-onnx]), else none; never downloads. none: BM25 + RRF. "
         "deterministic: hashed tokens, for tests. openai: an OpenAI-compatible /embeddings "
         "endpoint (RAGSPINE_EMBEDDING_BASE_URL; RESTRICTED chunks are never sent). Chunk vectors "
-        "are kept beside the store in `<db>.vectors.sqlite`, one model per file; after changing "
+        "are kept beside the store in `<db>.ctx-header-v1.vectors.sqlite` (`<db>.vectors.sqlite` with RAGSPINE_CONTEXTUAL=none), one model per file; after changing "
         "the model run `ragspine embed --reembed`. `ragspine config show` says what auto picked.",
         choice(*EMBEDDING_CHOICES),
         aliases=("RAGSPINE_EMBEDDING_BACKEND",),
@@ -292,7 +292,7 @@ SETTINGS: tuple[Setting, ...] = (
         "Vector store `make_vector_store()` builds when no name is given. in_process: numpy, in "
         "memory, saved to a folder. pgvector: a PostgreSQL table [postgres]. qdrant: a Qdrant "
         "collection [qdrant]. Not used by retrieval: the dense channel keeps its chunk vectors "
-        "in `<db>.vectors.sqlite` beside the chunk store (in memory for `:memory:` and "
+        "in `<db>[.ctx-header-v1].vectors.sqlite` beside the chunk store (in memory for `:memory:` and "
         "PostgreSQL stores), whatever this is set to.",
         choice(*VECTOR_STORES),
     ),
