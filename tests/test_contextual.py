@@ -85,7 +85,7 @@ def test_changing_the_header_scheme_is_refused_then_rebuilt_and_reembedded(tmp_p
     folder = _files(tmp_path)
     base = {"RAGSPINE_DB": str(tmp_path / "s.db"), "RAGSPINE_EMBEDDING": "deterministic",
             "RAGSPINE_RETRIEVAL_MODE": "hybrid", "RAGSPINE_CHUNKER": "auto"}  # fmt: skip
-    plain = load_settings(base)
+    plain = load_settings({**base, "RAGSPINE_CONTEXTUAL": "none"})
     report, _ = ingest_files([folder], plain, progress=False)
     assert report.embedding is not None and report.embedding.embedded > 0
     contextual = load_settings({**base, "RAGSPINE_CONTEXTUAL": "header"})
@@ -103,6 +103,10 @@ def test_changing_the_header_scheme_is_refused_then_rebuilt_and_reembedded(tmp_p
         hits = retriever.retrieve("数据样例保护法 第四条", top_k=3)
         assert hits and hits[0]["heading"].endswith("第四条")
         assert "中华人民共和国数据样例保护法 ·" not in hits[0]["text"]
+        both = retriever.retrieve("数据样例 exports", top_k=20)
+        assert {h["doc_id"] for h in both} == {"law.txt", "memo.md"}
+        laws = retriever.retrieve("数据样例 exports", where={"chunker": "laws"}, top_k=20)
+        assert laws and {h["doc_id"] for h in laws} == {"law.txt"}  # auto's choice is filterable
         lexical = retriever.index.lexical_index
         assert lexical.folder is not None and "index_text" in str(lexical._identity)
     finally:
