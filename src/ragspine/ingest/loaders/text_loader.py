@@ -48,7 +48,7 @@ def heading_spans(text: str) -> tuple[tuple[int, int, int], ...]:
     """`(start, end, level)` of every Markdown heading line of `text` outside fenced code: ATX
     `#`… (level = the number of #), setext text over `===` (1) or `---` (2).
 
-    >>> heading_spans("# A\n\nbody\n\nB\n---\n")
+    >>> heading_spans("# A\\n\\nbody\\n\\nB\\n---\\n")
     ((0, 3, 1), (11, 12, 2))
     """
     lines = text.split("\n")

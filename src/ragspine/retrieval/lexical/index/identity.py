@@ -97,7 +97,7 @@ class IndexSettings:
     overlap, and the analyzer (its resolved name: "auto" is recorded as what it chose).
 
     >>> IndexSettings("en-stem", 480, 80).describe()
-    'RAGSPINE_ANALYZER=en-stem, RAGSPINE_CHUNKER=paragraph, RAGSPINE_CHUNK_CHARS=480, RAGSPINE_CHUNK_OVERLAP=80'
+    'RAGSPINE_ANALYZER=en-stem, RAGSPINE_CHUNKER=paragraph, RAGSPINE_CHUNK_CHARS=480, RAGSPINE_CHUNK_OVERLAP=80, RAGSPINE_CONTEXTUAL=none'
     """
 
     analyzer: str
@@ -107,13 +107,11 @@ class IndexSettings:
     index_text: str = "none"  # RAGSPINE_CONTEXTUAL: what the lexical and dense channels index
 
     def _items(self) -> list[tuple[str, str]]:
-        items = [
+        return [
             ("RAGSPINE_ANALYZER", self.analyzer), ("RAGSPINE_CHUNKER", self.chunker),
             ("RAGSPINE_CHUNK_CHARS", str(self.chunk_chars)), ("RAGSPINE_CHUNK_OVERLAP", str(self.chunk_overlap)),
+            ("RAGSPINE_CONTEXTUAL", self.index_text),  # stores recorded before it existed read as "none"
         ]  # fmt: skip
-        if self.index_text != "none":  # stores recorded before RAGSPINE_CONTEXTUAL read as "none"
-            items.append(("RAGSPINE_CONTEXTUAL", self.index_text))
-        return items
 
     def describe(self) -> str:
         return ", ".join(f"{k}={v}" for k, v in self._items())

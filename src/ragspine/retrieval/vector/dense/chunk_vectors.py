@@ -24,6 +24,7 @@ Invariants:
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
 import time
@@ -328,6 +329,7 @@ class ChunkVectors:
 
     def _reembed_hint(self) -> str:
         db = self.path[: -len(VECTORS_SUFFIX)] if self.path.endswith(VECTORS_SUFFIX) else "<db>"
+        db = re.sub(r"\.ctx-[\w.-]+$", "", db)  # an index text's tag (`index_text_tag`) is not part of the store's path
         return f"Re-embed with `ragspine embed --db {db} --reembed`"
 
     def _meta(self, key: str) -> str | None:
