@@ -41,4 +41,4 @@ def test_demo_on_the_default_dense_channel(tmp_path: Path, monkeypatch: pytest.M
     assert "== Retrieval: hybrid BM25 + e5:multilingual-e5-small" in output
     assert shown and all(s["doc_id"] != "internal_memo_restructuring" for s in shown)
     assert all(s["scores"]["vector"] is not None for s in shown), "every snippet was ranked by both channels"
-    assert (tmp_path / "demo.db.vectors.sqlite").is_file()
+    assert (tmp_path / "demo.db.ctx-header-v1.vectors.sqlite").is_file()  # RAGSPINE_CONTEXTUAL=header

@@ -23,6 +23,7 @@ from ragspine.assembly import make_embedding as embedding_backend_for
 from ragspine.assembly import make_fusion as fusion_from_settings
 from ragspine.cli import main
 from ragspine.retrieval.fusion.rrf import Fusion
+from ragspine.retrieval.chunking.contextual import ContextHeader, index_text_tag
 from ragspine.retrieval.vector.dense.chunk_vectors import VECTORS_SUFFIX, ChunkVectors
 from ragspine.retrieval.vector.embeddings import factory as eb
 from ragspine.retrieval.vector.embeddings.deterministic import (
@@ -35,6 +36,9 @@ DOCS = {
     "en.txt": "Borealis gross margin fell because of a recall.",
     "notes.md": "# Notes\n\nThe board met twice and approved the dividend.\n",
 }
+
+# The vectors file beside a store under the default RAGSPINE_CONTEXTUAL=header.
+DEFAULT_VECTORS = index_text_tag(ContextHeader()) + VECTORS_SUFFIX
 
 
 @pytest.fixture
@@ -141,7 +145,7 @@ def test_hybrid_search_through_the_workspace(dense: None, tmp_path: Path) -> Non
         assert ws.retrieval_mode == "hybrid" and ws.check_mode(None) == "hybrid"
         for doc_id, text in DOCS.items():
             ws.ingest(text, doc_id=doc_id)
-        vectors = Path(ws.settings.db + VECTORS_SUFFIX)
+        vectors = Path(ws.settings.db + DEFAULT_VECTORS)
         assert vectors.is_file(), "ingest did not embed on write"
         hits = ws.search("gross margin recall", top_k=3)
         assert hits[0]["doc_id"] == "en.txt"
@@ -200,7 +204,7 @@ def test_cli_ingest_embeds_once_at_the_end(dense: None, tmp_path: Path, corpus: 
     code, out, err = _cli("ingest", str(corpus), "--db", db)
     assert code == 0, err
     assert "embedded: 3 chunk(s)" in out and "embedded 3 chunk(s)" in out
-    with ChunkVectors(db + VECTORS_SUFFIX, model_id="deterministic:blake2b-tokens-v1;dim=256") as vectors:
+    with ChunkVectors(db + DEFAULT_VECTORS, model_id="deterministic:blake2b-tokens-v1;dim=256") as vectors:
         assert vectors.count() == 3
     code, out, _ = _cli("ingest", str(corpus), "--db", db)
     assert code == 0 and "embedded: 0 chunk(s)" in out and "already embedded: 3" in out
@@ -213,18 +217,18 @@ def test_embed_twice_then_model_change_then_reembed(
 ) -> None:
     db = str(tmp_path / "s.db")
     assert _cli("ingest", str(corpus), "--db", db)[0] == 0  # RAGSPINE_EMBEDDING=none: no vectors
-    assert not Path(db + VECTORS_SUFFIX).exists()
+    assert not Path(db + DEFAULT_VECTORS).exists()
     monkeypatch.setenv("RAGSPINE_EMBEDDING", "deterministic")
     code, out, err = _cli("embed", "--db", db)
     assert code == 0, err
     assert out.startswith("embedded 3 chunk(s)") and "already embedded: 0" in out
-    assert f"vectors: {db}{VECTORS_SUFFIX} (model deterministic:" in out
+    assert f"vectors: {db}{DEFAULT_VECTORS} (model deterministic:" in out
     code, out, _ = _cli("embed", "--db", db, "--batch-size", "2")
     assert code == 0 and out.startswith("embedded 0 chunk(s)") and "already embedded: 3" in out
 
     # the vectors file now belongs to another model (as after changing RAGSPINE_EMBEDDING)
-    Path(db + VECTORS_SUFFIX).unlink()
-    with ChunkVectors(db + VECTORS_SUFFIX, model_id="other:model") as other:
+    Path(db + DEFAULT_VECTORS).unlink()
+    with ChunkVectors(db + DEFAULT_VECTORS, model_id="other:model") as other:
         other.add(["x"], [[1.0, 0.0]])
     for command in (["search", "margin"], ["ask", "margin"], ["embed"]):
         code, _, err = _cli(*command, "--db", db)
@@ -236,7 +240,7 @@ def test_embed_twice_then_model_change_then_reembed(
 
     code, out, err = _cli("embed", "--db", db, "--reembed")
     assert code == 0, err
-    assert f"removed {db}{VECTORS_SUFFIX}" in err and out.startswith("embedded 3 chunk(s)")
+    assert f"removed {db}{DEFAULT_VECTORS}" in err and out.startswith("embedded 3 chunk(s)")
     code, out, _ = _cli("search", "margin recall", "--db", db, "--json")
     assert code == 0 and json.loads(out)[0]["scores"]["vector"] is not None
 

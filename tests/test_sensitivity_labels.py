@@ -47,7 +47,7 @@ from ragspine.settings.config import load_settings
 from ragspine.workspace import Workspace
 
 sys.path.insert(0, str(Path(__file__).parent / "service"))
-from service_helpers import API_KEY, AUTH, BM25_ENV, doc  # noqa: E402
+from service_helpers import API_KEY, AUTH, BM25_ENV, SPEC_CHUNKING, doc  # noqa: E402
 from test_link import RecordingProvider  # noqa: E402
 
 # Around a label: whitespace a YAML/JSON/form value can carry, the ideographic space, and
@@ -172,7 +172,8 @@ def test_ragspine_ingest_and_ingest_bytes_store_the_same_chunks(tmp_path: Path) 
     assert labels == {"memo.md": "RESTRICTED", "notes.md": "CONFIDENTIAL", "plain.txt": "PUBLIC"}
     assert {row["doc_id"]: row["entity"] for row in cli} == {"memo.md": "ACME", "notes.md": "BOREALIS",
                                                              "plain.txt": "ACME"}  # fmt: skip
-    assert all(row["metadata"] == {"owner": "legal"} for row in cli if row["doc_id"] == "memo.md")
+    assert all({k: v for k, v in row["metadata"].items() if k != "chunker"} == {"owner": "legal"}
+               for row in cli if row["doc_id"] == "memo.md")  # auto records its choice as "chunker"
 
 
 def test_a_full_width_front_matter_label_is_restricted_everywhere(tmp_path: Path) -> None:
@@ -325,7 +326,7 @@ def test_labels_an_older_version_stored_are_still_restricted_at_every_exit(tmp_p
     with sqlite3.connect(db) as conn:  # what a store written before write-time normalisation holds
         for n, label in enumerate(LEGACY):
             conn.execute(f"UPDATE {TABLE} SET sensitivity = ? WHERE doc_id = ?", (label, f"old{n}"))
-    with ragspine.open(db, env=BM25_ENV) as ws:
+    with ragspine.open(db, env={**BM25_ENV, **SPEC_CHUNKING}) as ws:  # the legacy store's chunking
         raw = {r.chunk.sensitivity for r in ws.retriever.index.retrieve("revenue fell legacycode0 legacycode1", include_restricted=True)}
         assert set(LEGACY[:2]) <= raw, "the legacy spellings are really stored and matched"
         stored = {row[0] for row in ws.store.execute_read(f"SELECT DISTINCT sensitivity FROM {TABLE}")}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import json
 from pathlib import Path
 from typing import Any
@@ -151,7 +153,8 @@ def test_cli_where_and_libraries(tmp_path: Path) -> None:
     reports = _store(tmp_path / "reports.db", [("r1", "revenue fell in 2024", "PUBLIC")])
     memos = _store(tmp_path / "memos.db", [("m1", "revenue secret SECRETMARK", "RESTRICTED"),
                                            ("m2", "revenue memo", "INTERNAL")])  # fmt: skip
-    run = CliRunner().invoke
+    spec_chunking = {"RAGSPINE_CHUNKER": "paragraph", "RAGSPINE_CHUNK_CHARS": "480", "RAGSPINE_CONTEXTUAL": "none"}
+    run = functools.partial(CliRunner().invoke, env=spec_chunking)  # the stores were made by the library API
     result = run(main, ["search", "revenue", "--library", f"reports={reports}", "--library", f"memos={memos}", "--json"])
     assert result.exit_code == 0, result.output
     snippets = json.loads(result.stdout)

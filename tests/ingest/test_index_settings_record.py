@@ -47,14 +47,14 @@ def test_ingest_records_the_settings_and_other_settings_are_refused(
     assert cli("ingest", str(files), "--db", str(db)).exit_code == 0
     with ChunkStore(db) as store:
         assert recorded_index_settings(store) == IndexSettings(
-            "en-stem", 480, 80, "paragraph"
-        )
+            "en-stem", 1000, 80, "auto", "header"
+        )  # the product defaults
     refused = cli(
         "search", "starfish", "--db", str(db), env={"RAGSPINE_CHUNK_CHARS": "200"}
     )
     assert refused.exit_code == 1
     assert (
-        "RAGSPINE_CHUNK_CHARS: 480 -> 200" in refused.output
+        "RAGSPINE_CHUNK_CHARS: 1000 -> 200" in refused.output
         and "--rebuild" in refused.output
     )
     again = cli(
@@ -79,7 +79,7 @@ def test_rebuild_recuts_every_file_and_withdraws_what_is_not_under_the_paths(
     result = cli("ingest", str(files), "--db", str(db), "--rebuild", env=small)
     assert result.exit_code == 0, result.output
     assert (
-        "rebuilt with RAGSPINE_ANALYZER=en-stem, RAGSPINE_CHUNKER=paragraph, RAGSPINE_CHUNK_CHARS=150"
+        "rebuilt with RAGSPINE_ANALYZER=en-stem, RAGSPINE_CHUNKER=auto, RAGSPINE_CHUNK_CHARS=150"
         in result.output
     )
     assert "withdrawn (not under PATHS): 1" in result.output
@@ -90,7 +90,7 @@ def test_rebuild_recuts_every_file_and_withdraws_what_is_not_under_the_paths(
         assert workspace.search("starfish")[0]["doc_id"] == "tides.txt"
     assert (
         cli("search", "starfish", "--db", str(db)).exit_code == 1
-    )  # 480/80 is now the other setting
+    )  # 1000/80 is now the other setting
 
 
 def test_a_store_from_before_the_record_is_adopted_only_with_its_own_chunking(

@@ -84,7 +84,7 @@ def test_settings_route_the_dense_channel_to_pgvector(pg_url: str, tmp_path: Pat
         hits = ws.search("revenue fell in region 1")
         assert hits and isinstance(hits[0]["scores"]["vector"], float)
         assert ws.stats()["index"]["dense"]["stored_vectors"] == 6
-    assert not Path(db + ".vectors.sqlite").exists()  # nothing beside the store
+    assert not list(tmp_path.glob("*.vectors.sqlite"))  # nothing beside the store
     store = PgVectorStore(pg_url, "team_vectors", 256, DeterministicEmbeddingBackend().model_id)
     assert store.count() == 6
     store.delete(store.ids()[:2])

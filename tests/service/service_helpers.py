@@ -11,6 +11,8 @@ LLM_KEY = "sk-stub-secret-value"
 # An environment with nothing set but the dense channel off: `env={}` would resolve
 # RAGSPINE_EMBEDDING=auto to e5 where it is installed (slow, and not what these tests are about).
 BM25_ENV = {"RAGSPINE_EMBEDDING": "none"}
+# The chunking every store made by the library API (build_narrative_retriever) or before issue 15 has.
+SPEC_CHUNKING = {"RAGSPINE_CHUNKER": "paragraph", "RAGSPINE_CHUNK_CHARS": "480", "RAGSPINE_CONTEXTUAL": "none"}
 
 
 def llm_settings(base_url: str, **extra: Any) -> dict[str, Any]:

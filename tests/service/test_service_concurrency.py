@@ -17,7 +17,7 @@ import httpx
 from service_helpers import AUTH
 
 DOCS = 4
-PARAGRAPHS = 4
+PARAGRAPHS = 8  # ~450 characters each: several chunks at the 1000-character default
 SEARCHERS = 4
 DURATION_S = 3.0
 _VERSION = re.compile(r"\bver(\d+)\b")

@@ -60,7 +60,8 @@ def test_damaged_vectors_file_never_fails_a_request(tmp_path: Any) -> None:
         for i in range(3):
             ws.ingest_text(f"Borealis margin note {i} about recalls.", doc_id=f"d{i}")
         db = str(ws.store.db_path)
-    vectors = db + VECTORS_SUFFIX
+        vectors = ws.retriever.index.dense.vectors.path  # type: ignore[union-attr]
+    assert vectors.endswith(VECTORS_SUFFIX)
     with open(vectors, "r+b") as f:
         f.write(b"\xa5" * 100)  # the header: SQLite can no longer read the file
     with ragspine.open(folder, env=BM25_ENV, embedding="deterministic", api_keys=[API_KEY]) as ws, \

@@ -30,7 +30,7 @@ ANALYZERS = ("auto", "spec", "en-stem")
               help="Lexical analyzer [default: RAGSPINE_ANALYZER, as for search; auto = en-stem]: spec (the "
                    "specification's tokenizer), en-stem (+ Snowball English stemmer).")  # fmt: skip
 @click.option("--chunk-chars", default=None, type=click.IntRange(min=1),
-              help="Chunk budget [default: RAGSPINE_CHUNK_CHARS, 480]. With --whole-entries: chunk the "
+              help="Chunk budget [default: RAGSPINE_CHUNK_CHARS, 1000]. With --whole-entries: chunk the "
                    "entries at this budget instead of keeping each whole.")  # fmt: skip
 @click.option("--overlap-chars", default=None, type=click.IntRange(min=0),
               help="Chunk overlap [default: RAGSPINE_CHUNK_OVERLAP, 80].")  # fmt: skip

@@ -39,7 +39,7 @@ from ragspine.retrieval.chunking.chunking import (
     DEFAULT_OVERLAP_CHARS,
     chunk_document,
 )
-from ragspine.retrieval.chunking.protocol import Chunker
+from ragspine.retrieval.chunking.protocol import Chunker, Layout, StructureAwareChunker
 from ragspine.retrieval.model import Chunk, DocumentMeta
 from ragspine.retrieval.store.protocol import ChunkStoreProtocol
 
@@ -190,7 +190,10 @@ def prepare_loaded(
         sensitivity=sensitivity,
         metadata=user_metadata,
     )
-    if settings.chunker is not None:
+    layout = Layout(loaded.headings, tuple(start for start, _ in loaded.page_spans[1:]))
+    if isinstance(settings.chunker, StructureAwareChunker) and (layout.headings or layout.page_starts):
+        chunks = settings.chunker.chunk_structured(loaded.text, meta, layout)  # the loader's structure too
+    elif settings.chunker is not None:
         chunks = settings.chunker.chunk(loaded.text, meta)
     else:
         chunks = chunk_document(

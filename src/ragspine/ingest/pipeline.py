@@ -53,7 +53,7 @@ from ragspine.retrieval.chunking.chunking import (
     DEFAULT_CHUNK_CHARS,
     DEFAULT_OVERLAP_CHARS,
 )
-from ragspine.retrieval.chunking.protocol import Chunker
+from ragspine.retrieval.chunking.protocol import Chunker, IndexTextFn
 from ragspine.retrieval.store.sqlite import ChunkStore
 
 if TYPE_CHECKING:
@@ -99,6 +99,7 @@ def ingest_paths(
     lower_labels: Sequence[str] = (),
     skip_garbled: bool = False,
     levels: Sequence[str] | None = None,
+    index_text: IndexTextFn | None = None,
 ) -> IngestRunReport:
     """Ingest every supported file under `paths` into the store at `db`; see the module docstring.
 
@@ -114,6 +115,8 @@ def ingest_paths(
     `skip_garbled`: fail documents whose text looks garbled (see `ingest.quality`) instead of
     ingesting them with a warning. `levels`: the known labels, least strict first (None: the
     defaults); a rule file's own `levels` take precedence.
+    `index_text` (e.g.
+    `ragspine.assembly.make_index_text_for(settings)`) is what the embedding pass embeds.
     """
     given = {
         "entity": entity, "period": period, "topic": topic, "geography": geography, "language": language
@@ -149,18 +152,20 @@ def ingest_paths(
                 for root in found.roots:
                     run.prune(root)
         if embedding_backend is not None:
-            report.embedding = _embed_pending(store, embedding_backend, progress, embed_batch_size)
+            report.embedding = _embed_pending(store, embedding_backend, progress, embed_batch_size, index_text)
     return report
 
 
-def _embed_pending(store: ChunkStore, backend: Any, progress: bool | None, batch_size: int) -> EmbedReport:
+def _embed_pending(
+    store: ChunkStore, backend: Any, progress: bool | None, batch_size: int, index_text: IndexTextFn | None = None
+) -> EmbedReport:
     """One embedding pass over the store's active chunks lacking a vector (the same vectors file
     and model key the retrieval side opens)."""
     from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex
     from ragspine.retrieval.vector.dense.chunk_vectors import VectorModelMismatch
 
     try:
-        index = NarrativeIndex(store, embedding_backend=backend, embed_on_write=False)
+        index = NarrativeIndex(store, embedding_backend=backend, embed_on_write=False, index_text=index_text)
         assert index.dense is not None
         try:
             report = index.embed_pending(progress=progress, batch_size=batch_size)

@@ -68,7 +68,7 @@ FILTER_EXTRACTORS = ("none", "rules", "llm")
 # The names of retrieval.fusion.rrf.FUSION_METHODS (a test keeps them equal).
 FUSION_METHODS = ("adaptive", "weighted", "rrf")
 # The first names of each stage's registry (a test keeps them equal; dotted paths are accepted too).
-CHUNKERS = ("paragraph",)
+CHUNKERS = ("paragraph", "layout", "parent_child", "sentence_window", "semantic", "laws", "book", "qa", "auto")
 QUERY_REWRITERS = ("none", "glossary")
 QUERY_TRANSFORMS = ("none", "hyde", "rag_fusion", "step_back")
 QUERY_DECOMPOSERS = ("none", "llm")
@@ -81,7 +81,7 @@ QUERY_STAGE = (
     ("adaptive", "RAGSPINE_ADAPTIVE"),
     ("corrective", "RAGSPINE_CORRECTIVE"),
 )
-INDEX_TEXTS = ("none",)
+INDEX_TEXTS = ("none", "header")
 RERANKERS = ("none", "cross_encoder", "ce", "auto", "colbert", "splade", "llm", "http")
 RERANKER_MODEL_FOLDER = frozenset({"cross_encoder", "ce", "colbert"})  # need RAGSPINE_RERANKER_MODEL
 RERANKER_APIS = ("cohere", "tei")
@@ -211,7 +211,7 @@ SETTINGS: tuple[Setting, ...] = (
         "(all-MiniLM-L6-v2, [embed-onnx]), else none; never downloads. none: BM25 + RRF. "
         "deterministic: hashed tokens, for tests. openai: an OpenAI-compatible /embeddings "
         "endpoint (RAGSPINE_EMBEDDING_BASE_URL; RESTRICTED chunks are never sent). Chunk vectors "
-        "are kept beside the store in `<db>.vectors.sqlite`, one model per file; after changing "
+        "are kept beside the store in `<db>.ctx-header-v1.vectors.sqlite` (`<db>.vectors.sqlite` with RAGSPINE_CONTEXTUAL=none), one model per file; after changing "
         "the model run `ragspine embed --reembed`. `ragspine config show` says what auto picked.",
         choice(*EMBEDDING_CHOICES),
         aliases=("RAGSPINE_EMBEDDING_BACKEND",),
@@ -283,16 +283,25 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "RAGSPINE_CHUNKER",
-        "paragraph",
-        "How documents are cut into chunks at ingest (`make_chunker`). paragraph: the "
-        "specification's paragraph packer (480/80 characters). A dotted path names a class of "
-        "your own implementing the Chunker protocol.",
+        "auto",
+        "How documents are cut into chunks at ingest (`make_chunker`; docs/chunking.md). "
+        "paragraph: the specification's paragraph packer (480/80 characters). layout: sections at "
+        "headings (Markdown, HTML, Word heading styles, 第N章, numbered, the title line), never "
+        "crossed by a chunk; fills heading and parent_id. laws / book / qa: layout presets (a "
+        "section at every 第N条/款/项, chapter, or question). parent_child: half-budget children, "
+        "their section as prompt_text. sentence_window: one chunk per sentence, its neighbours as "
+        "prompt_text. semantic: cuts where sentence embeddings diverge (needs RAGSPINE_EMBEDDING). "
+        "auto (the default, measured in docs/benchmarks.md): picks laws / qa / book / layout / "
+        "paragraph per document. Recorded in the store "
+        "like RAGSPINE_CHUNK_CHARS. A dotted path names a class of your own implementing the "
+        "Chunker protocol.",
         component(*CHUNKERS),
     ),
     Setting(
         "RAGSPINE_CHUNK_CHARS",
-        "480",
-        "Chunk budget in characters of the paragraph chunker (the specification's 480). Recorded "
+        "1000",
+        "Chunk budget in characters of every chunker (the product default 1000 was measured with "
+        "RAGSPINE_CHUNKER=auto, docs/benchmarks.md; the specification's paragraph packer used 480). Recorded "
         "in the store with the analyzer: opening a store made with another value is an error "
         "that says how to rebuild it (`ragspine ingest PATH --rebuild`).",
         int_range(1, 1_000_000),
@@ -316,10 +325,13 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "RAGSPINE_CONTEXTUAL",
-        "none",
+        "header",
         "Index-text function (`make_index_text_fn`): what the lexical and dense channels index "
-        "for a chunk. none: the chunk's own text. The chunk's `text` and citation are never "
-        "changed.",
+        "for a chunk. none: the chunk's own text. header (the default): Contextual Retrieval's "
+        "deterministic header (title · entity · period · heading path, from the document's own fields) before "
+        "the text. The chunk's `text` and citation are never changed. Recorded in the store: "
+        "changing it is an error that says how to rebuild (`ragspine ingest PATH --rebuild`: the "
+        "lexical index is rebuilt and every chunk re-embedded into `<db>.ctx-<name>.vectors.sqlite`).",
         component(*INDEX_TEXTS),
     ),
     Setting(
@@ -468,7 +480,7 @@ SETTINGS: tuple[Setting, ...] = (
         "RAGSPINE_VECTOR_STORE",
         "in_process",
         "Where the dense channel keeps chunk vectors (and what `make_vector_store()` builds when "
-        "no name is given). in_process: `<db>.vectors.sqlite` beside a SQLite store (in memory "
+        "no name is given). in_process: `<db>[.ctx-header-v1].vectors.sqlite` beside a SQLite store (in memory "
         "for `:memory:` and PostgreSQL stores), read into memory, exact cosine, checksummed. "
         "pgvector: a PostgreSQL table [postgres], shared by every replica (RAGSPINE_VECTOR_URL, "
         "default RAGSPINE_DB when that is PostgreSQL). qdrant: a Qdrant collection [qdrant] "
@@ -564,17 +576,17 @@ class Settings:
     vector_store: str = "in_process"
     vector_url: str | None = None
     vector_collection: str | None = None
-    chunker: str = "paragraph"
+    chunker: str = "auto"
     query_rewriter: str = "glossary"
     query_gate: str | None = None
     query_transform: str = "none"
     query_decompose: str = "none"
     adaptive: str = "none"
     corrective: str = "none"
-    chunk_chars: int = 480
+    chunk_chars: int = 1000
     chunk_overlap: int = 80
     analyzer: str = "auto"
-    contextual: str = "none"
+    contextual: str = "header"
     sensitivity_levels: str = "PUBLIC,INTERNAL,CONFIDENTIAL,RESTRICTED"
     reranker: str = "none"
     reranker_model: str | None = None

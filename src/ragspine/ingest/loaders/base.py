@@ -4,7 +4,9 @@ Invariants: `LoadedDocument.text` is exactly the text that is chunked and cited 
 count characters of it), with `\\n` line ends and no NUL characters, and it is never blank (a
 loader raises ValueError with a reason instead). `page_spans`, when given, are ordered,
 non-overlapping `(start, end)` spans of that text, one per page that has text, and
-`page_numbers[i]` is the 1-based page number of `page_spans[i]`.
+`page_numbers[i]` is the 1-based page number of `page_spans[i]`. `headings`, when given, are
+ordered `(start, end, level)` spans of the heading lines the format marks (Markdown `#` and
+setext headings, HTML `<h*>`, Word heading styles); the structure-aware chunkers cut there.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ class LoadedDocument:
     page_spans: tuple[Span, ...] = ()
     page_numbers: tuple[int, ...] = ()
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    # Heading lines the format marks, `(start, end, level)` in `text` (level 0: a title style).
+    headings: tuple[tuple[int, int, int], ...] = ()
 
 
 def clean_text(text: str) -> str:

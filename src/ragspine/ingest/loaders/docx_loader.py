@@ -5,6 +5,7 @@ a table becomes one paragraph per row, its cells joined by " | " (a merged cell 
 line breaks inside a cell turned into spaces); a table nested in a cell follows the row that holds
 it, its rows as paragraphs the same way (at any depth). Headers, footers, comments and images are not
 text. The title is the document's core title property, else its first heading, else the file name.
+Heading-styled paragraphs are the loaded document's `headings` (Title: level 0, Heading N: N).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 from ragspine.ingest.loaders.base import LoadedDocument, clean_text, non_blank, require
 
 CELL_SEPARATOR = " | "
+BLOCK_SEPARATOR = "\n\n"
 
 
 def load_docx(data: bytes, path: Path) -> LoadedDocument:
@@ -30,20 +32,28 @@ def load_docx(data: bytes, path: Path) -> LoadedDocument:
     is_heading = _HeadingStyles(document)
     blocks: list[str] = []
     headings: list[str] = []
+    spans: list[tuple[int, int, int]] = []
+    cursor = 0  # where the next block starts in the joined text
     for item in document.iter_inner_content():
         if isinstance(item, Table):
-            blocks.extend(_table_rows(item))
+            for row in _table_rows(item):
+                blocks.append(row)
+                cursor += len(row) + len(BLOCK_SEPARATOR)
             continue
         text = clean_text(item.text).strip()
         if text:
             blocks.append(text)
-            if is_heading(item._p.style):  # the paragraph's own style id, if any
+            level = is_heading.level(item._p.style)  # the paragraph's own style id, if any
+            if level is not None:
                 headings.append(" ".join(text.split()))
+                spans.append((cursor, cursor + len(text), level))
+            cursor += len(text) + len(BLOCK_SEPARATOR)
     title = " ".join((document.core_properties.title or "").split())
     return LoadedDocument(
-        non_blank("\n\n".join(blocks), path.name),
+        non_blank(BLOCK_SEPARATOR.join(blocks), path.name),
         title=title or (headings[0] if headings else path.stem),
         loader="docx",
+        headings=tuple(spans),
     )
 
 
@@ -68,7 +78,7 @@ def _table_rows(table: Any) -> list[str]:
 
 
 class _HeadingStyles:
-    """Whether a paragraph style id is a Title or Heading N style, each id looked up once.
+    """The heading level of a paragraph style id (Title, Heading N), each id looked up once.
 
     Style names are English in every locale ("heading 1") while ids are localised ("1" in a
     Chinese Word), so the id is resolved to its name. python-docx's own `paragraph.style` rescans
@@ -77,13 +87,17 @@ class _HeadingStyles:
 
     def __init__(self, document: Any) -> None:
         self._styles = document.styles.element
-        self._known: dict[str, bool] = {}
+        self._known: dict[str, int | None] = {}
 
-    def __call__(self, style_id: str | None) -> bool:
+    def level(self, style_id: str | None) -> int | None:
+        """0 for a Title style, N for "Heading N" (1 when unnumbered), None for any other."""
         if not style_id:
-            return False
+            return None
         if style_id not in self._known:
             style = self._styles.get_by_id(style_id)
             name = ((style.name_val if style is not None else None) or style_id).lower()
-            self._known[style_id] = name.startswith(("heading", "title"))
+            digits = "".join(ch for ch in name if ch.isdigit())
+            self._known[style_id] = (
+                0 if name.startswith("title") else (int(digits) if digits else 1) if name.startswith("heading") else None
+            )
         return self._known[style_id]

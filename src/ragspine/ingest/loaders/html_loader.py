@@ -4,7 +4,8 @@ Invariants: scripts, styles, navigation, headers, footers, sidebars and comments
 the text (trafilatura's main-content extraction, with its fallbacks); headings, paragraphs, lists
 and tables come out as Markdown blocks separated by blank lines, so each is its own paragraph.
 The bytes are decoded by `encoding.decode_bytes`, honouring a `<meta charset>` declaration that
-fits them. The title is the page's `<title>`, else its first heading, else the file name.
+fits them. The title is the page's `<title>`, else its first heading, else the file name. The
+`<h1>`…`<h6>` headings, written as Markdown `#` lines, are the loaded document's `headings`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from ragspine.ingest.encoding import decode_bytes
 from ragspine.ingest.loaders.base import LoadedDocument, clean_text, require
+from ragspine.ingest.loaders.text_loader import heading_spans
 
 _DECLARED = re.compile(
     rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_:.\-]+)"""
@@ -52,7 +54,7 @@ def load_html(data: bytes, path: Path) -> LoadedDocument:
         raise ValueError("no main text found in the page (only navigation, scripts or markup)")
     heading = _MD_HEADING.search(text)
     title = page_title or (heading.group(1) if heading else path.stem)
-    return LoadedDocument(text, title=title, loader="html", encoding=decoded.encoding)
+    return LoadedDocument(text, title=title, loader="html", encoding=decoded.encoding, headings=heading_spans(text))
 
 
 def declared_charset(data: bytes) -> str | None:

@@ -3,7 +3,8 @@
 Invariants: the bytes are decoded by `encoding.decode_bytes` (BOM, UTF-8, GB18030/GBK, Big5,
 UTF-16, …). Markdown front matter is removed from the text and returned as metadata. Every
 Markdown heading (ATX `# …`, or a setext line underlined with `===`/`---`) outside fenced code
-stands as its own paragraph: blank lines are added around it where missing, nothing else changes.
+stands as its own paragraph: blank lines are added around it where missing, nothing else changes;
+the loaded document's `headings` are those lines' spans (`heading_spans`).
 """
 
 from __future__ import annotations
@@ -39,7 +40,35 @@ def load_markdown(data: bytes, path: Path) -> LoadedDocument:
         loader="markdown",
         encoding=decoded.encoding,
         metadata=front,
+        headings=heading_spans(text),
     )
+
+
+def heading_spans(text: str) -> tuple[tuple[int, int, int], ...]:
+    """`(start, end, level)` of every Markdown heading line of `text` outside fenced code: ATX
+    `#`… (level = the number of #), setext text over `===` (1) or `---` (2).
+
+    >>> heading_spans("# A\\n\\nbody\\n\\nB\\n---\\n")
+    ((0, 3, 1), (11, 12, 2))
+    """
+    lines = text.split("\n")
+    out: list[tuple[int, int, int]] = []
+    fence: str | None = None
+    position = 0
+    for i, line in enumerate(lines):
+        opener = _FENCE.match(line)
+        if fence is not None:
+            if opener and opener.group(1)[0] == fence[0] and len(opener.group(1)) >= len(fence):
+                fence = None
+        elif opener:
+            fence = opener.group(1)
+        elif (atx := _ATX.match(line)) and atx.group(2):
+            out.append((position + len(line) - len(line.lstrip()), position + len(line.rstrip()), len(atx.group(1))))
+        elif _is_setext_text(lines, i):
+            level = 1 if lines[i + 1].strip().startswith("=") else 2
+            out.append((position + len(line) - len(line.lstrip()), position + len(line.rstrip()), level))
+        position += len(line) + 1
+    return tuple(out)
 
 
 def separate_headings(text: str) -> tuple[str, list[str]]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from typing import Any
 
 from ragspine.retrieval.model import (
     FILTER_FIELDS,
@@ -77,23 +78,29 @@ def chunk_document(
     starts = [p_start for p_start, _ in paragraphs]
     ends = [p_end for _, p_end in paragraphs]
     return [
-        Chunk(
-            chunk_id=make_chunk_id(meta.doc_id, seq, text[start:end]),
-            doc_id=meta.doc_id,
-            seq=seq,
-            text=text[start:end],
-            source_locator=_locator(meta.doc_id, starts, ends, start, end),
-            title=meta.title,
-            topic=meta.topic,
-            entity=meta.entity,
-            geography=meta.geography,
-            period=meta.period,
-            language=meta.language,
-            sensitivity=meta.sensitivity,
-            metadata=dict(meta.metadata),
-        )
+        document_chunk(meta, seq, text[start:end], _locator(meta.doc_id, starts, ends, start, end))
         for seq, (start, end) in enumerate(spans)
     ]
+
+
+def document_chunk(meta: DocumentMeta, seq: int, text: str, locator: str, **fields: Any) -> Chunk:
+    """Chunk `seq` of a document: its id, `text` and locator, the document's fields, and `fields`
+    (parent_id, heading, window_text, parent_locator, metadata) where given."""
+    return Chunk(
+        chunk_id=make_chunk_id(meta.doc_id, seq, text),
+        doc_id=meta.doc_id,
+        seq=seq,
+        text=text,
+        source_locator=locator,
+        title=meta.title,
+        topic=meta.topic,
+        entity=meta.entity,
+        geography=meta.geography,
+        period=meta.period,
+        language=meta.language,
+        sensitivity=meta.sensitivity,
+        **{"metadata": dict(meta.metadata), **fields},
+    )
 
 
 def paragraph_spans(text: str) -> list[Span]:

@@ -8,9 +8,10 @@
 
 Invariants: names and errors come from the CHUNKERS / INDEX_TEXTS registries (a test keeps the
 settings' choices equal to their names); `paragraph` is exactly the specification's
-`chunk_document`; `make_index_text_fn("none")` is None, meaning each chunk's own text.
-Layout, parent/child, sentence-window, semantic and domain chunkers and Contextual Retrieval
-plug into these registries (issue 15).
+`chunk_document`; every chunker takes `max_chars` / `overlap_chars` (RAGSPINE_CHUNK_CHARS /
+RAGSPINE_CHUNK_OVERLAP) and keeps the citation invariant (`chunking.structure`);
+`make_index_text_fn("none")` is None, meaning each chunk's own text; "header" is Contextual
+Retrieval's deterministic context header (`chunking.contextual`).
 """
 
 from __future__ import annotations
@@ -46,15 +47,30 @@ class ParagraphChunker:
         return f"ParagraphChunker(max_chars={self.max_chars}, overlap_chars={self.overlap_chars})"
 
 
+_STRUCTURE = "ragspine.retrieval.chunking.structure:"
 CHUNKERS: Registry[Chunker] = Registry(
     "chunker",
-    {"paragraph": Entry(ParagraphChunker, "the specification's paragraph packer (480/80 characters)")},
+    {
+        "paragraph": Entry(ParagraphChunker, "the specification's paragraph packer (480/80 characters)"),
+        "layout": Entry(_STRUCTURE + "LayoutChunker", "sections at Markdown / numbered / 第N章 headings and the title line; heading path and parent_id"),
+        "parent_child": Entry(_STRUCTURE + "ParentChildChunker", "half-budget children for matching, their section (window_text) for generation"),
+        "sentence_window": Entry(_STRUCTURE + "SentenceWindowChunker", "one chunk per sentence, window_text = two sentences each side"),
+        "semantic": Entry(_STRUCTURE + "SemanticChunker", "cuts where consecutive sentence embeddings diverge (needs an embedding backend)"),
+        "laws": Entry(_STRUCTURE + "LawsChunker", "layout preset: a section at every 第N条 / 款 / 项 (Article N), chapters in the heading path"),
+        "book": Entry(_STRUCTURE + "BookChunker", "layout preset: a section at every 第N篇 / 章 / 节, Chapter N, Markdown or numbered heading"),
+        "qa": Entry(_STRUCTURE + "QAChunker", "layout preset: each question (Q: / 问： / ...?) with its answer under one parent_id"),
+        "auto": Entry(_STRUCTURE + "AutoChunker", "picks laws / qa / book / layout / paragraph per document (metadata chunker)"),
+    },
     protocol=Chunker,
 )
 
 INDEX_TEXTS: Registry[IndexTextFn] = Registry(
-    "index-text function", {}, protocol=IndexTextFn, none_names=("none",)
-)
+    "index-text function",
+    {"header": Entry("ragspine.retrieval.chunking.contextual:ContextHeader",
+                     "title · entity · period · heading path prepended to the indexed and embedded text")},
+    protocol=IndexTextFn,
+    none_names=("none",),
+)  # fmt: skip
 
 
 def make_chunker(spec: str = "paragraph", **options: Any) -> Chunker:
@@ -66,7 +82,7 @@ def make_chunker(spec: str = "paragraph", **options: Any) -> Chunker:
     ...     make_chunker("by-vibes")
     ... except ValueError as exc:
     ...     print(exc)
-    unknown chunker 'by-vibes'; valid: paragraph, or a dotted path package.module:Class
+    unknown chunker 'by-vibes'; valid: paragraph, layout, parent_child, sentence_window, semantic, laws, book, qa, auto, or a dotted path package.module:Class
     """
     chunker = CHUNKERS.make(spec, **options)
     assert chunker is not None  # no chunker name means "empty"
@@ -78,5 +94,7 @@ def make_index_text_fn(spec: str = "none", **options: Any) -> IndexTextFn | None
 
     >>> make_index_text_fn("none") is None
     True
+    >>> make_index_text_fn("header")
+    ContextHeader()
     """
     return INDEX_TEXTS.make(spec, **options)

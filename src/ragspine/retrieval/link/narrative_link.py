@@ -6,6 +6,13 @@ retriever's `QueryPlan` (`link.guarded`: the security gate on every variant, and
 transforms, decomposition, routing and corrective loop); without a corrective grader an empty
 filtered result is retried once without filters, and the snippet's `lineage` says so; an unknown
 filter key is a ValueError that lists the valid keys.
+
+Parent expansion: a chunk that carries a `window_text` (its parent section, or its sentence
+window) gets a `prompt_text` — that text, for generation only — and its `heading`, `parent_id`
+and `parent_locator`; `text` and every citation field stay the chunk's own. When several
+results share one parent, the first carries it and the others' `prompt_text` is their own text
+(`lineage["parent_in"]` names the chunk that carries it), so a prompt never repeats a parent.
+A chunk without structure gives exactly the specification's snippet (no added key).
 """
 
 from __future__ import annotations
@@ -17,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from ragspine.agent.agent import LLMProvider
-from ragspine.retrieval.chunking.protocol import Chunker
+from ragspine.retrieval.chunking.protocol import Chunker, IndexTextFn
 from ragspine.retrieval.filters import Filter, parse_filter, to_dict
 from ragspine.retrieval.fusion.rrf import Fusion
 from ragspine.retrieval.lexical.tokenize import tokenize
-from ragspine.retrieval.model import FILTER_FIELDS
+from ragspine.retrieval.model import FILTER_FIELDS, Chunk
 from ragspine.retrieval.link.guarded import QueryPlan, run_query
 from ragspine.retrieval.pipeline.hybrid import DEFAULT_TOP_K, RetrievalResult, check_query
 from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex
@@ -164,7 +171,8 @@ class NarrativeIndexRetriever:
             return self._search(q, variants, filters, where, top_k, drop_filters=drop_filters, retry=retry)
 
         run = run_query(self.plan, self.index, search, query, top_k)
-        return SnippetRun([_to_snippet(r, lineage) for r, lineage in run.ranked], run.lineage, run.refusal)
+        snippets = expand_parents([_to_snippet(r, lineage) for r, lineage in run.ranked], [r.chunk for r, _ in run.ranked])
+        return SnippetRun(snippets, run.lineage, run.refusal)
 
     def _search(
         self,
@@ -238,6 +246,7 @@ def build_narrative_retriever(
     rerank_top_n: int = DEFAULT_TOP_N,
     rerank_timeout: float | None = None,
     query_plan: QueryPlan | None = None,
+    index_text: IndexTextFn | None = None,
 ) -> tuple[NarrativeIndexRetriever, ChunkStoreProtocol]:
     """The default assembly: store (schema ensured) → BM25 + RRF (+ the dense channel when a
     backend is given: chunk vectors in `<db>.vectors.sqlite`, or in `vectors` (a pgvector /
@@ -248,7 +257,8 @@ def build_narrative_retriever(
     `rerank_timeout` seconds the fused order stands; the snippets' lineage says so) → `postprocessor` (e.g. `make_postprocessor(...)`)
     → snippets. `query_plan`: the security gate and the opt-in query transforms, decomposition,
     Adaptive routing and corrective retrieval (default: a gate with only its budgets). `chunker` cuts documents ingested through the index (default: the paragraph
-    packer). The layers are values: nothing here reads settings (`ragspine.assembly` builds them
+    packer); `index_text` is what both channels index for a chunk (Contextual Retrieval, e.g.
+    `make_index_text_fn("header")`; None: its text). The layers are values: nothing here reads settings (`ragspine.assembly` builds them
     from RAGSPINE_*). The caller closes the returned store (and `retriever.index.dense.vectors`, when there is one);
     on error nothing is left open."""
     store = open_chunk_store(chunk_db)  # SQLite path, or a postgresql:// URL
@@ -268,6 +278,7 @@ def build_narrative_retriever(
             vectors=vectors,
             top_n=rerank_top_n,
             rerank_timeout=rerank_timeout,
+            index_text=index_text,
         )
     except BaseException:
         store.close()
@@ -278,6 +289,25 @@ def build_narrative_retriever(
         index, filter_extractor=filter_extractor, postprocessor=postprocessor, plan=query_plan
     )
     return retriever, store
+
+
+def expand_parents(snippets: list[dict[str, Any]], chunks: list[Chunk]) -> list[dict[str, Any]]:
+    """Add each structured chunk's expansion to its snippet (see the module docstring)."""
+    carried: dict[tuple[str, str], str] = {}
+    for snippet, chunk in zip(snippets, chunks, strict=True):
+        for name in ("heading", "parent_id", "parent_locator"):
+            if getattr(chunk, name):
+                snippet[name] = getattr(chunk, name)
+        if not chunk.window_text:
+            continue
+        key = (chunk.doc_id, chunk.parent_id or chunk.parent_locator)
+        first = carried.setdefault(key, chunk.chunk_id)
+        if first == chunk.chunk_id:
+            snippet["prompt_text"] = chunk.window_text
+        else:
+            snippet["prompt_text"] = chunk.text
+            snippet["lineage"]["parent_in"] = first
+    return snippets
 
 
 def _to_snippet(result: RetrievalResult, lineage: dict[str, Any]) -> dict[str, Any]:

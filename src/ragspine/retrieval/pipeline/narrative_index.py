@@ -14,6 +14,11 @@ memory for an in-memory or PostgreSQL store), or in the `ChunkVectorStore` given
 (pgvector, Qdrant: RAGSPINE_VECTOR_STORE through the assembly). A RESTRICTED chunk is never sent to a remote
 backend. Retrieval never recomputes a stored vector; see `DenseChannel` for what happens to
 chunks that have none.
+
+With an `index_text` function (Contextual Retrieval, `make_index_text_fn`), BM25 indexes and the
+dense channel embeds `index_text(chunk)`, never changing a chunk's `text`; its lexical index and
+its vectors (`<db><tag>.vectors.sqlite`, `index_text_tag`) are kept apart from those of any other
+index text, so changing it re-indexes and re-embeds instead of mixing the two.
 """
 
 from __future__ import annotations
@@ -28,8 +33,9 @@ from ragspine.retrieval.chunking.chunking import (
     DEFAULT_CHUNK_CHARS,
     DEFAULT_OVERLAP_CHARS,
 )
+from ragspine.retrieval.chunking.contextual import index_text_tag, indexed_text
 from ragspine.retrieval.chunking.factory import ParagraphChunker
-from ragspine.retrieval.chunking.protocol import Chunker
+from ragspine.retrieval.chunking.protocol import Chunker, IndexTextFn
 from ragspine.retrieval.filters import Filter
 from ragspine.retrieval.fusion.rrf import DEFAULT_RRF_K, Fusion
 from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1
@@ -98,8 +104,10 @@ class NarrativeIndex:
         embed_on_write: bool = True,
         vectors: ChunkVectorStore | None = None,
         rerank_timeout: float | None = None,
+        index_text: IndexTextFn | None = None,
     ) -> None:
         self.store = store
+        self.index_text = index_text
         self.embedding_backend = embedding_backend
         self.query_rewriter = query_rewriter
         self.judge = judge
@@ -124,15 +132,17 @@ class NarrativeIndex:
             problem = None
             if vectors is None and key is not None:  # a backend without a model_id: in memory only
                 try:
-                    vectors = ChunkVectors.beside(store, model_id=key, dim=getattr(embedding_backend, "dim", None))
+                    vectors = ChunkVectors.beside(
+                        store, model_id=key, dim=getattr(embedding_backend, "dim", None), tag=index_text_tag(index_text)
+                    )
                 except VectorFilesDamaged as exc:  # search goes on: BM25 (and a few vectors in memory)
                     log.warning("%s; searching without the stored vectors", exc)
                     problem = f"vectors unreadable: {exc}"
                     vectors = ChunkVectors(None, model_id=key)
-            self.dense = DenseChannel(embedding_backend, vectors, problem=problem)
+            self.dense = DenseChannel(embedding_backend, vectors, problem=problem, index_text=index_text)
         # The lexical index: files beside the store (`<db>.bm25/`) unless persist_index=False
         # or the store is in memory.
-        self.lexical_index = StoreIndex(store, analyzer, persist=persist_index)
+        self.lexical_index = StoreIndex(store, analyzer, persist=persist_index, index_text=index_text)
 
     def ingest(self, text: str, meta: DocumentMeta, valid_as_of: str = "") -> int:
         """Chunk `text` (with the index's chunker) and make it the active version of `meta.doc_id`; return chunks written."""
@@ -163,7 +173,7 @@ class NarrativeIndex:
             if todo:
                 vectors.upsert(
                     [c.chunk_id for c in todo],
-                    as_matrix(backend.embed_texts([c.text for c in todo])),
+                    as_matrix(backend.embed_texts([indexed_text(c, self.index_text) for c in todo])),
                     [vector_metadata(c) for c in todo],
                 )
         except (sqlite3.DatabaseError, VectorStoreError) as exc:  # the chunks are written: BM25 has them
@@ -176,7 +186,8 @@ class NarrativeIndex:
         if self.dense is None:
             return None
         return embed_chunks(
-            self.store, self.dense.vectors, self.dense.backend, batch_size=batch_size, progress=progress
+            self.store, self.dense.vectors, self.dense.backend, batch_size=batch_size, progress=progress,
+            index_text=self.index_text,
         )
 
     def withdraw(self, doc_id: str) -> None:

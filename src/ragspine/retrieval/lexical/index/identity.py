@@ -6,7 +6,7 @@ qualified name; plus a digest of its module's source file and the Unicode databa
 stable name: its index is kept in memory only, never persisted.
 
 A store records the `IndexSettings` its chunks and lexical index were made with (analyzer,
-chunker, chunk budget and overlap) under its meta key `index_settings` (the chunk store's
+chunker, chunk budget and overlap, and the index-text function: the text both channels index) under its meta key `index_settings` (the chunk store's
 `read_meta` / `write_meta`); `check_index_settings` makes opening it with other settings an
 `IndexSettingsMismatch` that names the differences and how to rebuild, so chunkings are never
 mixed and a store is never silently re-tokenised.
@@ -50,6 +50,20 @@ def analyzer_identity(analyzer: Callable[[str], list[str]]) -> dict[str, str] | 
     return {"name": name, "source": _source_digest(module), "unicode": unicodedata.unidata_version}
 
 
+def index_text_identity(index_text: Callable[[Any], str]) -> dict[str, str] | None:
+    """A JSON-able identity of an index-text function (its `index_text_id` and the digest of its
+    module's source), or None when it has no `index_text_id`: then no index of it is persisted.
+
+    >>> from ragspine.retrieval.chunking.contextual import ContextHeader
+    >>> index_text_identity(ContextHeader())["name"]
+    'header-v1'
+    """
+    name = getattr(index_text, "index_text_id", None)
+    if not isinstance(name, str) or not name:
+        return None
+    return {"name": name, "source": _source_digest(getattr(index_text, "__module__", None))}
+
+
 def identity_key(identity: dict[str, Any]) -> str:
     """A folder name for an identity: readable prefix plus a digest of the whole identity."""
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:12]
@@ -83,18 +97,20 @@ class IndexSettings:
     overlap, and the analyzer (its resolved name: "auto" is recorded as what it chose).
 
     >>> IndexSettings("en-stem", 480, 80).describe()
-    'RAGSPINE_ANALYZER=en-stem, RAGSPINE_CHUNKER=paragraph, RAGSPINE_CHUNK_CHARS=480, RAGSPINE_CHUNK_OVERLAP=80'
+    'RAGSPINE_ANALYZER=en-stem, RAGSPINE_CHUNKER=paragraph, RAGSPINE_CHUNK_CHARS=480, RAGSPINE_CHUNK_OVERLAP=80, RAGSPINE_CONTEXTUAL=none'
     """
 
     analyzer: str
     chunk_chars: int
     chunk_overlap: int
     chunker: str = "paragraph"
+    index_text: str = "none"  # RAGSPINE_CONTEXTUAL: what the lexical and dense channels index
 
     def _items(self) -> list[tuple[str, str]]:
         return [
             ("RAGSPINE_ANALYZER", self.analyzer), ("RAGSPINE_CHUNKER", self.chunker),
             ("RAGSPINE_CHUNK_CHARS", str(self.chunk_chars)), ("RAGSPINE_CHUNK_OVERLAP", str(self.chunk_overlap)),
+            ("RAGSPINE_CONTEXTUAL", self.index_text),  # stores recorded before it existed read as "none"
         ]  # fmt: skip
 
     def describe(self) -> str:
@@ -108,7 +124,12 @@ class IndexSettings:
 
     def differences(self, asked: IndexSettings) -> list[str]:
         """'VARIABLE: recorded -> asked' for each setting that differs."""
-        return [f"{k}: {a} -> {b}" for (k, a), (_, b) in zip(self._items(), asked._items(), strict=True) if a != b]
+        mine, theirs = dict(self._items()), dict(asked._items())
+        return [
+            f"{k}: {mine.get(k, 'none')} -> {theirs.get(k, 'none')}"
+            for k in dict.fromkeys([*mine, *theirs])
+            if mine.get(k, "none") != theirs.get(k, "none")
+        ]
 
 
 # What every version before the record made: the paragraph packer at 480/80, indexed by `tokenize`.
@@ -127,7 +148,7 @@ def recorded_index_settings(store: Any) -> IndexSettings | None:
     try:
         data = json.loads(raw)
         return IndexSettings(str(data["analyzer"]), int(data["chunk_chars"]), int(data["chunk_overlap"]),
-                             str(data.get("chunker", "paragraph")))  # fmt: skip
+                             str(data.get("chunker", "paragraph")), str(data.get("index_text", "none")))  # fmt: skip
     except (ValueError, KeyError, TypeError) as exc:
         raise IndexSettingsMismatch(
             f"{store.db_path}: the store's record of its index settings is unreadable ({exc}); "

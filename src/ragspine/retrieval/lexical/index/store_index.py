@@ -13,6 +13,10 @@ indexed", reading only those documents' active rows and indexed positions, so it
 the change, not the documents' version history. After every load (and every catch-up of a store
 up to VERIFY_MAX_ROWS active rows) the active row count and row-id sum are compared with the
 store's.
+
+With an `index_text` function (Contextual Retrieval), each row is tokenized as
+`index_text(chunk)` instead of its text, and the function's identity is part of the index's
+identity: files made with another index text (or none) are never loaded, the index is rebuilt.
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from ragspine.retrieval.lexical.index.identity import analyzer_identity, identity_key
+from ragspine.retrieval.chunking.protocol import IndexTextFn
+from ragspine.retrieval.lexical.index.identity import analyzer_identity, identity_key, index_text_identity
 from ragspine.retrieval.lexical.index.segment import SegmentBuilder
 from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot
 from ragspine.retrieval.lexical.index.storage import IndexFileError, IndexFolder
@@ -56,16 +61,21 @@ class StoreIndex:
         analyzer: Callable[[str], list[str]],
         *,
         persist: bool = True,
+        index_text: IndexTextFn | None = None,
     ) -> None:
         self.store = store
         self.analyzer = analyzer
+        self.index_text = index_text
         self.stats: Counter[str] = Counter()
         self.last_action = ""
         self._snap: IndexSnapshot | None = None
         self._deletes: list[dict[str, Any]] = []  # tombstone records on disk for _snap
         self._pending: list[tuple[np.ndarray, dict[str, int]]] = []  # not yet written
         self._lock = threading.RLock()
-        self._identity = analyzer_identity(analyzer)
+        self._identity: dict[str, Any] | None = analyzer_identity(analyzer)
+        if index_text is not None and self._identity is not None:
+            text_identity = index_text_identity(index_text)
+            self._identity = None if text_identity is None else {**self._identity, "index_text": text_identity}
         self.folder: IndexFolder | None = None
         self._uid = ""
         self._epoch = ""  # the store's epoch at _snap.version
@@ -205,8 +215,8 @@ class StoreIndex:
             self._add_rows(builder, [content[r] for r in added])
             segment = builder.finish()
         dead: Counter[str] = Counter()
-        for row_id in gone:
-            dead.update(set(self.analyzer(content[row_id][2])))
+        for row_id, text in zip(gone, self._texts([content[r] for r in gone]), strict=True):
+            dead.update(set(self.analyzer(text)))
         new = snap.with_changes(segment, removed.astype(np.int64), dead, version=version)
         if len(removed):
             self._pending.append((removed.astype(np.int64), dict(dead)))
@@ -335,8 +345,16 @@ class StoreIndex:
 
     def _add_rows(self, builder: SegmentBuilder, rows: list[IndexRow]) -> None:
         builder.add(
-            [self.analyzer(row[2]) for row in rows],
+            [self.analyzer(text) for text in self._texts(rows)],
             chunk_ids=[row[1] for row in rows],
             row_ids=[row[0] for row in rows],
             fields=[row[3:] for row in rows],  # the INDEXED_FIELDS
         )
+
+    def _texts(self, rows: list[IndexRow]) -> list[str]:
+        """What is tokenized for each row: its text, or its index text (read from the store)."""
+        if self.index_text is None:
+            return [row[2] for row in rows]
+        stored = self.store.chunks_by_row_ids([row[0] for row in rows])
+        index_text = self.index_text
+        return [row[2] if chunk is None else index_text(chunk) for row, chunk in zip(rows, stored, strict=True)]

@@ -40,6 +40,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ragspine.retrieval.chunking.contextual import indexed_text
+from ragspine.retrieval.chunking.protocol import IndexTextFn
 from ragspine.retrieval.language import detect_language
 from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot
 from ragspine.retrieval.types import ChunkSource, EmbeddingBackend
@@ -123,8 +125,10 @@ class DenseChannel:
         *,
         lazy_limit: int = DEFAULT_LAZY_LIMIT,
         problem: str | None = None,
+        index_text: IndexTextFn | None = None,
     ) -> None:
         self.backend = backend
+        self.index_text = index_text  # what a chunk's vector embeds (None: its text)
         key = vector_key(backend)
         if vectors is None:
             vectors = ChunkVectors(None, model_id=key or f"unnamed:{type(backend).__qualname__}")
@@ -393,7 +397,7 @@ class DenseChannel:
             return
         log.info("embedding %d chunks that have no vector yet (%s)", len(todo), self.vectors.model_id)
         ids = [c.chunk_id for _, c in todo]
-        vectors = unit_rows(as_matrix(self.backend.embed_texts([c.text for _, c in todo]), what="chunk vectors"))
+        vectors = unit_rows(as_matrix(self.backend.embed_texts([indexed_text(c, self.index_text) for _, c in todo]), what="chunk vectors"))
         metas = [vector_metadata(c) for _, c in todo]
         self.vectors.upsert(ids, vectors, metas)
         self._add_rows(ids, vectors, [m[TEXT_LANGUAGE] for m in metas])  # the version is left alone: other writers' rows still come

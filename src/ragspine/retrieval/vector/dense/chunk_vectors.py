@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sqlite3
 import threading
 import time
@@ -47,6 +48,8 @@ import numpy as np
 from ragspine.retrieval.filters import Filter, matches, parse_filter
 from ragspine.retrieval.language import detect_language
 from ragspine.retrieval.model import FILTER_FIELDS, Chunk
+from ragspine.retrieval.chunking.contextual import indexed_text
+from ragspine.retrieval.chunking.protocol import IndexTextFn
 from ragspine.retrieval.store.protocol import ChunkStoreProtocol, StoredChunk
 from ragspine.retrieval.store.sqlite import Snapshot as _Snapshot
 from ragspine.retrieval.store.sqlite import Transaction
@@ -137,10 +140,11 @@ class ChunkVectors:
             raise
 
     @classmethod
-    def beside(cls, store: ChunkStoreProtocol, *, model_id: str, dim: int | None = None) -> ChunkVectors:
-        """The vectors of `store`: `<db_path>.vectors.sqlite`; in memory for a ":memory:" store."""
+    def beside(cls, store: ChunkStoreProtocol, *, model_id: str, dim: int | None = None, tag: str = "") -> ChunkVectors:
+        """The vectors of `store`: `<db_path><tag>.vectors.sqlite` (`tag`: an index text's,
+        `index_text_tag`); in memory for a ":memory:" store."""
         db = str(store.db_path)
-        return cls(None if db == ":memory:" else db + VECTORS_SUFFIX, model_id=model_id, dim=dim)
+        return cls(None if db == ":memory:" else db + tag + VECTORS_SUFFIX, model_id=model_id, dim=dim)
 
     # -- writes (the VectorStore seam) ----------------------------------------------------------
     def upsert(
@@ -541,7 +545,8 @@ class ChunkVectors:
         return f"Run `ragspine embed --db {self._db()}` to re-embed the damaged records"
 
     def _db(self) -> str:
-        return self.path[: -len(VECTORS_SUFFIX)] if self.path.endswith(VECTORS_SUFFIX) else "<db>"
+        db = self.path[: -len(VECTORS_SUFFIX)] if self.path.endswith(VECTORS_SUFFIX) else "<db>"
+        return re.sub(r"\.ctx-[\w.-]+$", "", db)  # an index text's tag (`index_text_tag`) is not part of the store's path
 
     def _meta(self, key: str) -> str | None:
         row = self._conn.execute(f"SELECT value FROM {_META} WHERE key = ?", (key,)).fetchone()
@@ -651,6 +656,7 @@ def embed_chunks(
     batch_size: int = 64,
     progress: bool | None = None,
     prune: bool = True,
+    index_text: IndexTextFn | None = None,
 ) -> EmbedReport:
     """Embed every active chunk of `store` that has no vector yet in `vectors` (`ChunkVectors`
     beside a SQLite store, or pgvector / Qdrant), in batches; each batch is committed before the
@@ -661,6 +667,7 @@ def embed_chunks(
     RESTRICTED chunk is never sent to a remote backend (counted in `lexical_only`). `prune`
     deletes the vectors of chunks that are no longer active. `progress`: a bar on stderr; None
     shows it on a terminal only. Backend errors propagate; the batches done so far stay committed.
+    `index_text`: what is embedded for a chunk (Contextual Retrieval); None: its text.
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
@@ -682,7 +689,7 @@ def embed_chunks(
     with tqdm(total=len(sendable), desc="embed", unit="chunk", disable=hide) as bar:
         for start in range(0, len(sendable), batch_size):
             batch = sendable[start : start + batch_size]
-            texts = [c.text for c in batch]
+            texts = [indexed_text(c, index_text) for c in batch]
             result = backend.embed_texts(texts)
             if len(result) != len(texts):
                 raise EmbeddingBackendError(
