@@ -19,7 +19,7 @@ from ragspine.integrations import RemoteWorkspace  # noqa: E402
 from ragspine.integrations.langchain import RAGSpineRetriever  # noqa: E402
 from ragspine.workspace import Workspace  # noqa: E402
 
-from conftest import API_KEY, MEMO, Demo  # noqa: E402
+from integration_helpers import API_KEY, MEMO, Demo  # noqa: E402
 
 METADATA = {"doc_id", "title", "source_locator", "chunk_id", "version", "entity", "period", "sensitivity",
             "scores", "lineage"}  # fmt: skip

@@ -23,7 +23,7 @@ from ragspine.integrations import RemoteWorkspace  # noqa: E402
 from ragspine.integrations.llamaindex import RAGSpineRetriever  # noqa: E402
 from ragspine.workspace import Workspace  # noqa: E402
 
-from conftest import API_KEY, MEMO, Demo  # noqa: E402
+from integration_helpers import API_KEY, MEMO, Demo  # noqa: E402
 
 
 def test_local_retriever_sync_async(demo_ws: Workspace) -> None:

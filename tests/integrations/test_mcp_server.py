@@ -27,7 +27,7 @@ from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from ragspine.extras import MissingExtraError  # noqa: E402
 from ragspine.integrations.mcp_server import build_mcp_server  # noqa: E402
 
-from conftest import API_KEY, AUTH, ENV, MEMO, Demo, ingest_demo  # noqa: E402
+from integration_helpers import API_KEY, AUTH, ENV, MEMO, Demo, ingest_demo  # noqa: E402
 
 TOOLS = {"search", "ask", "list_libraries", "get_chunk"}
 SRC = str(Path(ragspine.__file__).resolve().parents[1])

@@ -21,7 +21,7 @@ import pytest
 import ragspine
 from ragspine.service import running_server
 
-from conftest import API_KEY, ENV, MEMO, Demo, ingest_demo
+from integration_helpers import API_KEY, ENV, MEMO, Demo, ingest_demo
 
 CHROMIUM = os.environ.get("RAGSPINE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 # Headless, and none of Chromium's own network traffic (this machine has no network but loopback).
