@@ -1,19 +1,14 @@
 """What the integration tests share (the demo corpus, keys): imported by name, not through conftest."""
 
-
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-import pytest
 
-import ragspine
-from ragspine.service import running_server
 from ragspine.workspace import Workspace
 
 API_KEY = "integration-key-0123456789"
