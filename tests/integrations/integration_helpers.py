@@ -8,7 +8,6 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-
 from ragspine.workspace import Workspace
 
 API_KEY = "integration-key-0123456789"
