@@ -53,6 +53,7 @@ def test_header_is_indexed_and_embedded_but_never_cited(tmp_path: Path) -> None:
         # A word only the header carries finds the later chunks (BM25 and dense both index it)...
         snippets = retriever.retrieve("ACME memo", top_k=10)
         assert {s["chunk_id"] for s in snippets} == {c.chunk_id for c in chunks}
+        assert all(s["scores"]["bm25"] > 0 for s in snippets)  # BM25 itself matched each (dense returns all)
         for snippet in snippets:
             stored = next(c for c in chunks if c.chunk_id == snippet["chunk_id"])
             assert snippet["text"] == stored.text and "ACME memo ·" not in snippet["text"]
