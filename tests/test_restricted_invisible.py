@@ -196,6 +196,8 @@ def _facade_outputs(folder: Path, docs: list[dict[str, Any]]) -> list[Any]:
             for doc_id in ("salary_ceo.txt", "memo.md", "nothing.md"):
                 response = client.get(f"/documents/{doc_id}/chunks")
                 out.append((doc_id, response.status_code, response.json()))
+            fields = client.get("/fields")  # the search page's field list
+            out.append(("fields", fields.status_code, fields.json()))
     with ragspine.open(folder / "b", env=env) as ws:
         _fill(ws, docs)
     runner = CliRunner()

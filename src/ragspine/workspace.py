@@ -246,6 +246,12 @@ class Workspace:
         rows = self.store.iter_chunks(doc_id=_check_doc_id(doc_id))
         return [_chunk_dict(asdict(c)) for c in rows if not is_restricted(c.sensitivity)]
 
+    def metadata_fields(self) -> list[str]:
+        """The user metadata fields a filter can name here: those of the active chunks a caller
+        may see (a field only RESTRICTED documents carry is not listed, as in the unknown-field
+        error)."""
+        return sorted(self.retriever.index.retriever().index.metadata_keys())
+
     def chunk(self, chunk_id: str) -> dict[str, Any]:
         """One active chunk by its id (`doc_id:seq:digest`, as snippets cite it). A ValueError
         when no active chunk has that id; a PermissionError when it is RESTRICTED (its text

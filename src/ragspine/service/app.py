@@ -107,8 +107,7 @@ def _routes(ws: Workspace) -> APIRouter:
     def fields() -> dict[str, Any]:
         """What `where` can filter on here: the built-in fields, the user metadata fields some
         document carries, and the operators."""
-        return {"fields": list(CORE_FIELDS), "metadata": sorted(ws.retriever.index.lexical_index.snapshot().metadata_keys()),
-                "operators": list(OPERATORS)}  # fmt: skip
+        return {"fields": list(CORE_FIELDS), "metadata": ws.metadata_fields(), "operators": list(OPERATORS)}
 
     @router.post("/documents", status_code=201, response_model=m.IngestOut, tags=["documents"])
     def ingest(doc: m.DocumentIn) -> dict[str, Any]:
