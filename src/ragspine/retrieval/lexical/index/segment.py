@@ -52,21 +52,6 @@ class Segment:
     name: str = ""  # storage name once written
 
     @property
-    def rows_sorted(self) -> bool:
-        """Whether row ids ascend with position (then rows are found by binary search)."""
-        return bool(np.all(self.row_ids[1:] > self.row_ids[:-1]))
-
-    def positions_of_rows(self, row_ids: np.ndarray) -> np.ndarray:
-        """Global positions in this segment holding any of `row_ids` (ascending)."""
-        if self.rows_sorted:
-            idx = np.searchsorted(self.row_ids, row_ids)
-            ok = idx < len(self.row_ids)
-            idx = idx[ok]
-            idx = idx[self.row_ids[idx] == row_ids[ok]]
-            return np.unique(idx) + self.first
-        return np.flatnonzero(np.isin(self.row_ids, row_ids)) + self.first
-
-    @property
     def n_docs(self) -> int:
         return len(self.lengths)
 

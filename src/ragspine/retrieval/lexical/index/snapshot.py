@@ -352,13 +352,6 @@ class IndexSnapshot:
         positions = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
         return positions if self.active is None else positions[self.active[positions]]
 
-    def active_positions_of_rows(self, row_ids: Sequence[int]) -> np.ndarray:
-        """Active positions whose store row id is in `row_ids`."""
-        wanted = np.unique(np.asarray(row_ids, dtype=np.int64))
-        found = [seg.positions_of_rows(wanted) for seg in self.segments]
-        positions = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
-        return positions if self.active is None else positions[self.active[positions]]
-
     # -- updates ----------------------------------------------------------------------------
     def with_changes(
         self,
