@@ -122,9 +122,9 @@ class NarrativeIndex:
         self.embed_on_write = embed_on_write
         self.analyzer = analyzer
         self._lock = threading.Lock()
-        self._retriever: HybridRetriever | None = None
         self._snapshot: IndexSnapshot | None = None
-        self._unmasked: HybridRetriever | None = None  # include_restricted=True, made on demand
+        # per include_restricted, over _snapshot; each made on first use
+        self._retrievers: dict[bool, HybridRetriever] = {}
         self._row_cache: dict[int, Chunk] = {}
         self.dense: DenseChannel | None = None
         if embedding_backend is not None:
@@ -279,17 +279,14 @@ class NarrativeIndex:
         with self._lock:
             snapshot = self.lexical_index.snapshot()
             if snapshot is not self._snapshot:
-                self._retriever = self._unmasked = None
+                self._retrievers.clear()
                 self._snapshot = snapshot
-            if include_restricted:
-                if self._unmasked is None:
-                    self._unmasked = self._over(snapshot, include_restricted=True)
-                return self._unmasked
-            if self._retriever is None:
-                self._retriever = self._over(snapshot, include_restricted=False)
-            return self._retriever
+            retriever = self._retrievers.get(include_restricted)
+            if retriever is None:
+                retriever = self._retrievers[include_restricted] = self._over(snapshot, include_restricted)
+            return retriever
 
-    def _over(self, snapshot: IndexSnapshot, *, include_restricted: bool) -> HybridRetriever:
+    def _over(self, snapshot: IndexSnapshot, include_restricted: bool) -> HybridRetriever:
         return HybridRetriever.over_snapshot(
             snapshot,
             StoreChunks(self.store, snapshot, self._row_cache),
