@@ -254,15 +254,13 @@ class Workspace:
 
     def chunk(self, chunk_id: str) -> dict[str, Any]:
         """One active chunk by its id (`doc_id:seq:digest`, as snippets cite it). A ValueError
-        when no active chunk has that id; a PermissionError when it is RESTRICTED (its text
-        never leaves the workspace)."""
+        when no active chunk has that id, and the same ValueError when it is RESTRICTED: its text
+        never leaves the workspace, and the answer does not say it exists."""
         doc_id = chunk_id.rsplit(":", 2)[0] if isinstance(chunk_id, str) and chunk_id.count(":") >= 2 else ""
         if not doc_id:
             raise ValueError(f"chunk id {chunk_id!r} is not of the form DOC_ID:SEQ:DIGEST (as in a snippet's chunk_id)")
         for row in self.store.iter_chunks(doc_id=_check_doc_id(doc_id)):
-            if row.chunk_id == chunk_id:
-                if is_restricted(row.sensitivity):
-                    raise PermissionError(f"chunk {chunk_id!r} is RESTRICTED: its text is never returned")
+            if row.chunk_id == chunk_id and not is_restricted(row.sensitivity):
                 return _chunk_dict(asdict(row))
         raise ValueError(f"no active chunk {chunk_id!r} (withdrawn, replaced by a new version, or never ingested)")
 
