@@ -121,7 +121,7 @@ def question_heading(line: str) -> tuple[int, str] | None:
 
 
 LAYOUT_RULES: tuple[HeadingRule, ...] = (markdown_heading, division_heading, numbered_heading)
-BOOK_RULES: tuple[HeadingRule, ...] = (markdown_heading, division_heading, numbered_heading)
+BOOK_RULES = LAYOUT_RULES  # `book` is `layout` under its own name (auto records which it picked)
 LAWS_RULES: tuple[HeadingRule, ...] = (markdown_heading, division_heading, article_heading)
 QA_RULES: tuple[HeadingRule, ...] = (markdown_heading, question_heading)
 
@@ -193,14 +193,11 @@ def _cut_at_pages(sections: list[Section], text: str, page_starts: Sequence[int]
     out: list[Section] = []
     for section in sections:
         start = section.start
-        for cut in sorted(p for p in page_starts if section.start < p < section.end):
-            if cut <= section.heading_end:
-                continue
-            _add_section(out, text, start, cut, section.level if start == section.start else PAGE_LEVEL,
-                         section.path, section.heading_end if start == section.start else None)  # fmt: skip
+        for cut in [*sorted(p for p in page_starts if section.heading_end < p < section.end), section.end]:
+            first = start == section.start
+            _add_section(out, text, start, cut, section.level if first else PAGE_LEVEL, section.path,
+                         section.heading_end if first else None)  # fmt: skip
             start = cut
-        _add_section(out, text, start, section.end, section.level if start == section.start else PAGE_LEVEL,
-                     section.path, section.heading_end if start == section.start else None)  # fmt: skip
     return out
 
 
@@ -519,7 +516,7 @@ def detect_shape(text: str) -> str:
             continue
         if _CN_ARTICLE.match(line) or _EN_ARTICLE.match(line):
             counts["laws"] += 1
-        elif _QUESTION.match(line) or (len(line) <= MAX_TITLE_LINE and line[-1] in "?？"):
+        elif question_heading(line):
             counts["qa"] += 1
         elif markdown_heading(line) or division_heading(line):
             counts["book"] += 1
