@@ -509,6 +509,13 @@ def detect_shape(text: str) -> str:
     >>> detect_shape("第一条 总则。\\n第二条 适用范围。"), detect_shape("Q: Why?\\nBecause.\\n\\nQ: How?\\nSo.")
     ('laws', 'qa')
     """
+    if family := _family(text):
+        return family
+    return "layout" if any(s.path for s in find_sections(text, LAYOUT_RULES)) else "paragraph"
+
+
+def _family(text: str) -> str | None:
+    """laws, qa or book when the document has AUTO_MIN_MARKS lines of that family (the most)."""
     counts = {"laws": 0, "qa": 0, "book": 0}
     for line in text.split("\n"):
         line = line.strip()
@@ -521,10 +528,7 @@ def detect_shape(text: str) -> str:
         elif markdown_heading(line) or division_heading(line):
             counts["book"] += 1
     best = max(counts, key=lambda k: counts[k])
-    if counts[best] >= AUTO_MIN_MARKS:
-        return best
-    sections = find_sections(text, LAYOUT_RULES)
-    return "layout" if any(s.path for s in sections) else "paragraph"
+    return best if counts[best] >= AUTO_MIN_MARKS else None
 
 
 class AutoChunker:
@@ -545,13 +549,12 @@ class AutoChunker:
         return self.chunk_structured(text, meta, Layout())
 
     def chunk_structured(self, text: str, meta: DocumentMeta, layout: Layout) -> list[Chunk]:
-        shape = detect_shape(text)
-        if shape == "paragraph" and (layout.headings or layout.page_starts):
-            shape = "layout"  # the loader saw structure the text does not show
-        if shape == "paragraph":
+        shape = _family(text) or "layout"
+        pieces = self._by_shape[shape].pieces(text, layout)  # `detect_shape`'s sections, found once
+        if shape == "layout" and not (layout.headings or layout.page_starts or any(p.heading for p in pieces)):
             chunks = chunk_document(text, meta, max_chars=self.max_chars, overlap_chars=self.overlap_chars)
-            return [replace(c, metadata={**c.metadata, "chunker": shape}) for c in chunks]
-        return make_chunks(text, meta, self._by_shape[shape].pieces(text, layout), extra={"chunker": shape})
+            return [replace(c, metadata={**c.metadata, "chunker": "paragraph"}) for c in chunks]
+        return make_chunks(text, meta, pieces, extra={"chunker": shape})
 
     def __repr__(self) -> str:
         return f"AutoChunker(max_chars={self.max_chars}, overlap_chars={self.overlap_chars})"
