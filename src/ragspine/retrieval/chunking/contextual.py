@@ -53,7 +53,7 @@ def context_header(chunk: Any) -> str:
     """title · entity · period · heading path of `chunk` (see the module docstring)."""
     parts: list[str] = []
     seen: set[str] = set()
-    heading = [h for h in str(getattr(chunk, "heading", "") or "").split(" > ")]
+    heading = str(getattr(chunk, "heading", "") or "").split(" > ")
     for value in (getattr(chunk, "title", ""), getattr(chunk, "entity", ""), getattr(chunk, "period", ""), *heading):
         cleaned = " ".join(str(value or "").split())
         if cleaned and cleaned.casefold() not in seen:
