@@ -12,6 +12,7 @@ from llm_stub import LLMStubServer, StubLLM
 
 from ragspine.answer import NO_SOURCES, ask
 from ragspine.llm.openai_compatible import OpenAICompatibleProvider
+from ragspine.retrieval.filters import parse_filter, to_dict
 from ragspine.retrieval.fusion.rrf import rrf_fuse
 from ragspine.retrieval.link.guarded import QueryPlan
 from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever, build_narrative_retriever
@@ -265,6 +266,24 @@ def test_corrective_drops_filters_then_rewrites_at_most_two_actions(
     refused = pipeline(grader=RuleGrader(), rewriter=LLMRewriter(provider)).retrieve_run("why did shipments abroad drop")
     assert refused.refusal is not None
     assert refused.lineage["corrective"]["actions"][0]["gate_refused"][0]["origin"] == "corrective_rewrite"
+
+
+def test_the_corrective_loop_extracts_filters_once_per_query(
+    pipeline: Callable[..., NarrativeIndexRetriever],
+) -> None:
+    asked: list[str] = []
+
+    class Extractor:
+        def extract(self, query: str) -> Any:
+            asked.append(query)
+            return parse_filter({"entity": "ACME_CN"})
+
+    retriever = pipeline(grader=RuleGrader())
+    retriever.filter_extractor = Extractor()
+    run = retriever.retrieve_run("exports tariffs Norway", filters={"period": "1999"})
+    assert run.lineage["corrective"]["actions"] == [{"action": "drop_filters"}]
+    assert run.snippets[0]["lineage"]["requested_extracted"] == to_dict(parse_filter({"entity": "ACME_CN"}))
+    assert asked == ["exports tariffs Norway"]
 
 
 def test_the_llm_grader_never_sees_restricted_text(

@@ -17,6 +17,7 @@ A chunk without structure gives exactly the specification's snippet (no added ke
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -166,9 +167,11 @@ class NarrativeIndexRetriever:
         refused (the gate denied it, or corrective retrieval found no grounded context)."""
         check_query(query)
         split_filters(filters)  # a bad filter is an error before anything runs
+        # once per text and run: the corrective loop searches a query again without its filters
+        extract = functools.cache(functools.partial(safe_extract, self.filter_extractor))
 
         def search(q: str, variants: list[str], *, drop_filters: bool, retry: bool) -> tuple[list[RetrievalResult], dict[str, Any]]:
-            return self._search(q, variants, filters, where, top_k, drop_filters=drop_filters, retry=retry)
+            return self._search(q, variants, filters, where, top_k, extract(q), drop_filters=drop_filters, retry=retry)
 
         run = run_query(self.plan, self.index, search, query, top_k)
         snippets = expand_parents([_to_snippet(r, lineage) for r, lineage in run.ranked], [r.chunk for r, _ in run.ranked])
@@ -181,16 +184,18 @@ class NarrativeIndexRetriever:
         filters: Mapping[str, Any] | Filter | None,
         where: Filter | Mapping[str, Any] | None,
         top_k: int,
+        extraction: tuple[Filter | None, str | None],
         *,
         drop_filters: bool,
         retry: bool,
     ) -> tuple[list[RetrievalResult], dict[str, Any]]:
         """One query's screened variants searched with the filters (or without, `drop_filters`),
-        through RESTRICTED exit #2 and the post-processors."""
+        through RESTRICTED exit #2 and the post-processors; `extraction`: `safe_extract`'s answer
+        for `query`."""
         wanted, top_k = top_k, self.postprocessor.fetch_size(top_k) if self.postprocessor else top_k
         kwargs, typed = split_filters(filters)
         explicit = parse_filter([f for f in (typed, parse_filter(where)) if f is not None])
-        extracted, error = safe_extract(self.filter_extractor, query)
+        extracted, error = extraction
         taken = parse_filter([{k: v} for k, v in kwargs.items()] + ([explicit] if explicit else []))
         added = narrowing(taken, extracted)
         lineage: dict[str, Any] = {
