@@ -22,6 +22,7 @@ from ragspine.registry import Entry, Registry
 from ragspine.retrieval.query.filter_extraction import years_in
 from ragspine.retrieval.query.gate import fold
 from ragspine.retrieval.query.glossary import Glossary, load_glossary
+from ragspine.retrieval.query.transforms import reply_word
 
 SINGLE, DECOMPOSE = "single", "decompose"
 _LOG = logging.getLogger(__name__)
@@ -113,13 +114,8 @@ class LLMComplexityClassifier:
             },
         ]
         try:
-            reply = self.provider.chat(messages, temperature=0)
-            word = reply.strip().upper() if isinstance(reply, str) else ""
-            if word.startswith("COMPLEX"):
-                return Route(DECOMPOSE, ("llm: complex",))
-            if word.startswith("SIMPLE"):
-                return Route(SINGLE, ("llm: simple",))
-            raise ValueError(f"answered neither SIMPLE nor COMPLEX: {str(reply)[:80]!r}")
+            word = reply_word(self.provider.chat(messages, temperature=0), ("SIMPLE", "COMPLEX"))
+            return Route(DECOMPOSE, ("llm: complex",)) if word == "COMPLEX" else Route(SINGLE, ("llm: simple",))
         except Exception as exc:  # noqa: BLE001 - the rules decide when the LLM cannot
             _LOG.warning("LLM complexity classifier failed (%s); using the rules", exc)
             route = self.rules.classify(query)

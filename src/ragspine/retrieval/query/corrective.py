@@ -23,6 +23,7 @@ from typing import Protocol, runtime_checkable
 
 from ragspine.agent.agent import LLMProvider
 from ragspine.registry import Entry, Registry
+from ragspine.retrieval.query.transforms import reply_word
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.retrieval.types import RetrievalResult
 
@@ -134,13 +135,10 @@ class LLMGrader:
         if not any(not is_restricted(r.chunk.sensitivity) for r in results):
             return rule
         try:
-            reply = self.provider.chat(self.prompt(query, results), temperature=0)
-            word = reply.strip().upper() if isinstance(reply, str) else ""
-            if word.startswith("YES"):
+            word = reply_word(self.provider.chat(self.prompt(query, results), temperature=0), ("YES", "NO"))
+            if word == "YES":
                 return Grade(CORRECT, match, rule.agreement, "llm: the passages answer it")
-            if word.startswith("NO"):
-                return Grade(INCORRECT, match, rule.agreement, "llm: the passages do not answer it")
-            raise ValueError(f"answered neither YES nor NO: {str(reply)[:80]!r}")
+            return Grade(INCORRECT, match, rule.agreement, "llm: the passages do not answer it")
         except Exception as exc:  # noqa: BLE001 - the rule grade stands when the LLM cannot grade
             _LOG.warning("LLM grader failed (%s); using the rule grade", exc)
             return Grade(rule.verdict, match, rule.agreement, f"llm failed ({type(exc).__name__}); {rule.reason}")

@@ -52,6 +52,19 @@ def reply_lines(reply: object, limit: int) -> list[str]:
     return list(dict.fromkeys(line for line in lines if line))[:limit]
 
 
+def reply_word(reply: object, words: tuple[str, ...]) -> str:
+    """The one of `words` an LLM reply starts with (case-insensitive); ValueError when none.
+
+    >>> reply_word(" yes, they do", ("YES", "NO"))
+    'YES'
+    """
+    text = reply.strip().upper() if isinstance(reply, str) else ""
+    for word in words:
+        if text.startswith(word):
+            return word
+    raise ValueError(f"answered neither {' nor '.join(words)}: {str(reply)[:80]!r}")
+
+
 class _LLMTransform:
     """One chat call with a fixed instruction; subclasses say how many lines to keep."""
 
