@@ -17,9 +17,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from ragspine.extras import require
-from ragspine.http_retry import EndpointError, excerpt, json_client, log_body, post_with_retries
-from ragspine.secret import redact_url
-from ragspine.secret import Secret
+from ragspine.http_retry import EndpointError, json_client, log_body, post_with_retries
+from ragspine.secret import Secret, redact_url
 
 if TYPE_CHECKING:
     import httpx
