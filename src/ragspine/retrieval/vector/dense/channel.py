@@ -504,16 +504,19 @@ class StoreDenseView:
             return [], {}
         mask = np.zeros(int(allowed.max()) + 1, dtype=bool)
         mask[allowed] = True
-        total = self.store.count()
-        k = min(total, max(2 * depth, depth + 32))
-        kept: list[tuple[int, float]] = []
-        while k > 0:
-            kept = []
+        k = max(2 * depth, depth + 32)
+        total: int | None = None  # the store's size: asked only when one round is not enough
+        while True:
+            kept: list[tuple[int, float]] = []
             for chunk_id, score in self.store.query(query, k=k):
                 p = self.position_of.get(chunk_id)
                 if p is not None and p < len(mask) and mask[p]:
                     kept.append((p, score))
-            if len(kept) >= depth or k >= total:
+            if len(kept) >= depth:
+                break
+            if total is None:
+                total = self.store.count()
+            if k >= total:
                 break
             k = min(total, 4 * k)
         kept = kept[:depth]
