@@ -143,8 +143,9 @@ class DenseChannel:
         self._open_problem = problem  # why the persisted vectors could not be opened (given by the owner)
         self._present: set[str] = set()  # ids a (non-ChunkVectors) store is known to hold
         self._lexical_only: set[str] = set()  # ids a remote backend may not see (RESTRICTED)
-        self._position_of: dict[str, int] = {}
-        self._positions_segments: list[int] = []
+        self._position_of: dict[str, int] = {}  # active chunk id → position, for `_positions_segments`
+        self._id_at: list[str] = []  # chunk id of every position of `_positions_segments`
+        self._positions_segments: list[Any] = []
         self._lock = threading.Lock()
         self._row_of: dict[str, int] = {}
         self._matrix = np.zeros((0, 0), dtype=np.float32)
@@ -273,11 +274,14 @@ class DenseChannel:
         """Map the snapshot's chunk ids to positions, find which of `positions` have no vector in
         the store (only ids not seen before are asked), embed them within `limit`, and return the
         view that lets the store rank."""
-        if [id(s) for s in snapshot.segments] != self._positions_segments:
-            active = snapshot.active_positions().tolist()
-            self._position_of = {snapshot.chunk_id(p): p for p in active}
-            self._positions_segments = [id(s) for s in snapshot.segments]
-        ids = [snapshot.chunk_id(p) for p in positions.tolist()]
+        segments = list(snapshot.segments)
+        if len(segments) != len(self._positions_segments) or any(
+            a is not b for a, b in zip(segments, self._positions_segments, strict=True)
+        ):
+            self._id_at = [cid for segment in segments for cid in segment.chunk_ids.to_list()]
+            self._position_of = {self._id_at[p]: p for p in snapshot.active_positions().tolist()}
+            self._positions_segments = segments
+        ids = [self._id_at[p] for p in positions.tolist()]
         unknown = [i for i in ids if i not in self._present and i not in self._lexical_only]
         if unknown:
             absent = set(self.vectors.missing(unknown))
