@@ -227,6 +227,15 @@ def test_http_failures_are_clear_errors_and_the_guard_keeps_the_fused_order(
     assert [r.chunk.chunk_id for r in out] == ["c0", "c1", "c2"] and lineage.fell_back
 
 
+def test_a_malformed_upstream_body_never_reaches_the_callers_lineage(rerank_server: Any) -> None:
+    """Issue 14 #8: the body of a malformed rerank answer goes to the log only, never into the
+    error a snippet's lineage carries (an upstream may echo headers or other callers' data)."""
+    rerank_server.default = "garbage"  # answers 200 with "<html>not json"
+    out, lineage = rerank_traced(QUERY, results(["PUBLIC"] * 2), _http(rerank_server).rerank, name="http")
+    assert lineage.fell_back and "malformed cohere response (body in the log)" in (lineage.reason or "")
+    assert "not json" not in (lineage.reason or "")
+
+
 def test_http_timeout_is_an_error_and_the_guard_deadline_bounds_retries(rerank_server: Any) -> None:
     rerank_server.default, rerank_server.slow_s = "slow", 1.5
     reranker = _http(rerank_server, timeout=0.2, max_retries=1)

@@ -22,9 +22,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ragspine.extras import require
-from ragspine.http_retry import EndpointError, excerpt, json_client, post_with_retries
+from ragspine.http_retry import EndpointError, json_client, log_body, post_with_retries
 from ragspine.retrieval.rerank.models import order_by_scores
-from ragspine.secret import Secret
+from ragspine.secret import Secret, redact_url
 
 APIS = ("cohere", "tei")
 DEFAULT_TIMEOUT_S = 10.0
@@ -103,14 +103,15 @@ class HttpReranker:
             key = "score" if self.api == "tei" else "relevance_score"
             pairs = [(item["index"], item[key]) for item in items]
         except (ValueError, KeyError, TypeError):
-            return RerankerError(f"reranker {self.url}: malformed {self.api} response: {excerpt(response)}")
+            log_body("reranker", self.url, response)  # the body to the log only, redacted (docs/security.md)
+            return RerankerError(f"reranker {redact_url(self.url)}: malformed {self.api} response (body in the log)")
         scores: dict[int, float] = {}
         for index, score in pairs:
             ok_index = isinstance(index, int) and not isinstance(index, bool) and 0 <= index < n
             ok_score = isinstance(score, int | float) and not isinstance(score, bool) and math.isfinite(score)
             if not ok_index or not ok_score or index in scores:
                 return RerankerError(
-                    f"reranker {self.url}: bad result (index {index!r}, score {score!r}) for {n} documents"
+                    f"reranker {redact_url(self.url)}: bad result (index {index!r}, score {score!r}) for {n} documents"
                 )
             scores[index] = float(score)
         return scores
@@ -119,4 +120,4 @@ class HttpReranker:
         self._client.close()
 
     def __repr__(self) -> str:
-        return f"HttpReranker({self.url!r}, api={self.api!r})"
+        return f"HttpReranker({redact_url(self.url)!r}, api={self.api!r})"
