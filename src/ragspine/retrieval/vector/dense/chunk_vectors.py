@@ -64,6 +64,7 @@ from ragspine.retrieval.vector.stores.inprocess import (
     SCORE_DECIMALS,
     ChunkVectorStore,
     check_upsert,
+    rows_found,
     top_k,
 )
 
@@ -323,14 +324,7 @@ class ChunkVectors:
                 ).fetchall()
                 ok, matrix = self._verified(records)
                 found.update((r[0], row) for r, good, row in zip(records, ok.tolist(), matrix, strict=True) if good)
-        rows = np.zeros((len(ids), self.dim or 0), dtype=np.float32)
-        mask = np.zeros(len(ids), dtype=bool)
-        for i, cid in enumerate(ids):
-            row = found.get(cid)
-            if row is not None:
-                rows[i] = row
-                mask[i] = True
-        return rows, mask
+        return rows_found(ids, found, self.dim)
 
     def load_all(self) -> tuple[list[str], np.ndarray]:
         """Every intact (chunk_id, vector): ids sorted ascending and a (count, dim) float32 matrix."""

@@ -271,6 +271,17 @@ class InProcessVectorStore:
         return f"{noun} for this store (model_id={self.model_id!r})" if self.model_id else noun
 
 
+def rows_found(ids: Sequence[str], found: Mapping[str, Any], dim: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, present) as `ChunkVectorStore.get` describes, from `found` (id → vector of each id
+    a store holds): the one assembly every store's `get` ends with."""
+    rows = np.zeros((len(ids), dim or 0), dtype=np.float32)
+    present = np.zeros(len(ids), dtype=bool)
+    for i, id_ in enumerate(ids):
+        if id_ in found:
+            rows[i], present[i] = found[id_], True
+    return rows, present
+
+
 def top_k(rows: np.ndarray, scores: np.ndarray, k: int, ids: Sequence[str]) -> list[tuple[str, float]]:
     """The `k` best (ids[row], score) by (-score, id). Every row tied with the k-th best is
     considered, so the cut never depends on the order of equal scores."""

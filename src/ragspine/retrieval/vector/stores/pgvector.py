@@ -45,7 +45,7 @@ from ragspine.retrieval.filters import (
     parse_filter,
 )
 from ragspine.retrieval.vector.errors import VectorModelMismatch
-from ragspine.retrieval.vector.stores.inprocess import SCORE_DECIMALS, check_upsert, top_k
+from ragspine.retrieval.vector.stores.inprocess import SCORE_DECIMALS, check_upsert, rows_found, top_k
 from ragspine.retrieval.vector.arrays import as_vector, unit_rows
 
 EXACT_MAX_ROWS = 20_000  # up to this many rows a query scores every (pre-filtered) row
@@ -177,12 +177,7 @@ class PgVectorStore:
                     f"SELECT id, embedding FROM {self.table} WHERE id = ANY(%s)", (sorted(set(ids)),)
                 )
             }
-        rows = np.zeros((len(ids), self.dim), dtype=np.float32)
-        present = np.zeros(len(ids), dtype=bool)
-        for i, id_ in enumerate(ids):
-            if id_ in found:
-                rows[i], present[i] = found[id_], True
-        return rows, present
+        return rows_found(ids, found, self.dim)
 
     def query(
         self, vector: Sequence[float] | np.ndarray, *, k: int, where: Filter | Mapping[str, Any] | None = None

@@ -44,7 +44,7 @@ from ragspine.retrieval.filters import (  # the private parsers: pushed-down fil
     parse_filter,
 )
 from ragspine.retrieval.vector.embeddings.support import require
-from ragspine.retrieval.vector.stores.inprocess import SCORE_DECIMALS, check_upsert, top_k
+from ragspine.retrieval.vector.stores.inprocess import SCORE_DECIMALS, check_upsert, rows_found, top_k
 from ragspine.retrieval.vector.stores.files import VectorFilesError, VectorFilesMismatch
 from ragspine.retrieval.vector.arrays import as_vector, batches, unit_rows
 
@@ -215,12 +215,7 @@ class QdrantVectorStore:
     def get(self, ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """(rows, present): the stored unit vectors of `ids` (zero rows where absent) and the mask."""
         found = self._retrieve(ids, vectors=True)
-        rows = np.zeros((len(ids), self.dim or 0), dtype=np.float32)
-        present = np.zeros(len(ids), dtype=bool)
-        for i, id_ in enumerate(ids):
-            if id_ in found:
-                rows[i], present[i] = found[id_], True
-        return rows, present
+        return rows_found(ids, found, self.dim)
 
     def _retrieve(self, ids: Sequence[str], *, vectors: bool) -> dict[str, Any]:
         """id → stored vector (None without `vectors`) of the given ids that exist."""
