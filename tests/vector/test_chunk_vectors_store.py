@@ -221,3 +221,59 @@ def test_a_store_that_ranks_gives_the_channel_the_same_results(kind: str) -> Non
     got = _channel_ranking(store, corpus, queries)
     assert got == want
     assert any(got) and all(score is not None for run in got[:1] for _, score in run)
+
+
+class CountingBackend(DeterministicEmbeddingBackend):
+    """The deterministic backend, recording every text it embeds (a local backend: it may embed
+    RESTRICTED text, so only the lazy limit's accounting is under test)."""
+
+    def __init__(self) -> None:
+        super().__init__(dim=8)
+        self.texts: list[str] = []
+
+    def embed_texts(self, texts: list[str]) -> list[list[float]]:
+        self.texts += texts
+        return super().embed_texts(texts)
+
+
+@pytest.mark.parametrize("kind", ["chunk_vectors", "in_process_store"])
+def test_restricted_chunks_never_use_up_the_lazy_limit(kind: str) -> None:
+    """Three RESTRICTED chunks without vectors must not push two visible ones past a lazy limit
+    of 2: the visible ones are embedded at search time and get a vector score, as they would
+    if the RESTRICTED documents did not exist (issue 14 #1/#2)."""
+    backend = CountingBackend()
+    vectors = None if kind == "chunk_vectors" else InProcessVectorStore(model_id=backend.model_id)
+    with ChunkStore(":memory:") as store:
+        store.init_schema()
+        index = NarrativeIndex(store, embedding_backend=backend, vectors=vectors, embed_on_write=False)  # type: ignore[arg-type]
+        assert index.dense is not None
+        index.dense.lazy_limit = 2
+        for i in range(2):
+            index.ingest(f"revenue fell in region {i}", DocumentMeta(f"open{i}"))
+        for i in range(3):
+            index.ingest(f"revenue secret plan {i}", DocumentMeta(f"hidden{i}", sensitivity="RESTRICTED"))
+        results = index.retrieve("revenue fell region", top_k=5)
+        assert [r.chunk.doc_id for r in results] and {r.chunk.doc_id for r in results} <= {"open0", "open1"}
+        assert all(r.vector_score is not None for r in results)
+        assert not any("secret" in t for t in backend.texts)  # not embedded lazily either
+        index.close()
+
+
+def test_a_store_that_ranks_embeds_the_index_text_lazily() -> None:
+    """With Contextual Retrieval, a vector embedded at search time (the store path) is of the
+    same index text `embed_chunks` embeds, not of the bare chunk text."""
+    from ragspine.retrieval.chunking.contextual import indexed_text
+    from ragspine.retrieval.chunking.factory import make_index_text_fn
+
+    backend, header = CountingBackend(), make_index_text_fn("header")
+    assert header is not None
+    store_vectors = InProcessVectorStore(model_id=backend.model_id)
+    with ChunkStore(":memory:") as store:
+        store.init_schema()
+        index = NarrativeIndex(store, embedding_backend=backend, vectors=store_vectors, embed_on_write=False,
+                               index_text=header)  # fmt: skip
+        index.ingest("Revenue fell in the north.", DocumentMeta("r1", title="Annual report", entity="ACME"))
+        assert index.retrieve("revenue", top_k=1)[0].vector_score is not None
+        (chunk,) = store.iter_chunks(doc_id="r1")
+        assert backend.texts[0] == indexed_text(chunk, header) != chunk.text  # then the query
+        index.close()

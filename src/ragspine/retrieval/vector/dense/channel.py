@@ -41,6 +41,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ragspine.retrieval.chunking.contextual import indexed_text
+from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.retrieval.chunking.protocol import IndexTextFn
 from ragspine.retrieval.language import detect_language
 from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot
@@ -159,7 +160,8 @@ class DenseChannel:
     # -- keeping up with the store ---------------------------------------------------------------
     def attach(self, snapshot: IndexSnapshot, source: ChunkSource) -> DenseRanking:
         """Align to `snapshot`: load vectors written since the last call, embed what is missing
-        (within `lazy_limit`), and map every position to its vector row. The returned view ranks
+        (`lazy_batch`: within `lazy_limit`, decided by the chunks a caller may see), and map every
+        position to its vector row. The returned view ranks
         that snapshot's positions and is not changed by later attaches."""
         with self._lock:
             if not isinstance(self.vectors, ChunkVectors):
@@ -288,15 +290,12 @@ class DenseChannel:
             self._present.update(i for i in unknown if i not in absent)
             todo = [p for p, i in zip(positions.tolist(), ids, strict=True) if i in absent]
             chunks = source.chunks_at(todo)
-            sendable = [c for c in chunks if can_embed(self.backend, c.sensitivity)]
             self._lexical_only.update(c.chunk_id for c in chunks if not can_embed(self.backend, c.sensitivity))
-            if sendable and limit is not None and len(sendable) > limit:
-                log.warning(
-                    "%d chunks have no vector in %r: they are ranked by BM25 only until embedded; "
-                    "run `ragspine embed` to embed them", len(sendable), self.vectors,
-                )  # fmt: skip
-            elif sendable:
-                vectors = as_matrix(self.backend.embed_texts([c.text for c in sendable]), what="chunk vectors")
+            batch = lazy_batch([(0, c) for c in chunks if can_embed(self.backend, c.sensitivity)], limit, self.vectors)
+            sendable = [c for _, c in batch]
+            if sendable:
+                texts = [indexed_text(c, self.index_text) for c in sendable]  # what embed_chunks embeds
+                vectors = as_matrix(self.backend.embed_texts(texts), what="chunk vectors")
                 self.vectors.upsert([c.chunk_id for c in sendable], vectors, [vector_metadata(c) for c in sendable])
                 self._present.update(c.chunk_id for c in sendable)
         with_vector = sum(1 for i in ids if i in self._present)
@@ -389,15 +388,10 @@ class DenseChannel:
         for position, ok in zip(missing.tolist(), allowed, strict=True):
             if not ok:
                 rows[position] = _LEXICAL_ONLY
-        todo = [(p, c) for p, c, ok in zip(missing.tolist(), chunks, allowed, strict=True) if ok]
+        todo = lazy_batch(
+            [(p, c) for p, c, ok in zip(missing.tolist(), chunks, allowed, strict=True) if ok], limit, self.vectors
+        )
         if not todo:
-            return
-        if limit is not None and len(todo) > limit:
-            log.warning(
-                "%d chunks have no vector for %s: they are ranked by BM25 only until embedded; "
-                "run `ragspine embed` to embed them",
-                len(todo), self.vectors.model_id,
-            )  # fmt: skip
             return
         log.info("embedding %d chunks that have no vector yet (%s)", len(todo), self.vectors.model_id)
         ids = [c.chunk_id for _, c in todo]
@@ -480,6 +474,25 @@ class DenseView:
             return {}
         scores = self._scores(query, pos[has], rows[has])
         return dict(zip(pos[has].tolist(), scores.tolist(), strict=True))
+
+
+def lazy_batch(todo: list[tuple[int, Any]], limit: int | None, where: object) -> list[tuple[int, Any]]:
+    """Which of `todo` ((position, chunk) without a vector) to embed now: none when more than
+    `limit` of the chunks a caller may see are missing (the logged fallback: BM25 for them until
+    `ragspine embed`), else all of those plus RESTRICTED ones within what is left of `limit`.
+    RESTRICTED chunks never count against the limit, so they never decide what visible chunks
+    get (None: no limit)."""
+    shown = [item for item in todo if not is_restricted(item[1].sensitivity)]
+    hidden = [item for item in todo if is_restricted(item[1].sensitivity)]
+    if limit is None:
+        return shown + hidden
+    if len(shown) > limit:
+        log.warning(
+            "%d chunks have no vector in %s: they are ranked by BM25 only until embedded; "
+            "run `ragspine embed` to embed them", len(shown), where,
+        )  # fmt: skip
+        return []
+    return shown + hidden[: limit - len(shown)]
 
 
 class StoreDenseView:
