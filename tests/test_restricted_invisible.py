@@ -229,3 +229,12 @@ def test_the_unknown_field_error_names_no_restricted_metadata_key(label: str) ->
         assert "pages" in str(caught.value) and "salary_band" not in str(caught.value)
     finally:
         store.close()
+
+
+def test_an_in_memory_retriever_lists_only_the_chunks_it_ranks() -> None:
+    """`HybridRetriever(chunks).chunks` is what it ranks: the RESTRICTED chunk it was given is
+    masked before scoring, so it is not listed (it was, from the list it was built on)."""
+    open_chunk = Chunk("a:0", "a", 0, "revenue fell", "a#p1@0-12")
+    hidden = Chunk("s:0", "s", 0, "revenue secret", "s#p1@0-14", sensitivity="RESTRICTED")
+    assert [c.chunk_id for c in HybridRetriever([open_chunk, hidden]).chunks] == ["a:0"]
+    assert [c.chunk_id for c in HybridRetriever([open_chunk, hidden], include_restricted=True).chunks] == ["a:0", "s:0"]

@@ -177,9 +177,8 @@ class HybridRetriever:
 
     @property
     def chunks(self) -> list[Chunk]:
-        """Every chunk this retriever ranks, in index order."""
-        if isinstance(self._source, ListChunks):
-            return list(self._source.chunks)
+        """Every chunk this retriever ranks, in index order (RESTRICTED ones are not ranked:
+        masked before scoring, unless `include_restricted`)."""
         return self._source.chunks_at(self.index.active_positions().tolist())
 
     def search(
