@@ -39,6 +39,7 @@ from ragspine.secret import redact_url
 from ragspine.retrieval.chunking.factory import CHUNKERS, make_chunker, make_index_text_fn
 from ragspine.retrieval.chunking.protocol import Chunker, IndexTextFn
 from ragspine.retrieval.fusion.rrf import Fusion
+from ragspine.retrieval.pipeline.channels import Channel, make_channels
 from ragspine.retrieval.link.narrative_link import (
     NarrativeIndexRetriever,
     QueryPlan,
@@ -94,6 +95,7 @@ __all__ = [
     "make_embedding",
     "make_fusion",
     "make_postprocessor_for",
+    "make_channels_for",
     "make_raptor_for",
     "make_provider",
     "make_query_plan_for",
@@ -427,6 +429,11 @@ def make_postprocessor_for(settings: Settings) -> PostprocessorChain | None:
     return make_postprocessor(settings.postprocessor, **options)
 
 
+def make_channels_for(settings: Settings) -> list[Channel]:
+    """RAGSPINE_EXTRA_CHANNELS's channels, in order (none: an empty list)."""
+    return make_channels(settings.extra_channels)
+
+
 def make_raptor_for(
     settings: Settings, retriever: NarrativeIndexRetriever, provider: LLMProvider | None = None
 ) -> RaptorRetriever:
@@ -502,6 +509,7 @@ def build_retriever(
             rerank_timeout=settings.reranker_timeout,
             query_plan=make_query_plan_for(settings, provider, glossary),
             index_text=make_index_text_for(settings),
+            extra_channels=make_channels_for(settings),
         )
     except BaseException:
         close_backend(backend)

@@ -35,7 +35,8 @@ class RetrievalResult:
 
     `prompt_text` (None: use the chunk's text) is what a prompt shows instead of the text; it is
     `" … "`-joined `chunk.text[s:e]` for each `(s, e)` in `prompt_spans` (set by a post-processor
-    such as `compress`), never a citation."""
+    such as `compress`), never a citation. `channel_scores` holds the extra channels' scores
+    (the channel slot, `retrieval.pipeline.channels`), empty without extra channels."""
 
     chunk: Chunk
     bm25_score: float
@@ -43,3 +44,4 @@ class RetrievalResult:
     fused_score: float
     prompt_text: str | None = None
     prompt_spans: tuple[tuple[int, int], ...] = ()
+    channel_scores: tuple[tuple[str, float], ...] = ()  # (name, best score) per extra channel that ranked it

@@ -86,6 +86,7 @@ RERANKERS = ("none", "cross_encoder", "ce", "auto", "colbert", "splade", "llm", 
 RERANKER_MODEL_FOLDER = frozenset({"cross_encoder", "ce", "colbert"})  # need RAGSPINE_RERANKER_MODEL
 RERANKER_APIS = ("cohere", "tei")
 POSTPROCESSORS = ("none", "mmr", "lost_in_middle", "compress")
+EXTRA_CHANNELS = ("none",)  # the names of retrieval.pipeline.channels.EXTRA_CHANNELS
 ROUTERS = ("keyword", "llm", "all")
 VECTOR_STORES = ("in_process", "pgvector", "qdrant")  # the keys of make_vector_store's registry
 
@@ -260,6 +261,16 @@ SETTINGS: tuple[Setting, ...] = (
         "weights (RAGSPINE_FUSION_WEIGHTS). rrf: plain RRF, every ranking weight 1. Unused "
         "without a dense channel.",
         choice(*FUSION_METHODS),
+    ),
+    Setting(
+        "RAGSPINE_EXTRA_CHANNELS",
+        "none",
+        "Retrieval channels ranked beside BM25 and the dense channel and fused with them "
+        "(`make_channel`; the channel slot in docs/architecture.md), comma-separated. none: "
+        "only the two built-in channels. A dotted path `package.module:Class` names a channel "
+        "of your own implementing the Channel protocol; its scores appear in each snippet's "
+        "`scores` under its name.",
+        component_list(*EXTRA_CHANNELS),
     ),
     Setting(
         "RAGSPINE_FUSION_WEIGHTS",
@@ -573,6 +584,7 @@ class Settings:
     fusion: str = "adaptive"
     fusion_weights: tuple[float, ...] | None = None
     fusion_adaptive: tuple[float, ...] | None = None
+    extra_channels: str = "none"
     vector_store: str = "in_process"
     vector_url: str | None = None
     vector_collection: str | None = None

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ from ragspine.retrieval.fusion.rrf import Fusion
 from ragspine.retrieval.lexical.tokenize import tokenize
 from ragspine.retrieval.model import FILTER_FIELDS, Chunk
 from ragspine.retrieval.link.guarded import QueryPlan, run_query
+from ragspine.retrieval.pipeline.channels import Channel
 from ragspine.retrieval.pipeline.hybrid import DEFAULT_TOP_K, RetrievalResult, check_query
 from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex
 from ragspine.retrieval.postprocess.chain import PostprocessorChain
@@ -252,6 +253,7 @@ def build_narrative_retriever(
     rerank_timeout: float | None = None,
     query_plan: QueryPlan | None = None,
     index_text: IndexTextFn | None = None,
+    extra_channels: Sequence[Channel] = (),
 ) -> tuple[NarrativeIndexRetriever, ChunkStoreProtocol]:
     """The default assembly: store (schema ensured) → BM25 + RRF (+ the dense channel when a
     backend is given: chunk vectors in `<db>.vectors.sqlite`, or in `vectors` (a pgvector /
@@ -263,7 +265,8 @@ def build_narrative_retriever(
     → snippets. `query_plan`: the security gate and the opt-in query transforms, decomposition,
     Adaptive routing and corrective retrieval (default: a gate with only its budgets). `chunker` cuts documents ingested through the index (default: the paragraph
     packer); `index_text` is what both channels index for a chunk (Contextual Retrieval, e.g.
-    `make_index_text_fn("header")`; None: its text). The layers are values: nothing here reads settings (`ragspine.assembly` builds them
+    `make_index_text_fn("header")`; None: its text); `extra_channels` are ranked beside BM25
+    and the dense channel and fused with them (`make_channel`). The layers are values: nothing here reads settings (`ragspine.assembly` builds them
     from RAGSPINE_*). The caller closes the returned store (and `retriever.index.dense.vectors`, when there is one);
     on error nothing is left open."""
     store = open_chunk_store(chunk_db)  # SQLite path, or a postgresql:// URL
@@ -284,6 +287,7 @@ def build_narrative_retriever(
             top_n=rerank_top_n,
             rerank_timeout=rerank_timeout,
             index_text=index_text,
+            extra_channels=extra_channels,
         )
     except BaseException:
         store.close()
@@ -335,6 +339,7 @@ def _to_snippet(result: RetrievalResult, lineage: dict[str, Any]) -> dict[str, A
             "bm25": result.bm25_score,
             "vector": result.vector_score,
             "fused": result.fused_score,
+            **dict(result.channel_scores),
         },
         "lineage": dict(lineage),
     } | _prompt_fields(result)

@@ -1,4 +1,9 @@
-"""HybridRetriever: metadata pre-filter → BM25 (+ dense vectors) per query variant → fusion.
+"""HybridRetriever: metadata pre-filter → channels (BM25, dense vectors, extras) per query variant → fusion.
+
+The channels are the slot of `retrieval.pipeline.channels`: `LexicalChannel` and `DenseSlot` are
+built in; `extra_channels` (RAGSPINE_EXTRA_CHANNELS) are ranked over the same allowed positions
+and fused with their `weight` beside them (not in channels="vector", which is the dense channel
+alone); their scores come back in `RetrievalResult.channel_scores`.
 
 Invariants: the metadata filter is applied before any scoring or embedding, and both channels
 rank exactly the positions it allows; BM25 statistics are over every chunk given to the
@@ -38,6 +43,7 @@ from ragspine.retrieval.lexical.index.segment import SegmentBuilder
 from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot
 from ragspine.retrieval.types import ChunkSource, EmbeddingBackend, QueryRewriter, RetrievalResult
 from ragspine.retrieval.lexical.tokenize import tokenize
+from ragspine.retrieval.pipeline.channels import Channel, ChannelQuery, DenseRanker, DenseSlot, LexicalChannel
 from ragspine.retrieval.vector.dense.channel import DenseChannel, DenseRanking
 
 CHANNELS = ("hybrid", "vector")
@@ -81,6 +87,7 @@ class HybridRetriever:
         channels: str = "hybrid",
         dense: DenseChannel | None = None,
         include_restricted: bool = False,
+        extra_channels: Sequence[Channel] = (),
     ) -> None:
         chunks = list(chunks)
         ids = [c.chunk_id for c in chunks]
@@ -97,7 +104,7 @@ class HybridRetriever:
             embedding_backend=embedding_backend, query_rewriter=query_rewriter, k1=k1, b=b,
             rrf_k=rrf_k, rank_depth=rank_depth, analyzer=analyzer, fusion=fusion,
             channels=channels, dense=dense, lazy=dense is None,
-            include_restricted=include_restricted,
+            include_restricted=include_restricted, extra_channels=extra_channels,
         )  # fmt: skip
 
     @classmethod
@@ -117,6 +124,7 @@ class HybridRetriever:
         channels: str = "hybrid",
         dense: DenseChannel | None = None,
         include_restricted: bool = False,
+        extra_channels: Sequence[Channel] = (),
     ) -> HybridRetriever:
         """A retriever over an existing index whose positions `source` resolves to chunks
         (the index must have been built with the same `analyzer`). `dense`, when given, keeps
@@ -126,6 +134,7 @@ class HybridRetriever:
             snapshot, source, embedding_backend=embedding_backend, query_rewriter=query_rewriter,
             k1=k1, b=b, rrf_k=rrf_k, rank_depth=rank_depth, analyzer=analyzer, fusion=fusion,
             channels=channels, dense=dense, lazy=False, include_restricted=include_restricted,
+            extra_channels=extra_channels,
         )  # fmt: skip
         return self
 
@@ -146,6 +155,7 @@ class HybridRetriever:
         dense: DenseChannel | None,
         lazy: bool,
         include_restricted: bool,
+        extra_channels: Sequence[Channel],
     ) -> None:
         if channels not in CHANNELS:
             raise ValueError(f"unknown channels {channels!r}; valid: {', '.join(CHANNELS)}")
@@ -164,16 +174,19 @@ class HybridRetriever:
         self.channels = channels
         self.rank_depth = rank_depth
         self.analyzer = analyzer  # the same function tokenizes chunks and queries
-        # lazy (a list given with only a backend): chunk vectors are made per query, for the
-        # positions its filter allows, and kept by chunk_id in this channel; else all at once.
-        self._lazy: DenseChannel | None = None
-        self.dense: DenseRanking | None = None
+        # The channels, attached to this snapshot. lazy (a list given with only a backend): chunk
+        # vectors are made per query, for the positions its filter allows, and kept by chunk_id
+        # in the DenseChannel; else all at once (the store-backed index: at ingest).
+        self.lexical = LexicalChannel(k1=k1, b=b, analyzer=analyzer).attach(self.index, source)
         if embedding_backend is not None and dense is None:
             dense = DenseChannel(embedding_backend)
-        if dense is not None and lazy:
-            self._lazy = dense
-        elif dense is not None:
-            self.dense = dense.attach(snapshot, source)
+        self._dense: DenseRanker | None = None
+        if dense is not None:
+            # The persisted vectors cover every chunk (their coverage counts RESTRICTED ones
+            # too); a query still ranks only the positions `allowed` lets through.
+            self._dense = DenseSlot(dense, lazy=lazy).attach(self.index if lazy else snapshot, source)
+        self.dense: DenseRanking | None = self._dense.view if self._dense is not None else None
+        self.extra_channels = [(c.name, c.weight, c.attach(self.index, source)) for c in extra_channels]
 
     @property
     def chunks(self) -> list[Chunk]:
@@ -212,18 +225,22 @@ class HybridRetriever:
             raise ValueError("variants must start with the query itself")
         variants = list(variants)
         # One ranking alone: RRF keeps its order, so its first k are the answer.
-        single = self.dense is None and self._lazy is None and len(variants) == 1
+        single = self._dense is None and not self.extra_channels and len(variants) == 1
         depth = k if single else max(k, self.rank_depth)
         index = self.index
-        lexical: list[list[int]] = []
-        scored: list[tuple[list[str], dict[int, float]]] = []
-        for variant in variants:
-            tokens = self.analyzer(variant)
-            top = index.search(tokens, depth, k1=self.k1, b=self.b, filters=filters, where=typed)
-            lexical.append([p for p, _ in top])
-            scored.append((tokens, dict(top)))
-        view, allowed = self._dense_view(filters, typed)
-        dense, vector_scores, query_vectors = self._dense_channel(view, allowed, variants, depth)
+        request = ChannelQuery(index, variants, depth, filters, typed)
+        token_lists = [self.analyzer(variant) for variant in variants]
+        lexical_run = self.lexical.rank_tokens(token_lists, request)
+        lexical = lexical_run.rankings
+        scored = list(zip(token_lists, lexical_run.scores, strict=True))
+        view = self._dense.view_for(request) if self._dense is not None else None
+        dense: list[list[int]] = []
+        vector_scores: dict[int, float] | None = None
+        query_vectors: list[Any] = []
+        if view is not None and self._dense is not None:
+            dense_run, query_vectors = self._dense.rank_with(view, request)
+            dense, vector_scores = dense_run.rankings, dense_run.best_scores()
+        extra = [(name, weight, ranker.rank(request)) for name, weight, ranker in self.extra_channels]
         if single:
             fused = {p: 1.0 / (self.rrf_k + r) for r, p in enumerate(lexical[0][:k], start=1)}
             order = lexical[0][:k]
@@ -247,6 +264,7 @@ class HybridRetriever:
             else:
                 runs = [(r, max(w_lexical, TIE_WEIGHT)) for r in lexical]
                 runs += [(r, max(w_dense, TIE_WEIGHT)) for r in dense]
+                runs += [(r, weight) for _, weight, run in extra for r in run.rankings]
             fused = weighted_rrf(runs, k=self.rrf_k)  # positions stand in for chunk ids
             order = sorted(fused, key=lambda i: (-fused[i], index.chunk_id(i)))[:k]
         bm25 = self._best_bm25(order, scored)
@@ -256,12 +274,14 @@ class HybridRetriever:
                 for i, score in view.scores_at(query_vector, unscored).items():
                     vector_scores[i] = max(score, vector_scores.get(i, -1.0))
         chunks = self._source.chunks_at(order)
+        extra_scores = [(name, run.best_scores()) for name, _, run in extra]
         return [
             RetrievalResult(
                 chunk=chunk,
                 bm25_score=bm25[i],
                 vector_score=vector_scores.get(i) if vector_scores is not None else None,
                 fused_score=fused[i],
+                channel_scores=tuple((name, best[i]) for name, best in extra_scores if i in best),
             )
             for i, chunk in zip(order, chunks, strict=True)
         ]
@@ -316,37 +336,6 @@ class HybridRetriever:
             for i in order:
                 best[i] = max(best[i], top.get(i, 0.0))
         return best
-
-    def _dense_view(self, filters: dict[str, str], where: Filter | None) -> tuple[DenseRanking | None, Any]:
-        """The dense view for one query (None without an embedding backend) and the positions
-        the metadata filter allows; a lazy retriever first embeds the allowed chunks that have
-        no vector yet (the filter comes before any embedding)."""
-        if self.dense is None and self._lazy is None:
-            return None, None
-        allowed = self.index.allowed_positions(filters, where)
-        if self._lazy is not None:
-            return self._lazy.view_over(self.index, self._source, allowed), allowed
-        return self.dense, allowed
-
-    def _dense_channel(
-        self, view: DenseRanking | None, allowed: Any, variants: list[str], depth: int
-    ) -> tuple[list[list[int]], dict[int, float] | None, list[Any]]:
-        """Cosine ranking per query variant over the same allowed positions as BM25, each
-        ranked position's best cosine, and the query vectors."""
-        if view is None:
-            return [], None, []
-        rankings: list[list[int]] = []
-        best: dict[int, float] = {}
-        query_vectors = view.embed_queries(variants)  # one batch, each distinct text once
-        ranked_of: dict[str, tuple[list[int], dict[int, float]]] = {}
-        for variant, query_vector in zip(variants, query_vectors, strict=True):
-            if variant not in ranked_of:
-                ranked_of[variant] = view.rank(query_vector, allowed, depth)
-            ranked, scores = ranked_of[variant]
-            rankings.append(ranked)
-            for i, score in scores.items():
-                best[i] = max(score, best.get(i, -1.0))
-        return rankings, best, query_vectors
 
 
 def lexical_gap(best: Sequence[float]) -> float:

@@ -43,6 +43,7 @@ from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot
 from ragspine.retrieval.lexical.index.store_index import StoreIndex
 from ragspine.retrieval.lexical.tokenize import tokenize
 from ragspine.retrieval.model import Chunk, DocumentMeta
+from ragspine.retrieval.pipeline.channels import Channel
 from ragspine.retrieval.pipeline.hybrid import (
     DEFAULT_TOP_K,
     HybridRetriever,
@@ -105,8 +106,10 @@ class NarrativeIndex:
         vectors: ChunkVectorStore | None = None,
         rerank_timeout: float | None = None,
         index_text: IndexTextFn | None = None,
+        extra_channels: Sequence[Channel] = (),
     ) -> None:
         self.store = store
+        self.extra_channels = list(extra_channels)
         self.index_text = index_text
         self.embedding_backend = embedding_backend
         self.query_rewriter = query_rewriter
@@ -299,6 +302,7 @@ class NarrativeIndex:
             channels=self.channels,
             dense=self.dense,
             include_restricted=include_restricted,
+            extra_channels=self.extra_channels,
         )
 
 

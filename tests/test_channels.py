@@ -1,0 +1,132 @@
+"""The channel slot: built-in and user channels pass one suite; an extra channel is fused beside
+BM25 from Python and from RAGSPINE_EXTRA_CHANNELS; RESTRICTED and filters hold for it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ragspine.assembly import build_retriever, load_settings
+from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot
+from ragspine.retrieval.model import DocumentMeta
+from ragspine.retrieval.pipeline.channels import (
+    EXTRA_CHANNELS,
+    ChannelQuery,
+    ChannelRanking,
+    DenseSlot,
+    LexicalChannel,
+    make_channel,
+    make_channels,
+)
+from ragspine.retrieval.pipeline.hybrid import HybridRetriever
+from ragspine.retrieval.types import ChunkSource
+from ragspine.retrieval.vector.dense.channel import DenseChannel
+from ragspine.retrieval.vector.embeddings.factory import make_embedding_backend
+from ragspine.settings import config
+from ragspine.settings.config import ConfigError
+from ragspine.testing.channel import CHUNKS, ChannelSuite
+
+
+# -- a channel a user would write (reached by dotted path) -------------------------------------
+class KeywordChannel:
+    """Ranks the allowed chunks containing a synonym of a query word (a tiny thesaurus)."""
+
+    name = "keyword"
+    weight = 1.0
+    SYNONYMS = {"payout": ("dividend",), "派息": ("dividend", "股息")}
+
+    def attach(self, index: IndexSnapshot, source: ChunkSource) -> KeywordRanker:
+        return KeywordRanker(source)
+
+
+class KeywordRanker:
+    def __init__(self, source: ChunkSource) -> None:
+        self.source = source
+
+    def rank(self, query: ChannelQuery) -> ChannelRanking:
+        positions = query.allowed.tolist()
+        texts = [c.text.lower() for c in self.source.chunks_at(positions)]
+        rankings, scores = [], []
+        for variant in query.variants:
+            words = [s for w in variant.lower().split() for s in KeywordChannel.SYNONYMS.get(w, ())]
+            hits = {p: float(sum(t.count(w) for w in words)) for p, t in zip(positions, texts, strict=True)}
+            ranked = sorted((p for p, s in hits.items() if s > 0), key=lambda p: (-hits[p], p))[: query.depth]
+            rankings.append(ranked)
+            scores.append({p: hits[p] for p in ranked})
+        return ChannelRanking(rankings, scores)
+
+
+class NotAChannel:
+    name = "broken"
+
+
+class TestLexicalChannel(ChannelSuite):
+    @pytest.fixture
+    def channel(self) -> Any:
+        return LexicalChannel()
+
+
+class TestDenseChannelLazy(ChannelSuite):
+    @pytest.fixture
+    def channel(self) -> Any:
+        return DenseSlot(DenseChannel(make_embedding_backend("deterministic", dim=16)), lazy=True)
+
+
+class TestDenseChannelAttached(ChannelSuite):
+    @pytest.fixture
+    def channel(self) -> Any:
+        return DenseSlot(DenseChannel(make_embedding_backend("deterministic", dim=16)))
+
+
+class TestUserChannel(ChannelSuite):
+    @pytest.fixture
+    def channel(self) -> Any:
+        return make_channel("test_channels:KeywordChannel")
+
+
+def test_the_setting_accepts_exactly_the_registry_names() -> None:
+    assert list(config.EXTRA_CHANNELS) == EXTRA_CHANNELS.names
+
+
+def test_errors_name_what_is_valid() -> None:
+    with pytest.raises(ValueError, match=r"unknown channel 'sparse'; valid: none, or a dotted path"):
+        make_channel("sparse")
+    with pytest.raises(TypeError, match="does not implement the Channel protocol"):
+        make_channel("test_channels:NotAChannel")
+    with pytest.raises(ValueError, match="given twice"):
+        make_channels("test_channels:KeywordChannel, test_channels:KeywordChannel")
+    assert make_channels("none") == [] and make_channels("") == []
+    with pytest.raises(ConfigError, match="RAGSPINE_EXTRA_CHANNELS"):
+        load_settings({"RAGSPINE_EXTRA_CHANNELS": "sparse"})
+
+
+def test_an_extra_channel_brings_what_bm25_cannot_find_and_the_filter_still_holds() -> None:
+    plain = HybridRetriever(CHUNKS)
+    assert plain.search("payout", top_k=5) == []  # no chunk shares a token with the query
+    with_keyword = HybridRetriever(CHUNKS, extra_channels=[KeywordChannel()])
+    hits = with_keyword.search("payout", top_k=5)
+    assert [h.chunk.chunk_id for h in hits] == ["c:0"]
+    assert hits[0].channel_scores == (("keyword", 1.0),)
+    assert with_keyword.search("payout", top_k=5, topic="revenue") == []
+    # BM25's own order is kept where the extra channel has nothing to say.
+    assert [h.chunk.chunk_id for h in with_keyword.search("revenue", top_k=5)] == [
+        h.chunk.chunk_id for h in plain.search("revenue", top_k=5)
+    ]
+
+
+def test_the_setting_reaches_the_snippets_through_the_assembly() -> None:
+    settings = load_settings({
+        "RAGSPINE_DB": ":memory:", "RAGSPINE_RETRIEVAL_MODE": "bm25",
+        "RAGSPINE_EXTRA_CHANNELS": "test_channels:KeywordChannel",
+    })  # fmt: skip
+    retriever, store = build_retriever(settings)
+    try:
+        retriever.index.ingest("The board approved a higher dividend.", DocumentMeta("d1", sensitivity="PUBLIC"))
+        retriever.index.ingest("Dividend cuts: the confidential plan.", DocumentMeta("d2", sensitivity="RESTRICTED"))
+        snippets = retriever.retrieve("payout")
+        assert [s["doc_id"] for s in snippets] == ["d1"]
+        assert snippets[0]["scores"]["keyword"] == 1.0
+    finally:
+        retriever.index.close()
+        store.close()
