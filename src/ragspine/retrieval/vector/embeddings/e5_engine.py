@@ -43,6 +43,10 @@ _METASPACE = "\u2581"
 _LAYER_TENSORS = ("q", "k", "v", "ao", "fi", "fo")
 PREFIXES = {True: "query: ", False: "passage: "}
 DEFAULT_TOKEN_BUDGET = 2048  # tokens (padded) per forward pass: measured fastest here (fits in cache)
+# A forward pass of at most this many tokens (a query and its variants) runs on one BLAS thread:
+# its products are too small to share, and on a busy machine the idle BLAS threads' spinning cost
+# a cold `ragspine search` 3.4 s of wall time against 0.5 s (docs/benchmarks.md, cold search).
+SINGLE_THREAD_TOKENS = 512
 _UNK_PIECE = 3  # "<unk>" in the file's vocabulary
 SMALL_INPUT_CHARS = 4096  # up to this many characters in one call: a per-call vocabulary (see _Vocabulary)
 _U64 = (1 << 64) - 1
@@ -309,6 +313,12 @@ class E5Engine:
         return x, mask
 
     def _forward(self, batch: list[list[int]]) -> np.ndarray:
+        if sum(len(row) for row in batch) <= SINGLE_THREAD_TOKENS:
+            with one_blas_thread():
+                return self._forward_all(batch)
+        return self._forward_all(batch)
+
+    def _forward_all(self, batch: list[list[int]]) -> np.ndarray:
         x, mask = self._embeddings(batch)
         x = layernorm(x, *self._eln, self.eps)
         x = encode_layers(x, [len(row) for row in batch], self._layers, self.heads, self.eps)
@@ -322,6 +332,21 @@ def pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
     pooled = (hidden * weights).sum(axis=1) / weights.sum(axis=1)
     norms = np.linalg.norm(pooled, axis=1, keepdims=True)
     return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
+_CONTROLLER: Any = None
+
+
+def one_blas_thread() -> Any:
+    """A context that runs numpy's BLAS on one thread (threadpoolctl; process-wide while it is
+    open, so a passage batch embedded at that moment in another thread runs single-threaded too:
+    slower, never different, since each output element is computed by one thread either way)."""
+    global _CONTROLLER
+    if _CONTROLLER is None:
+        from threadpoolctl import ThreadpoolController
+
+        _CONTROLLER = ThreadpoolController()
+    return _CONTROLLER.limit(limits=1, user_api="blas")
 
 
 def default_threads() -> int:
