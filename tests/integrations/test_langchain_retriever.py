@@ -91,3 +91,15 @@ def test_a_missing_framework_names_its_extra(
     monkeypatch.setitem(sys.modules, dependency, None)
     with pytest.raises(MissingExtraError, match=rf"pip install 'ragspine\[{extra}\]'"):
         importlib.import_module(module)
+
+
+def test_remote_workspace_keeps_one_connection_pool_until_closed(demo_url: str) -> None:
+    with RemoteWorkspace(demo_url, api_key=API_KEY) as remote:
+        first = remote.search("营收", top_k=2)
+        pool = remote._pool()
+        assert remote.search("营收", top_k=2) == first and remote._pool() is pool
+        remote.close()
+        assert pool.is_closed
+        assert remote.search("营收", top_k=2) == first  # a call after close opens a new pool
+        assert remote._pool() is not pool
+    assert remote._client is None

@@ -9,6 +9,7 @@ boundary), so no framework object is ever built from RESTRICTED text.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
@@ -59,7 +60,9 @@ class RemoteWorkspace:
     `url`: the service's base URL (e.g. "http://127.0.0.1:8000"); `api_key`: one of its
     RAGSPINE_API_KEYS (None when it has none). Needs httpx: `pip install 'ragspine[llm]'`.
     An error answer is a ValueError (bad input) or PermissionError (missing or wrong key)
-    carrying the service's message.
+    carrying the service's message. The synchronous calls share one connection pool (an
+    `httpx.Client`, thread-safe, opened on first use; `close()` or a `with` block releases it);
+    `asearch` opens an async client per call (it belongs to the caller's event loop).
     """
 
     def __init__(self, url: str, *, api_key: str | None = None, timeout: float = HTTP_TIMEOUT_S) -> None:
@@ -67,11 +70,32 @@ class RemoteWorkspace:
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._timeout = timeout
         self._httpx = require("httpx", extra="llm", purpose="RemoteWorkspace (the HTTP API client)")
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    def _pool(self) -> Any:
+        """The shared synchronous client, opened on first use."""
+        with self._lock:
+            if self._client is None:
+                self._client = self._httpx.Client(base_url=self.url, headers=self._headers, timeout=self._timeout)
+            return self._client
+
+    def close(self) -> None:
+        """Release the connection pool (a later call opens a new one)."""
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+    def __enter__(self) -> RemoteWorkspace:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def search(self, query: str, *, where: Any = None, top_k: int = 10) -> list[dict[str, Any]]:
         """Ranked, cited snippets from POST /search."""
-        with self._httpx.Client(base_url=self.url, headers=self._headers, timeout=self._timeout) as client:
-            body = _answer(client.post("/search", json=_search_body(query, where, top_k)))
+        body = _answer(self._pool().post("/search", json=_search_body(query, where, top_k)))
         return passages(body["snippets"])
 
     async def asearch(self, query: str, *, where: Any = None, top_k: int = 10) -> list[dict[str, Any]]:
@@ -83,8 +107,7 @@ class RemoteWorkspace:
     def ask(self, question: str, *, where: Any = None, top_k: int = 5) -> dict[str, Any]:
         """The answer of POST /ask: {question, answer, mode, note, citations}."""
         payload = {"question": question, "top_k": top_k, "where": _where_object(where)}
-        with self._httpx.Client(base_url=self.url, headers=self._headers, timeout=self._timeout) as client:
-            body = _answer(client.post("/ask", json=payload))
+        body = _answer(self._pool().post("/ask", json=payload))
         body["citations"] = passages(body["citations"])
         return dict(body)
 
