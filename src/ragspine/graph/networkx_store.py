@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ragspine.extras import require
-from ragspine.graph.model import Edge, Node, RelationGraph
+from ragspine.graph.model import SYMMETRIC, Edge, Node, RelationGraph
 from ragspine.graph.stores import MEMORY, check_type, edge_order, read_graph, write_graph
 
 
@@ -73,11 +73,12 @@ class NetworkXGraphStore:
 
     def edge(self, source: str, target: str, type: str) -> Edge | None:
         check_type(type)
-        for u, v in ((source, target), (target, source)):
-            if self._g.has_edge(u, v, key=type):
-                found: Edge = self._g.edges[u, v, type]["edge"]
-                return found
-        return None
+        if type in SYMMETRIC and target < source:
+            source, target = target, source
+        if not self._g.has_edge(source, target, key=type):
+            return None
+        found: Edge = self._g.edges[source, target, type]["edge"]
+        return found
 
     def neighbors(self, nid: str, types: Sequence[str] | None = None) -> list[Edge]:
         for t in types or ():

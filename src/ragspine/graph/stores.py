@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from ragspine.atomic import write_atomic
-from ragspine.graph.model import EDGE_TYPES, Edge, Node, RelationGraph
+from ragspine.graph.model import EDGE_TYPES, SYMMETRIC, Edge, Node, RelationGraph
 from ragspine.registry import Entry, Registry
 
 MEMORY = ":memory:"
@@ -140,7 +140,9 @@ class InProcessGraphStore:
 
     def edge(self, source: str, target: str, type: str) -> Edge | None:
         check_type(type)
-        return self._graph.edges.get((source, target, type)) or self._graph.edges.get((target, source, type))
+        if type in SYMMETRIC and target < source:
+            source, target = target, source
+        return self._graph.edges.get((source, target, type))
 
     def neighbors(self, nid: str, types: Sequence[str] | None = None) -> list[Edge]:
         for t in types or ():
