@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ragspine.retrieval.model import Chunk, make_chunk_id
 from ragspine.retrieval.store.protocol import ChunkStoreProtocol
@@ -43,6 +44,15 @@ class GraphCorpus:
     def ingest(self, store: ChunkStoreProtocol) -> None:
         for doc_id in sorted(self.docs):
             store.replace_doc_chunks(doc_id, self.docs[doc_id])
+
+    def ingest_texts(self, ws: Any) -> None:
+        """Ingest each report through a `Workspace` (`ingest_text`: its chunker makes the chunks;
+        the parts are paragraphs), with the report's entity, period, title and label."""
+        for doc_id in sorted(self.docs):
+            first = self.docs[doc_id][0]
+            ws.ingest_text("\n\n".join(c.text for c in self.docs[doc_id]), doc_id, title=first.title,
+                           entity=first.entity, period=first.period, topic=first.topic,
+                           geography=first.geography, sensitivity=first.sensitivity)  # fmt: skip
 
     def relations_csv(self, path: Path) -> Path:
         with open(path, "w", newline="", encoding="utf-8") as handle:
