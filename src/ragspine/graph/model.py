@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 NODE_KINDS = ("entity", "period", "topic", "geography", "document", "community")
 # declared by the user (relations file), derived from chunk metadata, found in text, or synthesis
@@ -50,9 +50,8 @@ def split_id(nid: str) -> tuple[str, str]:
     return kind, key
 
 
-@dataclass(frozen=True, order=True)
-class ChunkRef:
-    """A citation: the chunk, its document and where to find it."""
+class ChunkRef(NamedTuple):
+    """A citation: the chunk, its document and where to find it (a tuple: graphs hold many)."""
 
     chunk_id: str
     doc_id: str
@@ -62,8 +61,7 @@ class ChunkRef:
         return {"chunk_id": self.chunk_id, "doc_id": self.doc_id, "source_locator": self.source_locator}
 
 
-@dataclass(frozen=True)
-class Provenance:
+class Provenance(NamedTuple):
     """Where an edge came from: `file`+`line` of the relations file, or `chunks` it was read from.
     `source` says which: relations_file, chunk_metadata, cooccurrence, llm, community."""
 
@@ -80,12 +78,12 @@ class Provenance:
         if self.file:
             out["file"], out["line"] = self.file, self.line
         if self.chunks:
-            out["chunks"] = [c.to_dict() for c in self.chunks]
+            out["chunks"] = [list(c) for c in self.chunks]  # [chunk_id, doc_id, source_locator]
         return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Provenance:
-        chunks = tuple(ChunkRef(c["chunk_id"], c["doc_id"], c["source_locator"]) for c in data.get("chunks", ()))
+        chunks = tuple([ChunkRef(*c) for c in data["chunks"]]) if "chunks" in data else ()
         return cls(data["source"], data.get("file", ""), int(data.get("line", 0)), chunks)
 
 

@@ -105,7 +105,7 @@ class GraphQueries:
                 return None
         data = edge.to_dict()
         data["provenance"] = [
-            {**p, **({"chunks": self._cite((ChunkRef(**c) for c in p["chunks"]), seen)} if "chunks" in p else {})}
+            {**p, **({"chunks": self._cite((ChunkRef(*c) for c in p["chunks"]), seen)} if "chunks" in p else {})}
             for p in data["provenance"]
         ]
         return data
@@ -198,17 +198,21 @@ class GraphQueries:
         return {"source": a, "target": b, "edges": edges}
 
     def _support(self, a: str, b: str, seen: Visibility, limit: int) -> list[dict[str, str]]:
-        """Open active chunks whose entity is one end and whose text names the other."""
+        """Open active chunks about one end (the chunks its `mentions` edges cite) whose text
+        names the other, read per document from the store, at most `limit`."""
         names = {n.key: tuple(n.attrs.get("aliases", ())) for n in (self.graph.node(a), self.graph.node(b)) if n}
         vocab = Vocabulary.from_names(names)
         refs: list[ChunkRef] = []
         for about, other in ((a, b), (b, a)):
-            for chunk in self.store.iter_chunks(entity=about.partition(":")[2]):
+            for edge in self.graph.neighbors(about, ["mentions"]):
                 if len(refs) >= limit:
-                    break
-                if not is_restricted(chunk.sensitivity) and other.partition(":")[2] in vocab.find(chunk.text):
-                    refs.append(ChunkRef(chunk.chunk_id, chunk.doc_id, chunk.source_locator))
-        return self._cite(refs, seen)[:limit]
+                    return self._cite(refs, seen)
+                cited = {r.chunk_id for r in edge.chunk_refs()}
+                for chunk in self.store.iter_chunks(doc_id=edge.source.partition(":")[2]):
+                    if (chunk.chunk_id in cited and not is_restricted(chunk.sensitivity)
+                            and other.partition(":")[2] in vocab.find(chunk.text)):  # fmt: skip
+                        refs.append(ChunkRef(chunk.chunk_id, chunk.doc_id, chunk.source_locator))
+        return self._cite(refs[:limit], seen)
 
     def show(self) -> dict[str, Any]:
         """Counts of nodes per kind and edges per type, and what the graph was built from."""
