@@ -548,8 +548,8 @@ def _graph_command(name: str, help_flags: dict[str, str] | None = None) -> Any:
     return wrap
 
 
-@click.option("--communities", is_flag=True, help="Also build GraphRAG community summaries ([graph] extra).")
 @_graph_command("build")
+@click.option("--communities", is_flag=True, help="Also build GraphRAG community summaries ([graph] extra).")
 def graph_build(service: Any, communities: bool) -> str:
     """Build the graph from the store's chunks, the relations file and the extractor; store it."""
     r = service.build(communities=communities)
@@ -563,43 +563,43 @@ def graph_show(service: Any) -> Any:
     return service.show()
 
 
+@_graph_command("neighbors")
 @click.argument("node")
 @click.option("--type", "types", multiple=True, help="Only edges of this type (repeatable).")
-@_graph_command("neighbors")
 def graph_neighbors(service: Any, node: str, types: tuple[str, ...]) -> Any:
     """The edges touching NODE (an entity name, or kind:name), with citations."""
     return service.neighbors(node, list(types) or None)
 
 
+@_graph_command("trace")
 @click.argument("source")
 @click.argument("target")
 @click.option("--type", "edge_type", default=None, help="Only edges of this type.")
-@_graph_command("trace")
 def graph_trace(service: Any, source: str, target: str, edge_type: str | None) -> Any:
     """Which file lines and chunks (with locators) support the edges between SOURCE and TARGET."""
     return service.trace(source, target, edge_type)
 
 
+@_graph_command("rollup")
 @click.argument("entity")
 @click.option("--period", default=None, help="Only documents of this period.")
 @click.option("--query", default=None, help="Also search this question, restricted to the roll-up's entities.")
 @click.option("--top-k", default=10, show_default=True, type=int, help="Snippets the search returns.")
-@_graph_command("rollup")
 def graph_rollup(service: Any, entity: str, period: str | None, query: str | None, top_k: int) -> Any:
     """ENTITY and all its subsidiaries, their documents, cited (and a restricted search)."""
     return service.rollup(entity, period=period, query=query, top_k=top_k)
 
 
+@_graph_command("peers")
 @click.argument("entity")
 @click.option("--period", default=None, help="Only documents of this period.")
-@_graph_command("peers")
 def graph_peers(service: Any, entity: str, period: str | None) -> Any:
     """ENTITY and its peers, each with its documents (in PERIOD), cited."""
     return service.peers(entity, period=period)
 
 
-@click.argument("question")
 @_graph_command("global")
+@click.argument("question")
 def graph_global(service: Any, question: str) -> Any:
     """Answer a broad QUESTION from the community summaries (GraphRAG), citing member chunks."""
     return service.global_answer(question)

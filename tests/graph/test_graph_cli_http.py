@@ -67,6 +67,7 @@ def test_build_then_query_from_the_command_line(db: Path, corpus: GraphCorpus) -
     peers = _json("peers", "G1", "--db", str(db), "--period", "2023")
     assert [r["entity"] for r in peers["rows"]] == ["G1", "G2"]
     traced = _json("trace", "G1_S2", "G1", "--db", str(db), "--type", "subsidiary_of")
+    assert (traced["source"], traced["target"]) == ("entity:G1_S2", "entity:G1")
     assert traced["edges"][0]["provenance"][0]["file"] == rel
     near = _json("neighbors", "G1", "--db", str(db), "--type", "peer_of")
     assert [e["type"] for e in near["edges"]] == ["peer_of"]
