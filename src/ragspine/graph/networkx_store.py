@@ -13,7 +13,7 @@ from typing import Any
 
 from ragspine.extras import require
 from ragspine.graph.model import SYMMETRIC, Edge, Node, RelationGraph
-from ragspine.graph.stores import MEMORY, check_type, edge_order, read_graph, write_graph
+from ragspine.graph.stores import MEMORY, FileBackedGraph, check_type, edge_order
 
 
 def networkx() -> Any:
@@ -33,32 +33,18 @@ def to_networkx(graph: RelationGraph) -> Any:
     return g
 
 
-class NetworkXGraphStore:
+class NetworkXGraphStore(FileBackedGraph):
     """A GraphStore over a networkx MultiDiGraph, persisted as the same graph JSON file."""
 
     def __init__(self, path: str = MEMORY) -> None:
         self._nx = networkx()
-        self.path = str(path)
-        loaded = read_graph(self.path)
-        self._built = loaded is not None
-        self._load(loaded or RelationGraph())
+        super().__init__(path)
 
     def _load(self, graph: RelationGraph) -> None:
         self._graph, self._g = graph, to_networkx(graph)
 
     def nx_graph(self) -> Any:
         return self._g
-
-    def replace(self, graph: RelationGraph) -> None:
-        write_graph(self.path, graph)
-        self._load(graph)
-        self._built = True
-
-    def graph(self) -> RelationGraph:
-        return self._graph
-
-    def is_built(self) -> bool:
-        return self._built
 
     def node(self, nid: str) -> Node | None:
         return self._g.nodes[nid]["node"] if nid in self._g else None

@@ -91,16 +91,11 @@ def write_graph(path: str, graph: RelationGraph) -> None:
         write_atomic(Path(path), graph.to_json())
 
 
-class InProcessGraphStore:
-    """The default GraphStore: adjacency dicts in memory, the graph JSON file beside the store.
+class FileBackedGraph:
+    """What every shipped store shares: the graph file at `path`, read at open, replaced
+    atomically; `_load` builds the store's own structures from a graph (and sets `_graph`)."""
 
-    >>> from ragspine.graph.model import Provenance, make_edge
-    >>> g = RelationGraph(); a = g.add_node("entity", "A"); b = g.add_node("entity", "B")
-    >>> _ = g.add_edge(make_edge(a, b, "subsidiary_of", [Provenance("relations_file", "r.csv", 2)], derivation="declared"))
-    >>> s = InProcessGraphStore(); s.replace(g)
-    >>> [(n, [e.type for e in path]) for n, path in s.descendants("entity:B")]
-    [('entity:A', ['subsidiary_of'])]
-    """
+    _graph: RelationGraph
 
     def __init__(self, path: str = MEMORY) -> None:
         self.path = str(path)
@@ -109,13 +104,7 @@ class InProcessGraphStore:
         self._load(loaded or RelationGraph())
 
     def _load(self, graph: RelationGraph) -> None:
-        self._graph = graph
-        self._touching: dict[str, list[Edge]] = defaultdict(list)
-        self._incoming: dict[tuple[str, str], list[Edge]] = defaultdict(list)
-        for edge in sorted(graph.edges.values(), key=edge_order):
-            self._touching[edge.source].append(edge)
-            self._touching[edge.target].append(edge)
-            self._incoming[(edge.target, edge.type)].append(edge)
+        raise NotImplementedError
 
     def replace(self, graph: RelationGraph) -> None:
         write_graph(self.path, graph)
@@ -127,6 +116,27 @@ class InProcessGraphStore:
 
     def is_built(self) -> bool:
         return self._built
+
+
+class InProcessGraphStore(FileBackedGraph):
+    """The default GraphStore: adjacency dicts in memory, the graph JSON file beside the store.
+
+    >>> from ragspine.graph.model import Provenance, make_edge
+    >>> g = RelationGraph(); a = g.add_node("entity", "A"); b = g.add_node("entity", "B")
+    >>> _ = g.add_edge(make_edge(a, b, "subsidiary_of", [Provenance("relations_file", "r.csv", 2)], derivation="declared"))
+    >>> s = InProcessGraphStore(); s.replace(g)
+    >>> [(n, [e.type for e in path]) for n, path in s.descendants("entity:B")]
+    [('entity:A', ['subsidiary_of'])]
+    """
+
+    def _load(self, graph: RelationGraph) -> None:
+        self._graph = graph
+        self._touching: dict[str, list[Edge]] = defaultdict(list)
+        self._incoming: dict[tuple[str, str], list[Edge]] = defaultdict(list)
+        for edge in sorted(graph.edges.values(), key=edge_order):
+            self._touching[edge.source].append(edge)
+            self._touching[edge.target].append(edge)
+            self._incoming[(edge.target, edge.type)].append(edge)
 
     def node(self, nid: str) -> Node | None:
         return self._graph.nodes.get(nid)
