@@ -120,3 +120,11 @@ def test_queries_before_a_build_say_what_to_do(tmp_path: Path) -> None:
     with ragspine.open(tmp_path / "ws", env=ENV) as ws:
         with pytest.raises(ValueError, match="ragspine graph build"):
             ws.graph.rollup("G1")
+
+
+def test_defaults_build_no_graph_and_leave_search_alone(tmp_path: Path, corpus: GraphCorpus) -> None:
+    with ragspine.open(tmp_path / "ws", env=ENV) as ws:
+        corpus.ingest_texts(ws)
+        hits = ws.search("revenue exports", top_k=5)
+        assert hits and "graph" not in ws.__dict__  # the graph service is never built unless asked
+    assert not list(tmp_path.rglob("*.graph.json"))
