@@ -52,6 +52,7 @@ class LLMRelationExtractor:
 
     def extract(self, chunks: Sequence[Chunk], vocabulary: Vocabulary) -> list[Edge]:
         check_open(chunks)
+        self.dropped = []  # this build's
         ranked = sorted(range(len(chunks)), key=lambda i: (not vocabulary.find(chunks[i].text), i))
         edges: list[Edge] = []
         for i in ranked[: self.max_chunks]:
