@@ -41,9 +41,11 @@ def run(chunks: int, folder: Path) -> None:
     corpus = corpus_for(chunks)
     db = folder / f"chunks-{chunks}.db"
     start = time.perf_counter()
+    reuse = db.is_file()  # a store kept by an earlier run with --dir: the same corpus (deterministic)
     store = ChunkStore(str(db))
     store.init_schema()
-    corpus.ingest(store)
+    if not reuse or store.counts().chunks != corpus.chunks:
+        corpus.ingest(store)
     ingest_s = time.perf_counter() - start
     rel = corpus.relations_csv(folder / f"relations-{chunks}.csv")
     start = time.perf_counter()
@@ -54,7 +56,7 @@ def run(chunks: int, folder: Path) -> None:
     make_graph_store("in_process", path=path).replace(graph)
     write_s = time.perf_counter() - start
     print(f"\n{corpus.chunks} chunks, {len(corpus.docs)} reports, {len(corpus.parent) + len(corpus.rollup_docs)} "
-          f"entities (store written in {ingest_s:.1f}s)")  # fmt: skip
+          f"entities (store {'reused' if reuse else 'written'} in {ingest_s:.1f}s)")  # fmt: skip
     print(f"  build (cooccurrence): {built_s:.2f}s; write: {write_s:.2f}s; {len(graph.nodes)} nodes, "
           f"{len(graph.edges)} edges, file {Path(path).stat().st_size / 1e6:.1f} MB")  # fmt: skip
     entities = sorted(n.removeprefix("entity:") for n in graph.nodes if n.startswith("entity:"))
@@ -82,7 +84,7 @@ def run(chunks: int, folder: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, nargs="+", default=[10000, 100000])
-    parser.add_argument("--dir", type=Path, default=None, help="Keep the stores here (default: a temporary folder).")
+    parser.add_argument("--dir", type=Path, default=None, help="Keep the stores here, and reuse them on the next run (default: a temporary folder).")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.dir or Path(tmp)
