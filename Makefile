@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 CORE := $(VENV)/.core
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench bench-cold bench-rerank bench-query bench-post bench-embed bench-attach clean
+.PHONY: demo test bench bench-graph bench-cold bench-rerank bench-query bench-post bench-embed bench-attach clean
 
 # The package alone (what `make demo` needs): quick on a fresh machine.
 $(CORE): pyproject.toml
@@ -44,6 +44,10 @@ bench: $(STAMP)
 
 # Cold hybrid `ragspine search` (fresh process per query; wall, CPU, peak RSS). BEFORE=<src folder
 # of another checkout, e.g. a git worktree of an older commit> adds that code, run for run.
+# Relation graph build size/time and roll-up/peers/trace latency at 10k and 100k chunks (docs/graph.md).
+bench-graph: $(STAMP)
+	PYTHONPATH=src:. $(BIN)/python -m bench.graph_bench --chunks 10000 100000
+
 bench-cold: $(STAMP)
 	PYTHONPATH=. $(BIN)/python -m bench.cold_search $(if $(BEFORE),--before $(BEFORE))
 

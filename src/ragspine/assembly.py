@@ -77,6 +77,7 @@ from ragspine.settings.config import (
 from ragspine.settings.config import resolve_settings as read_settings
 
 if TYPE_CHECKING:
+    from ragspine.graph import GraphService
     from ragspine.ingest.pipeline import IngestRunReport
     from ragspine.retrieval.raptor import RaptorRetriever
 
@@ -97,6 +98,7 @@ __all__ = [
     "make_postprocessor_for",
     "make_channels_for",
     "make_raptor_for",
+    "make_graph_service",
     "make_provider",
     "make_query_plan_for",
     "make_query_rewriter_for",
@@ -432,6 +434,29 @@ def make_postprocessor_for(settings: Settings) -> PostprocessorChain | None:
 def make_channels_for(settings: Settings) -> list[Channel]:
     """RAGSPINE_EXTRA_CHANNELS's channels, in order (none: an empty list)."""
     return make_channels(settings.extra_channels)
+
+
+def make_graph_service(
+    settings: Settings, store: ChunkStoreProtocol, retriever: NarrativeIndexRetriever | None = None,
+    provider: LLMProvider | None = None,
+) -> GraphService:  # fmt: skip
+    """The relation graph of `store` (docs/graph.md): RAGSPINE_GRAPH_STORE at RAGSPINE_GRAPH_PATH
+    (default `<db>.graph.json`), RAGSPINE_GRAPH_RELATIONS, RAGSPINE_RELATION_EXTRACTOR (llm: over
+    `provider`, endpoints screened by the retriever's security gate); roll-up searches use `retriever`."""
+    from ragspine.graph import GraphService, graph_path_for, make_graph_store, make_relation_extractor
+
+    path = settings.graph_path or graph_path_for(store.db_path)
+    if path == ":memory:" and settings.db != ":memory:":
+        raise ConfigError("RAGSPINE_GRAPH_PATH is not set and this chunk store has no file to keep the graph "
+                          "beside; set RAGSPINE_GRAPH_PATH to a file")  # fmt: skip
+    options: dict[str, Any] = {}
+    if settings.relation_extractor == "llm":
+        gate = retriever.plan.gate if retriever is not None else make_query_plan_for(settings, None).gate
+        options = {"provider": provider, "gate": gate}
+    return GraphService(make_graph_store(settings.graph_store, path=path), store,
+                        relations=settings.graph_relations,
+                        extractor=make_relation_extractor(settings.relation_extractor, **options),
+                        retriever=retriever, provider=provider, summary_chars=settings.raptor_summary_chars)  # fmt: skip
 
 
 def make_raptor_for(

@@ -513,6 +513,98 @@ def raptor_status(db: str | None, config_file: Path | None, as_json: bool) -> No
         click.echo(f"{key:<18} {value}")
 
 
+@main.group()
+def graph() -> None:
+    """The relation graph beside the store: roll-ups, peers, derivation traces (docs/graph.md)."""
+
+
+def _graph_command(name: str, help_flags: dict[str, str] | None = None) -> Any:
+    """A `ragspine graph NAME` command: --db, --config, --relations, --extractor, then its own options."""
+
+    def wrap(func: Any) -> Any:
+        @functools.wraps(func)
+        def command(db: str | None, config_file: Path | None, relations: Path | None, extractor: str | None,
+                    **kwargs: Any) -> None:  # fmt: skip
+            from ragspine.workspace import Workspace
+
+            flags = {"RAGSPINE_DB": db, "RAGSPINE_GRAPH_RELATIONS": relations, "RAGSPINE_RELATION_EXTRACTOR": extractor}
+            with _user_errors():
+                settings = load_settings(config_file=config_file, flags=flags)
+                _require_store(settings.db)
+                with Workspace.from_settings(settings) as workspace:
+                    out = func(workspace.graph, **kwargs)
+            click.echo(out if isinstance(out, str) else json.dumps(out, ensure_ascii=False, indent=2))
+
+        for option in reversed([
+            _db_option, _config_option,
+            click.option("--relations", default=None, type=click.Path(dir_okay=False, path_type=Path),
+                         help="Relations file, YAML or CSV [env RAGSPINE_GRAPH_RELATIONS]."),
+            click.option("--extractor", default=None,
+                         help="Relation extractor: none, cooccurrence, llm [env RAGSPINE_RELATION_EXTRACTOR]."),
+        ]):  # fmt: skip
+            command = option(command)
+        return graph.command(name)(command)
+
+    return wrap
+
+
+@_graph_command("build")
+@click.option("--communities", is_flag=True, help="Also build GraphRAG community summaries ([graph] extra).")
+def graph_build(service: Any, communities: bool) -> str:
+    """Build the graph from the store's chunks, the relations file and the extractor; store it."""
+    r = service.build(communities=communities)
+    return (f"built relation graph: {r.nodes} nodes, {r.edges} edges, {r.bytes} bytes, extractor {r.extractor}"
+            f"{f', {r.communities} communities' if communities else ''} in {r.seconds:.2f}s -> {service.graph.path}")
+
+
+@_graph_command("show")
+def graph_show(service: Any) -> Any:
+    """Nodes per kind, edges per type, and whether the store changed since the build."""
+    return service.show()
+
+
+@_graph_command("neighbors")
+@click.argument("node")
+@click.option("--type", "types", multiple=True, help="Only edges of this type (repeatable).")
+def graph_neighbors(service: Any, node: str, types: tuple[str, ...]) -> Any:
+    """The edges touching NODE (an entity name, or kind:name), with citations."""
+    return service.neighbors(node, list(types) or None)
+
+
+@_graph_command("trace")
+@click.argument("source")
+@click.argument("target")
+@click.option("--type", "edge_type", default=None, help="Only edges of this type.")
+def graph_trace(service: Any, source: str, target: str, edge_type: str | None) -> Any:
+    """Which file lines and chunks (with locators) support the edges between SOURCE and TARGET."""
+    return service.trace(source, target, edge_type)
+
+
+@_graph_command("rollup")
+@click.argument("entity")
+@click.option("--period", default=None, help="Only documents of this period.")
+@click.option("--query", default=None, help="Also search this question, restricted to the roll-up's entities.")
+@click.option("--top-k", default=10, show_default=True, type=int, help="Snippets the search returns.")
+def graph_rollup(service: Any, entity: str, period: str | None, query: str | None, top_k: int) -> Any:
+    """ENTITY and all its subsidiaries, their documents, cited (and a restricted search)."""
+    return service.rollup(entity, period=period, query=query, top_k=top_k)
+
+
+@_graph_command("peers")
+@click.argument("entity")
+@click.option("--period", default=None, help="Only documents of this period.")
+def graph_peers(service: Any, entity: str, period: str | None) -> Any:
+    """ENTITY and its peers, each with its documents (in PERIOD), cited."""
+    return service.peers(entity, period=period)
+
+
+@_graph_command("global")
+@click.argument("question")
+def graph_global(service: Any, question: str) -> Any:
+    """Answer a broad QUESTION from the community summaries (GraphRAG), citing member chunks."""
+    return service.global_answer(question)
+
+
 # `ragspine eval` lives in its own package; its module imports only click at start-up.
 from ragspine.eval.cli import eval_command  # noqa: E402
 

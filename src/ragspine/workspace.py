@@ -19,6 +19,7 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sqlite3
@@ -35,6 +36,7 @@ from ragspine.assembly import (
     channels,
     close_backend,
     load_settings,
+    make_graph_service,
     make_provider,
     resolve_embedding,
 )
@@ -47,6 +49,7 @@ from ragspine.retrieval.vector.dense.chunk_vectors import EmbedReport
 from ragspine.retrieval.vector.errors import VectorStoreError
 
 if TYPE_CHECKING:
+    from ragspine.graph import GraphService
     from ragspine.ingest.document import IngestSettings, PreparedDocument
 
 _LOG = logging.getLogger(__name__)
@@ -245,6 +248,11 @@ class Workspace:
         """The active, non-RESTRICTED chunks of `doc_id` as dicts, in order."""
         rows = self.store.iter_chunks(doc_id=_check_doc_id(doc_id))
         return [_chunk_dict(asdict(c)) for c in rows if not is_restricted(c.sensitivity)]
+
+    @functools.cached_property
+    def graph(self) -> GraphService:
+        """The store's relation graph (docs/graph.md): build it, then roll-ups, peers, traces."""
+        return make_graph_service(self.settings, self.store, self.retriever, self.provider)
 
     def metadata_fields(self) -> list[str]:
         """The user metadata fields a filter can name here: those of the active chunks a caller

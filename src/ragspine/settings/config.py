@@ -89,6 +89,8 @@ POSTPROCESSORS = ("none", "mmr", "lost_in_middle", "compress")
 EXTRA_CHANNELS = ("none",)  # the names of retrieval.pipeline.channels.EXTRA_CHANNELS
 ROUTERS = ("keyword", "llm", "all")
 VECTOR_STORES = ("in_process", "pgvector", "qdrant")  # the keys of make_vector_store's registry
+GRAPH_STORES = ("in_process", "networkx")  # the keys of graph.stores.GRAPH_STORES (a test keeps them equal)
+RELATION_EXTRACTORS = ("none", "cooccurrence", "llm")  # graph.extract.RELATION_EXTRACTORS' names
 
 
 class ConfigError(ValueError):
@@ -480,6 +482,37 @@ SETTINGS: tuple[Setting, ...] = (
         int_range(50, 20000),
     ),
     Setting(
+        "RAGSPINE_GRAPH_STORE",
+        "in_process",
+        "Where the relation graph (`ragspine graph build`, docs/graph.md) is held and queried "
+        "(`make_graph_store`). in_process: adjacency in memory. networkx: a networkx graph (the "
+        "[graph] extra). Both persist it atomically in RAGSPINE_GRAPH_PATH.",
+        component(*GRAPH_STORES),
+    ),
+    Setting(
+        "RAGSPINE_GRAPH_PATH",
+        None,
+        "File the relation graph persists in. Not set: `<RAGSPINE_DB>.graph.json` beside a SQLite "
+        "store (set it for a PostgreSQL store).",
+        TEXT,
+    ),
+    Setting(
+        "RAGSPINE_GRAPH_RELATIONS",
+        None,
+        "Relations file (YAML or CSV: entity, parent, peers, aliases; document, derived_from) the "
+        "graph build reads; each edge it declares cites its file and line.",
+        EXISTING_FILE,
+    ),
+    Setting(
+        "RAGSPINE_RELATION_EXTRACTOR",
+        "none",
+        "Relations the graph build finds in chunk text (`make_relation_extractor`). none: the base "
+        "graph only. cooccurrence: co_occurs_with between controlled entities named in one chunk. "
+        "llm: relations proposed by the configured LLM, stamped model-derived and unverified, both "
+        "ends screened by the security gate; RESTRICTED chunks are never sent.",
+        component(*RELATION_EXTRACTORS),
+    ),
+    Setting(
         "RAGSPINE_ROUTER",
         "keyword",
         "Which libraries a multi-library search asks (`make_router`). keyword: those whose id or "
@@ -617,6 +650,10 @@ class Settings:
     raptor_max_cluster: int = 8
     raptor_levels: int = 3
     raptor_summary_chars: int = 600
+    graph_store: str = "in_process"
+    graph_path: str | None = None
+    graph_relations: str | None = None
+    relation_extractor: str = "none"
     router: str = "keyword"
     llm_base_url: str | None = None
     llm_model: str | None = None
@@ -777,7 +814,8 @@ def _check_combinations(settings: Settings, sources: Mapping[str, str]) -> None:
     _check_query_stage(settings)
     _check_fusion(settings)
     _check_vector_store(settings)
-    for var, value in (("RAGSPINE_RERANKER", settings.reranker), ("RAGSPINE_ROUTER", settings.router)):
+    for var, value in (("RAGSPINE_RERANKER", settings.reranker), ("RAGSPINE_ROUTER", settings.router),
+                       ("RAGSPINE_RELATION_EXTRACTOR", settings.relation_extractor)):  # fmt: skip
         if value == "llm" and not settings.llm_base_url:
             raise ConfigError(
                 f"{var}='llm' needs an LLM, but RAGSPINE_LLM_BASE_URL is not set; set it (and "

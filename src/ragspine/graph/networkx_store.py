@@ -1,0 +1,86 @@
+"""The networkx GraphStore (`RAGSPINE_GRAPH_STORE=networkx`, the [graph] extra).
+
+Invariants: the same file and the same answers as `InProcessGraphStore` (both pass
+`GraphStoreSuite`); networkx is imported when a store is built, and without it the error names
+`pip install 'ragspine[graph]'`. `nx_graph()` gives the MultiDiGraph (keys are edge types, the
+`edge` attribute the Edge) for the algorithms networkx has (communities, centrality).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ragspine.extras import require
+from ragspine.graph.model import SYMMETRIC, Edge, Node, RelationGraph
+from ragspine.graph.stores import MEMORY, FileBackedGraph, check_type, edge_order
+
+
+def networkx() -> Any:
+    """The networkx module, or MissingExtraError naming the [graph] extra."""
+    return require("networkx", extra="graph", purpose="the networkx graph store and GraphRAG communities")
+
+
+def to_networkx(graph: RelationGraph) -> Any:
+    """A networkx MultiDiGraph of `graph`: node attribute `node`, edge key = type, attribute `edge`."""
+    nx = networkx()
+    g = nx.MultiDiGraph()
+    for nid in sorted(graph.nodes):
+        g.add_node(nid, node=graph.nodes[nid])
+    for key in sorted(graph.edges):
+        edge = graph.edges[key]
+        g.add_edge(edge.source, edge.target, key=edge.type, edge=edge)
+    return g
+
+
+class NetworkXGraphStore(FileBackedGraph):
+    """A GraphStore over a networkx MultiDiGraph, persisted as the same graph JSON file."""
+
+    def __init__(self, path: str = MEMORY) -> None:
+        self._nx = networkx()
+        super().__init__(path)
+
+    def _load(self, graph: RelationGraph) -> None:
+        self._graph, self._g = graph, to_networkx(graph)
+
+    def nx_graph(self) -> Any:
+        return self._g
+
+    def node(self, nid: str) -> Node | None:
+        return self._g.nodes[nid]["node"] if nid in self._g else None
+
+    def nodes(self, kind: str | None = None) -> list[Node]:
+        return [d["node"] for _, d in sorted(self._g.nodes(data=True)) if kind is None or d["node"].kind == kind]
+
+    def edges(self, type: str | None = None) -> list[Edge]:
+        check_type(type)
+        found = (d["edge"] for _, _, k, d in self._g.edges(keys=True, data=True) if type is None or k == type)
+        return sorted(found, key=edge_order)
+
+    def edge(self, source: str, target: str, type: str) -> Edge | None:
+        check_type(type)
+        if type in SYMMETRIC and target < source:
+            source, target = target, source
+        if not self._g.has_edge(source, target, key=type):
+            return None
+        found: Edge = self._g.edges[source, target, type]["edge"]
+        return found
+
+    def neighbors(self, nid: str, types: Sequence[str] | None = None) -> list[Edge]:
+        for t in types or ():
+            check_type(t)
+        if nid not in self._g:
+            return []
+        touching = [*self._g.out_edges(nid, keys=True, data=True), *self._g.in_edges(nid, keys=True, data=True)]
+        return sorted({d["edge"].key: d["edge"] for *_, k, d in touching if not types or k in types}.values(), key=edge_order)
+
+    def descendants(self, nid: str, type: str = "subsidiary_of") -> list[tuple[str, list[Edge]]]:
+        check_type(type)
+        if nid not in self._g:
+            return []
+        view = self._nx.subgraph_view(self._g, filter_edge=lambda u, v, k: k == type).reverse(copy=False)
+        paths: dict[str, list[Edge]] = {nid: []}
+        for parent, child in self._nx.bfs_edges(view, nid, sort_neighbors=sorted):
+            paths[child] = [self._g.edges[child, parent, type]["edge"], *paths[parent]]
+        del paths[nid]
+        return sorted(paths.items(), key=lambda item: (len(item[1]), item[0]))

@@ -1,0 +1,197 @@
+"""The GraphStore seam: the Protocol, the in-process default and the registry factory.
+
+    from ragspine.graph import make_graph_store
+    store = make_graph_store("in_process", path="data/chunks.db.graph.json")   # RAGSPINE_GRAPH_STORE
+    store.replace(graph)
+    [e.other("entity:ACME") for e in store.neighbors("entity:ACME")]
+
+Invariants:
+- Every implementation passes `ragspine.testing.graph_store.GraphStoreSuite`: the same graph gives
+  the same answers, in the same order, from every store.
+- `replace` persists the whole graph atomically (`ragspine.atomic.write_atomic`; ":memory:" keeps it
+  in memory only); a reader never sees half a graph. The file is `RelationGraph.to_json`.
+- Orders are deterministic: nodes by id, edges by (type, source, target), descendants by (depth, id).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict, deque
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from ragspine.atomic import write_atomic
+from ragspine.graph.model import EDGE_TYPES, SYMMETRIC, Edge, Node, RelationGraph
+from ragspine.registry import Entry, Registry
+
+MEMORY = ":memory:"
+
+
+@runtime_checkable
+class GraphStore(Protocol):
+    """Holds one relation graph and answers the traversals the queries need."""
+
+    path: str
+
+    def replace(self, graph: RelationGraph) -> None:
+        """Make `graph` the stored graph (persisted atomically when `path` is a file)."""
+        ...
+
+    def graph(self) -> RelationGraph:
+        """The stored graph (empty when none was built)."""
+        ...
+
+    def is_built(self) -> bool:
+        """Whether a graph was stored (in this process or in the file)."""
+        ...
+
+    def node(self, nid: str) -> Node | None: ...
+
+    def nodes(self, kind: str | None = None) -> list[Node]:
+        """Nodes (of `kind`), by id."""
+        ...
+
+    def edges(self, type: str | None = None) -> list[Edge]:
+        """Edges (of `type`), by (type, source, target)."""
+        ...
+
+    def edge(self, source: str, target: str, type: str) -> Edge | None:
+        """The edge of `type` between the two nodes (either order for a symmetric type)."""
+        ...
+
+    def neighbors(self, nid: str, types: Sequence[str] | None = None) -> list[Edge]:
+        """Every edge touching `nid` (of `types`), by (type, source, target)."""
+        ...
+
+    def descendants(self, nid: str, type: str = "subsidiary_of") -> list[tuple[str, list[Edge]]]:
+        """Nodes with a chain of `type` edges up to `nid` (`nid` excluded), by (depth, id), each
+        with the chain of edges from it up to `nid` (a shortest one)."""
+        ...
+
+
+def edge_order(edge: Edge) -> tuple[str, str, str]:
+    return (edge.type, edge.source, edge.target)
+
+
+def check_type(type: str | None) -> None:
+    if type is not None and type not in EDGE_TYPES:
+        raise ValueError(f"unknown edge type {type!r}; valid: {', '.join(EDGE_TYPES)}")
+
+
+def read_graph(path: str) -> RelationGraph | None:
+    """The graph in the file at `path`, or None when there is none yet."""
+    if path == MEMORY or not Path(path).is_file():
+        return None
+    return RelationGraph.from_json(Path(path).read_bytes(), source=f"graph file {path!r}")
+
+
+def write_graph(path: str, graph: RelationGraph) -> None:
+    if path != MEMORY:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(Path(path), graph.to_json())
+
+
+class FileBackedGraph:
+    """What every shipped store shares: the graph file at `path`, read at open, replaced
+    atomically; `_load` builds the store's own structures from a graph (and sets `_graph`)."""
+
+    _graph: RelationGraph
+
+    def __init__(self, path: str = MEMORY) -> None:
+        self.path = str(path)
+        loaded = read_graph(self.path)
+        self._built = loaded is not None
+        self._load(loaded or RelationGraph())
+
+    def _load(self, graph: RelationGraph) -> None:
+        raise NotImplementedError
+
+    def replace(self, graph: RelationGraph) -> None:
+        write_graph(self.path, graph)
+        self._load(graph)
+        self._built = True
+
+    def graph(self) -> RelationGraph:
+        return self._graph
+
+    def is_built(self) -> bool:
+        return self._built
+
+
+class InProcessGraphStore(FileBackedGraph):
+    """The default GraphStore: adjacency dicts in memory, the graph JSON file beside the store.
+
+    >>> from ragspine.graph.model import Provenance, make_edge
+    >>> g = RelationGraph(); a = g.add_node("entity", "A"); b = g.add_node("entity", "B")
+    >>> _ = g.add_edge(make_edge(a, b, "subsidiary_of", [Provenance("relations_file", "r.csv", 2)], derivation="declared"))
+    >>> s = InProcessGraphStore(); s.replace(g)
+    >>> [(n, [e.type for e in path]) for n, path in s.descendants("entity:B")]
+    [('entity:A', ['subsidiary_of'])]
+    """
+
+    def _load(self, graph: RelationGraph) -> None:
+        self._graph = graph
+        self._touching: dict[str, list[Edge]] = defaultdict(list)
+        self._incoming: dict[tuple[str, str], list[Edge]] = defaultdict(list)
+        for edge in sorted(graph.edges.values(), key=edge_order):
+            self._touching[edge.source].append(edge)
+            self._touching[edge.target].append(edge)
+            self._incoming[(edge.target, edge.type)].append(edge)
+
+    def node(self, nid: str) -> Node | None:
+        return self._graph.nodes.get(nid)
+
+    def nodes(self, kind: str | None = None) -> list[Node]:
+        return [self._graph.nodes[n] for n in sorted(self._graph.nodes) if kind is None or self._graph.nodes[n].kind == kind]
+
+    def edges(self, type: str | None = None) -> list[Edge]:
+        check_type(type)
+        return sorted((e for e in self._graph.edges.values() if type is None or e.type == type), key=edge_order)
+
+    def edge(self, source: str, target: str, type: str) -> Edge | None:
+        check_type(type)
+        if type in SYMMETRIC and target < source:
+            source, target = target, source
+        return self._graph.edges.get((source, target, type))
+
+    def neighbors(self, nid: str, types: Sequence[str] | None = None) -> list[Edge]:
+        for t in types or ():
+            check_type(t)
+        return [e for e in self._touching.get(nid, []) if not types or e.type in types]
+
+    def descendants(self, nid: str, type: str = "subsidiary_of") -> list[tuple[str, list[Edge]]]:
+        check_type(type)
+        paths: dict[str, list[Edge]] = {nid: []}
+        queue = deque([nid])
+        while queue:
+            current = queue.popleft()
+            for edge in self._incoming.get((current, type), []):  # sorted: deterministic first path
+                if edge.source not in paths:
+                    paths[edge.source] = [edge, *paths[current]]
+                    queue.append(edge.source)
+        del paths[nid]
+        return sorted(paths.items(), key=lambda item: (len(item[1]), item[0]))
+
+
+GRAPH_STORES: Registry[GraphStore] = Registry(
+    "graph store",
+    {
+        "in_process": Entry(InProcessGraphStore, "adjacency in memory, <db>.graph.json beside the store (default)"),
+        "networkx": Entry("ragspine.graph.networkx_store:NetworkXGraphStore",
+                          "a networkx MultiDiGraph, same file ([graph])"),
+    },  # fmt: skip
+    protocol=GraphStore,
+)
+
+
+def make_graph_store(spec: str = "in_process", **options: Any) -> GraphStore:
+    """The GraphStore `spec` names (RAGSPINE_GRAPH_STORE): in_process, networkx, or a dotted path;
+    `path=` is where the graph persists."""
+    built = GRAPH_STORES.make(spec, **options)
+    assert built is not None  # the registry has no empty-slot name
+    return built
+
+
+def graph_path_for(db_path: str) -> str:
+    """Where the graph of the store at `db_path` persists: `<db>.graph.json` (":memory:" for none)."""
+    return MEMORY if db_path == MEMORY else f"{db_path}.graph.json"

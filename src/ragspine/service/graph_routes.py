@@ -1,0 +1,132 @@
+"""The relation graph's HTTP routes (/graph/…): each one call on `Workspace.graph`.
+
+(No `from __future__ import annotations` here: FastAPI reads the handlers' annotations at run time.)
+
+Invariants: the routes sit behind the same API-key check as every data route (the app mounts
+them in its keyed router); a graph answer never carries a RESTRICTED chunk (`GraphQueries`
+guarantees it); a missing graph or an unknown node is a 400 whose message says what to do.
+"""
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragspine.graph.model import EDGE_TYPES
+from ragspine.service.models import MAX_META_CHARS, MAX_QUERY_CHARS, Text
+from ragspine.workspace import Workspace
+
+Name = Annotated[Text, Query(min_length=1, max_length=MAX_META_CHARS)]
+Period = Annotated[Text | None, Query(max_length=MAX_META_CHARS)]
+EdgeType = Annotated[str | None, Query(description=f"one of {', '.join(EDGE_TYPES)}")]
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class GraphShowOut(_Open):
+    built: bool
+    path: str
+    stale: bool = Field(description="The store changed since the graph was built (answers are still filtered)")
+    nodes: dict[str, int]
+    edges: dict[str, int]
+
+
+class GraphBuildIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    communities: bool = Field(False, description="Also build GraphRAG community summaries (the [graph] extra)")
+
+
+class GraphBuildOut(_Open):
+    nodes: int
+    edges: int
+    bytes: int
+    seconds: float
+    extractor: str
+    communities: int
+
+
+class GraphEdgesOut(_Open):
+    node: str
+    edges: list[dict[str, Any]] = Field(description="Edges with their provenance: file+line, or cited chunks")
+
+
+class GraphTraceOut(_Open):
+    source: str
+    target: str
+    edges: list[dict[str, Any]]
+
+
+class GraphRollupOut(_Open):
+    entity: str
+    period: str | None
+    members: list[dict[str, Any]] = Field(description="The entity and its descendants, each with the subsidiary_of chain")
+    documents: list[dict[str, Any]]
+    snippets: list[dict[str, Any]] | None = Field(None, description="With `query`: the restricted narrative search")
+
+
+class GraphPeersOut(_Open):
+    entity: str
+    period: str | None
+    rows: list[dict[str, Any]]
+
+
+class GraphGlobalIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    question: Annotated[Text, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
+
+
+class GraphGlobalOut(_Open):
+    question: str
+    answer: str
+    mode: str
+    communities: list[dict[str, Any]] = Field(description="The summaries used: synthesis, never citable")
+    citations: list[dict[str, Any]] = Field(description="The member chunks the summaries drew on")
+
+
+def graph_routes(ws: Workspace, max_top_k: int) -> APIRouter:
+    router = APIRouter(prefix="/graph", tags=["graph"])
+
+    @router.get("", response_model=GraphShowOut)
+    def show() -> dict[str, Any]:
+        """Nodes per kind and edges per type of the stored relation graph."""
+        return ws.graph.show()
+
+    @router.post("/build", response_model=GraphBuildOut)
+    def build(body: GraphBuildIn) -> dict[str, Any]:
+        """Build the relation graph from the store, the relations file and the extractor, and store it."""
+        report = ws.graph.build(communities=body.communities)
+        return {k: v for k, v in vars(report).items() if k != "dropped"}
+
+    @router.get("/neighbors", response_model=GraphEdgesOut)
+    def neighbors(node: Name, type: EdgeType = None) -> dict[str, Any]:
+        """The edges touching `node` (an entity name or kind:name), with citations."""
+        return ws.graph.neighbors(node, [type] if type else None)
+
+    @router.get("/trace", response_model=GraphTraceOut)
+    def trace(source: Name, target: Name, type: EdgeType = None) -> dict[str, Any]:
+        """The provenance of the edges between two nodes: relations-file lines, chunks with locators."""
+        return ws.graph.trace(source, target, type)
+
+    @router.get("/rollup", response_model=GraphRollupOut)
+    def rollup(
+        entity: Name, period: Period = None,
+        query: Annotated[Text | None, Query(max_length=MAX_QUERY_CHARS)] = None,
+        top_k: Annotated[int, Query(ge=1, le=max_top_k)] = min(10, max_top_k),
+    ) -> dict[str, Any]:  # fmt: skip
+        """An entity and all its subsidiaries with their documents; with `query`, a narrative
+        search restricted to them (RESTRICTED never included)."""
+        return ws.graph.rollup(entity, period=period, query=query or None, top_k=top_k)
+
+    @router.get("/peers", response_model=GraphPeersOut)
+    def peers(entity: Name, period: Period = None) -> dict[str, Any]:
+        """An entity and its peers, each with its documents (in `period`), cited."""
+        return ws.graph.peers(entity, period=period)
+
+    @router.post("/global", response_model=GraphGlobalOut)
+    def global_question(body: GraphGlobalIn) -> dict[str, Any]:
+        """A broad question answered from the community summaries, citing member chunks."""
+        return ws.graph.global_answer(body.question)
+
+    return router
