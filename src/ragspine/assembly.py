@@ -60,6 +60,10 @@ from ragspine.retrieval.rerank.protocol import Reranker
 from ragspine.retrieval.store.protocol import ChunkStoreProtocol
 from ragspine.retrieval.types import EmbeddingBackend, QueryRewriter
 from ragspine.retrieval.vector.stores.inprocess import ChunkVectorStore
+from ragspine.retrieval.visual.channel import VisualChannel
+from ragspine.retrieval.visual.factory import make_visual_embedder
+from ragspine.retrieval.visual.index import VisualIndex, index_folder
+from ragspine.retrieval.visual.protocol import VisualEmbedder
 from ragspine.settings.config import (
     DENSE_MODES,
     EMBEDDING_MODEL_OPTION,
@@ -67,6 +71,7 @@ from ragspine.settings.config import (
     QUERY_STAGE,
     REMOTE_EMBEDDINGS,
     RERANKER_MODEL_FOLDER,
+    VISUAL_MODEL_FOLDER,
     ConfigError,
     ResolvedSettings,
     Settings,
@@ -416,6 +421,33 @@ def describe_reranker(settings: Settings) -> str:
     return f"{name}{where}"
 
 
+def make_visual_embedder_for(settings: Settings) -> VisualEmbedder | None:
+    """RAGSPINE_VISUAL_EMBEDDER's embedder (colpali / colqwen2 get RAGSPINE_VISUAL_MODEL and
+    _DEVICE), or None when the visual channel is off."""
+    name = settings.visual_embedder
+    if name in VISUAL_MODEL_FOLDER:
+        return make_visual_embedder(name, model_dir=settings.visual_model, device=settings.visual_device)
+    return make_visual_embedder(name)
+
+
+def make_visual_channel_for(settings: Settings) -> VisualChannel | None:
+    """The page-image channel over `<RAGSPINE_DB>.visual/` (None when RAGSPINE_VISUAL_EMBEDDER=none)."""
+    embedder = make_visual_embedder_for(settings)
+    if embedder is None:
+        return None
+    index = VisualIndex(index_folder(settings.db), model_id=embedder.model_id, dim=embedder.dim)
+    return VisualChannel(embedder, index)
+
+
+def describe_visual(settings: Settings) -> str:
+    """The visual channel in one line, for `config show` and the service's stats."""
+    name = settings.visual_embedder
+    if name == "none":
+        return "none"
+    model = f" ({settings.visual_model}, {settings.visual_device})" if name in VISUAL_MODEL_FOLDER else ""
+    return f"{name}{model}, pages at {settings.visual_dpi} dpi, MaxSim, fused by rrf"
+
+
 def make_postprocessor_for(settings: Settings) -> PostprocessorChain | None:
     """RAGSPINE_POSTPROCESSOR's chain (RAGSPINE_MMR_* and _COMPRESS_* for its members), or None."""
     names = {part.strip().lower() for part in settings.postprocessor.split(",")}
@@ -467,6 +499,7 @@ def channels(settings: Settings) -> dict[str, str]:
         "rerank_top_n": str(settings.reranker_top_n),
         "postprocessor": settings.postprocessor,
         "raptor": f"on ({settings.raptor_mode})" if settings.raptor == "on" else "off",
+        "visual": describe_visual(settings),
         "router": settings.router,
         "llm": f"{settings.llm_model} at {redact_url(settings.llm_base_url or '')}" if settings.llm_configured else "none",
     }
@@ -502,6 +535,7 @@ def build_retriever(
             rerank_timeout=settings.reranker_timeout,
             query_plan=make_query_plan_for(settings, provider, glossary),
             index_text=make_index_text_for(settings),
+            visual=make_visual_channel_for(settings),
         )
     except BaseException:
         close_backend(backend)
@@ -547,6 +581,12 @@ def ingest_files(
             levels=tuple(settings.sensitivity_levels.split(",")), index_text=make_index_text_for(settings),
             **options,
         )  # fmt: skip
+        visual = make_visual_embedder_for(settings) if local else None
+        if visual is not None:  # the page index follows the store (ingest.visual)
+            from ragspine.ingest.visual import ingest_visual
+
+            report.visual = ingest_visual(settings.db, visual, dpi=settings.visual_dpi, force=force or remake,
+                                          progress=progress)  # fmt: skip
     finally:
         close_backend(backend)
     withdrawn = finish_rebuild(settings.db, asked, [*report.ingested, *report.unchanged]) if rebuild else []
