@@ -24,7 +24,8 @@ FLUSH_PAGES = 256  # pages embedded before they are written (at a document bound
 
 @dataclass
 class PageBuildReport:
-    """What one build wrote: pages embedded, RESTRICTED pages dropped, documents written or cleared."""
+    """What one build wrote: pages embedded, RESTRICTED pages dropped, documents written, and
+    documents whose earlier pages were removed (withdrawn, or now without an open page)."""
 
     embedded: int = 0
     restricted: int = 0
@@ -56,11 +57,13 @@ def index_pages(
     out = report if report is not None else PageBuildReport()
     pending: list[tuple[PageRecord, np.ndarray]] = []
     empty: list[str] = []
+    had = index.doc_versions()  # a document that loses all its pages is reported as cleared
     for doc_id, pages in documents:
         open_pages = [(r, render) for r, render in pages if not is_restricted(r.sensitivity)]
         out.restricted += len(pages) - len(open_pages)
         if not open_pages:
             empty.append(doc_id)
+            out.cleared.extend([doc_id] if doc_id in had else [])
             continue
         for start in range(0, len(open_pages), batch_size):
             batch = open_pages[start : start + batch_size]
@@ -72,9 +75,7 @@ def index_pages(
         out.documents.append(doc_id)
         if len(pending) >= FLUSH_PAGES:
             index.write(pending, remove=empty)
-            out.cleared.extend(empty)
             pending, empty = [], []
     if pending or empty:
         index.write(pending, remove=empty)
-        out.cleared.extend(empty)
     return out
