@@ -1,4 +1,5 @@
-"""Fixtures for the visual channel's tests: real PDFs built with fpdf2 (the ingest tests' builder)."""
+"""The visual channel's tests build real PDFs with the ingest tests' fpdf2 builder
+(tests/ingest/ingest_fixtures.py, put on the import path here)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,3 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ingest"))
-
-from ingest_fixtures import write_pdf  # noqa: E402  (the one PDF builder the tests share)
-
-__all__ = ["write_pdf"]
