@@ -159,3 +159,17 @@ def test_restricted_pages_never_reach_the_embedder_or_the_index(tmp_path: Path, 
     assert {(item["record"]["doc_id"], item["record"]["page"]) for item in manifest["pages"]} == want
     hits = index.search(EMBEDDER.embed_queries(["revenue chart"])[0], k=100)
     assert all(not is_restricted(index.record(key).sensitivity) for key, _ in hits)  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("block_rows", [1, 7, 1 << 18])
+def test_scoring_in_blocks_and_gathered_rows_equal_maxsim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block_rows: int) -> None:
+    monkeypatch.setattr(index_module, "BLOCK_ROWS", block_rows)
+    index = VisualIndex(tmp_path / "v", model_id="m", dim=16)
+    pages = {f"d{d}.pdf#page=1": vectors(d, n=1 + d % 4) for d in range(30)}
+    index.write([(record(k.split("#")[0], 1, entity="A" if i % 3 else "B"), v) for i, (k, v) in enumerate(pages.items())])
+    query = vectors(5, n=3)
+    assert [k for k, _ in index.search(query, k=30)] == [k for k, _ in brute(pages, query)]
+    kept = {k: v for i, (k, v) in enumerate(pages.items()) if i % 3}  # not contiguous in the segment
+    got = index.search(query, k=30, where=parse_filter({"entity": "A"}))
+    assert [k for k, _ in got] == [k for k, _ in brute(kept, query)]
+    assert np.allclose([s for _, s in got], [s for _, s in brute(kept, query)], atol=1e-4)

@@ -8,6 +8,7 @@ the batch, and builds a page index that never holds a RESTRICTED page (`build.in
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -78,11 +79,11 @@ class VisualEmbedderSuite:
         class Spy:
             model_id, dim = embedder.model_id, embedder.dim
 
-            def embed_pages(self, images: list[np.ndarray]) -> list[np.ndarray]:
+            def embed_pages(self, images: Sequence[np.ndarray]) -> list[np.ndarray]:
                 seen.extend(int(image[0, 0, 0]) for image in images)
                 return list(embedder.embed_pages(images))
 
-            def embed_queries(self, queries: list[str]) -> list[np.ndarray]:
+            def embed_queries(self, queries: Sequence[str]) -> list[np.ndarray]:
                 return list(embedder.embed_queries(queries))
 
         def page(marker: int) -> Any:

@@ -52,8 +52,8 @@ def maxsim_packed(query: np.ndarray, rows: np.ndarray, offsets: Sequence[int] | 
     out = np.zeros(len(bounds) - 1, dtype=np.float32)
     if not len(q) or not len(rows):
         return out
-    sims = q @ np.asarray(rows, dtype=np.float32).T  # (q, m)
+    sims = np.asarray(rows, dtype=np.float32) @ q.T  # (m, q): the rows stay contiguous
     filled = np.flatnonzero(np.diff(bounds) > 0)
-    best = np.maximum.reduceat(sims, bounds[filled], axis=1)  # (q, filled documents)
-    out[filled] = best.sum(axis=0)
+    best = np.maximum.reduceat(sims, bounds[filled], axis=0)  # (filled documents, q)
+    out[filled] = best.sum(axis=1)
     return out

@@ -25,7 +25,7 @@ import io
 import json
 import os
 import shutil
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -85,6 +85,7 @@ class VisualIndex:
         self._segments: dict[str, np.ndarray] = {}
         self._next = 1
         self._stamp: tuple[int, int, int] | None = None
+        self._cached: _View | None = None
         if folder is not None:
             self.refresh()
 
@@ -135,29 +136,41 @@ class VisualIndex:
         self.refresh()
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
-        candidates = [e for e in self._entries.values()
-                      if not is_restricted(e.record.sensitivity) and matches(where, e.record.filter_record())]  # fmt: skip
-        if not candidates or not len(query):
+        view = self._view()
+        keep = view.open if where is None else view.open & np.fromiter(
+            (matches(where, r) for r in view.records), dtype=bool, count=len(view.records))  # fmt: skip
+        if not keep.any() or not len(query):
             return []
-        keys: list[str] = []
-        scores: list[np.ndarray] = []
-        for segment, entries in _by_segment(candidates).items():
-            for block in _blocks(entries):
-                rows, offsets = self._gather(segment, block)
-                scores.append(maxsim_packed(query, rows, offsets))
-                keys.extend(e.record.key for e in block)
-        flat = np.concatenate(scores)
-        order = sorted(range(len(keys)), key=lambda i: (-float(flat[i]), keys[i]))[:k]
-        return [(keys[i], float(flat[i])) for i in order]
+        scores = np.full(len(view.entries), -np.inf, dtype=np.float32)
+        for segment, (first, last) in view.segments.items():
+            chosen = first + np.flatnonzero(keep[first:last])
+            for block in _blocks(chosen, view.counts):
+                rows, offsets = self._gather(segment, block, view)
+                scores[block] = maxsim_packed(query, rows, offsets)
+        chosen = np.flatnonzero(keep)
+        if len(chosen) > k:
+            top = np.argpartition(-scores[chosen], k - 1)[:k]
+            cut = scores[chosen[top]].min()
+            chosen = chosen[scores[chosen] >= cut]  # every page tied with the k-th stays for the tie-break
+        order = sorted(chosen.tolist(), key=lambda i: (-float(scores[i]), view.keys[i]))[:k]
+        return [(view.keys[i], float(scores[i])) for i in order]
 
-    def _gather(self, segment: str, block: Sequence[_Entry]) -> tuple[np.ndarray, np.ndarray]:
+    def _view(self) -> _View:
+        if self._cached is None or self._cached.entries is not self._entries:
+            self._cached = _View.of(self._entries)
+        return self._cached
+
+    def _gather(self, segment: str, block: np.ndarray, view: _View) -> tuple[np.ndarray, np.ndarray]:
         array = self._segments[segment]
+        counts = view.counts[block]
         offsets = np.zeros(len(block) + 1, dtype=np.int64)
-        np.cumsum([e.count for e in block], out=offsets[1:])
-        first, last = block[0], block[-1]
-        if offsets[-1] == last.offset + last.count - first.offset:  # contiguous: one slice of the map
-            return array[first.offset : last.offset + last.count], offsets
-        return np.concatenate([array[e.offset : e.offset + e.count] for e in block]), offsets
+        np.cumsum(counts, out=offsets[1:])
+        starts = view.offsets[block]
+        first, end = int(starts[0]), int(starts[-1] + counts[-1])
+        if offsets[-1] == end - first:  # contiguous pages: one slice of the map
+            return array[first:end], offsets
+        rows = np.repeat(starts - offsets[:-1], counts) + np.arange(offsets[-1])  # each page's rows, in order
+        return array[rows], offsets
 
     def stats(self) -> dict[str, Any]:
         """Pages, documents, vectors, bytes on disk, segments and the model, for /stats."""
@@ -251,22 +264,41 @@ class VisualIndex:
                 os.unlink(path)
 
 
-def _by_segment(entries: Sequence[_Entry]) -> dict[str, list[_Entry]]:
-    out: dict[str, list[_Entry]] = {}
-    for entry in sorted(entries, key=lambda e: (e.segment, e.offset)):
-        out.setdefault(entry.segment, []).append(entry)
-    return out
+@dataclass(frozen=True)
+class _View:
+    """The entries as arrays in (segment, offset) order, what a search walks: built once per
+    manifest, so a query pays no per-page Python work unless it has a filter."""
+
+    entries: dict[str, _Entry]
+    keys: list[str]
+    records: list[dict[str, Any]]
+    open: np.ndarray  # bool: not RESTRICTED (the index never stores one; checked again)
+    offsets: np.ndarray
+    counts: np.ndarray
+    segments: dict[str, tuple[int, int]]  # segment → [first, last) positions
+
+    @classmethod
+    def of(cls, entries: dict[str, _Entry]) -> _View:
+        ordered = sorted(entries.values(), key=lambda e: (e.segment, e.offset))
+        segments: dict[str, tuple[int, int]] = {}
+        for i, e in enumerate(ordered):
+            segments[e.segment] = (segments.get(e.segment, (i, i))[0], i + 1)
+        return cls(
+            entries,
+            [e.record.key for e in ordered],
+            [e.record.filter_record() for e in ordered],
+            np.array([not is_restricted(e.record.sensitivity) for e in ordered], dtype=bool),
+            np.array([e.offset for e in ordered], dtype=np.int64),
+            np.array([e.count for e in ordered], dtype=np.int64),
+            segments,
+        )
 
 
-def _blocks(entries: list[_Entry]) -> Iterable[list[_Entry]]:
-    block: list[_Entry] = []
-    rows = 0
-    for entry in entries:
-        if block and rows + entry.count > BLOCK_ROWS:
-            yield block
-            block, rows = [], 0
-        block.append(entry)
-        rows += entry.count
-    if block:
-        yield block
-
+def _blocks(chosen: np.ndarray, counts: np.ndarray) -> Iterable[np.ndarray]:
+    """`chosen` positions cut into runs of about BLOCK_ROWS rows (a page is never split, so a run
+    may pass it by less than one page)."""
+    if not len(chosen):
+        return
+    ends = np.cumsum(counts[chosen])
+    cut = np.flatnonzero(np.diff((ends - 1) // BLOCK_ROWS)) + 1
+    yield from np.split(chosen, cut)
