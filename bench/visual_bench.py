@@ -14,7 +14,7 @@ What it measures, each on this machine:
 4. search: `--queries` fixed queries (embedding included), median and p95 latency, unfiltered and
    with an `entity` filter that keeps a tenth of the pages;
 5. with `--colpali-shape N`: the same search over N pages of ColPali-shaped random vectors
-   (1030 patches x 128 dims, float16): the scorer's cost at a real model's size, no model run.
+   (1030 patches x 128 dims, float32 as stored): the scorer's cost at a real model's size, no model run.
 Prints one JSON object.
 """
 

@@ -7,7 +7,7 @@ Run on a machine with a GPU, the weights in a local folder and `pip install 'rag
         --device cuda --pages 64 --index-pages 1000,10000 --queries 20
 
 Without a checkpoint (`--model-dir` not given) it times the scorer alone on the device: MaxSim of
-ColPali-shaped random vectors (1030 patches x 128, bfloat16/float16) with torch on `--device`,
+ColPali-shaped random vectors (1030 patches x 128; bfloat16 on CUDA) with torch on `--device`,
 against the numpy scorer the index uses, so a GPU run still says what search costs there.
 Pages are a generated PDF (fpdf2, fixed text) rendered at `--dpi` by pypdfium2. Prints one JSON
 object. This measures cost only: quality needs a labelled set (docs/visual.md).
@@ -89,7 +89,7 @@ def scorer_run(args: argparse.Namespace, out: dict[str, Any]) -> None:
 
     rng = np.random.default_rng(3)
     for n in [int(x) for x in args.index_pages.split(",") if x]:
-        pages = rng.standard_normal((n * 1030, 128)).astype(np.float16)
+        pages = rng.standard_normal((n * 1030, 128)).astype(np.float32)
         q = rng.standard_normal((20, 128)).astype(np.float32)
         dtype = torch.bfloat16 if args.device.startswith("cuda") else torch.float32
         on_device = torch.from_numpy(pages).to(args.device, dtype=dtype)

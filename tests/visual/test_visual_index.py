@@ -32,8 +32,8 @@ def record(doc: str, page: int, label: str = "INTERNAL", **fields: object) -> Pa
 
 
 def brute(pages: dict[str, np.ndarray], query: np.ndarray) -> list[tuple[str, float]]:
-    """The reference: `maxsim` per page, best first, ties by key (float16 storage as the index)."""
-    scored = [(k, maxsim(query, v.astype(np.float16))) for k, v in pages.items()]
+    """The reference: `maxsim` per page, best first, ties by key."""
+    scored = [(k, maxsim(query, v)) for k, v in pages.items()]
     return sorted(scored, key=lambda kv: (-kv[1], kv[0]))
 
 

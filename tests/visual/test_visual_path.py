@@ -69,7 +69,7 @@ def test_pdf_to_page_index_to_fused_search_to_cited_page(docs: Path, tmp_path: P
         assert embedder is not None
         with open_pdf_pages((docs / "report.pdf").read_bytes(), dpi=settings.visual_dpi) as pages:
             want = {n: maxsim(embedder.embed_queries(["quarterly revenue chart"])[0],
-                              embedder.embed_pages([pages.render(n)])[0].astype(np.float16)) for n in (1, 2, 3)}  # fmt: skip
+                              embedder.embed_pages([pages.render(n)])[0]) for n in (1, 2, 3)}  # fmt: skip
         for pointer in pointers:
             assert pointer["scores"]["visual"] == pytest.approx(want[pointer["page"]], abs=1e-3)
             assert pointer["lineage"]["channel"] == "visual" and pointer["chunk_id"] is None

@@ -2,7 +2,7 @@
 
 Layout: the folder `<db>.visual/` holds `manifest.json` (format, model, dimension, the segment
 files and one entry per page: its record, its segment, first row and row count) and segments
-`seg-NNNNNN.npy` (float16 rows, memory-mapped when read). `VisualIndex(None)` keeps the same in
+`seg-NNNNNN.npy` (float32 rows, memory-mapped and scored in place). `VisualIndex(None)` keeps the same in
 memory (for a `:memory:` store).
 
 Invariants:
@@ -26,7 +26,7 @@ import json
 import os
 import shutil
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,7 @@ FORMAT = 1
 MANIFEST = "manifest.json"
 MAX_SEGMENTS = 32
 BLOCK_ROWS = 1 << 18  # rows scored per matrix product (bounds the (query, rows) float32 matrix)
-STORED_DTYPE = np.float16
+STORED_DTYPE = np.float32  # float16 halves the disk but costs a conversion on every CPU search (measured: docs/benchmarks.md)
 
 
 class VisualModelMismatch(ValueError):
@@ -253,7 +253,7 @@ class VisualIndex:
         manifest = {
             "format": FORMAT, "model_id": self.model_id, "dim": self.dim, "next_segment": self._next,
             "segments": sorted(segments),
-            "pages": [{"record": asdict(e.record), "segment": e.segment, "offset": e.offset, "count": e.count}
+            "pages": [{"record": _as_json(e.record), "segment": e.segment, "offset": e.offset, "count": e.count}
                       for e in sorted(entries.values(), key=lambda e: e.record.key)],
         }  # fmt: skip
         write_atomic(self.folder / MANIFEST, json.dumps(manifest, ensure_ascii=False).encode("utf-8"))
@@ -292,6 +292,16 @@ class _View:
             np.array([e.count for e in ordered], dtype=np.int64),
             segments,
         )
+
+
+_RECORD_FIELDS = tuple(f.name for f in fields(PageRecord))
+
+
+def _as_json(record: PageRecord) -> dict[str, Any]:
+    """A record as the manifest keeps it (dataclasses.asdict, without its deep copies)."""
+    out = {name: getattr(record, name) for name in _RECORD_FIELDS}
+    out["fields"] = dict(record.fields)
+    return out
 
 
 def _blocks(chosen: np.ndarray, counts: np.ndarray) -> Iterable[np.ndarray]:
