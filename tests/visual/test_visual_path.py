@@ -168,3 +168,16 @@ def test_restricted_documents_never_reach_the_embedder_through_ingest(tmp_path: 
     finally:
         retriever.index.close()
         store.close()
+
+
+def test_raptor_keeps_the_visual_channel(docs: Path, tmp_path: Path) -> None:
+    """RAGSPINE_RAPTOR=on wraps the retriever: the page pointers still come, fused with the
+    leaves and the tree's nodes (a pointer has no chunk_id; the tree keys it by its locator)."""
+    settings = load_settings(env(tmp_path, RAGSPINE_VISUAL_EMBEDDER="tiny", RAGSPINE_EMBEDDING="deterministic",
+                                 RAGSPINE_RAPTOR="on"))  # fmt: skip
+    ingest_files([docs], settings)
+    with Workspace.from_settings(settings) as ws:
+        ws.retriever.build()  # type: ignore[attr-defined]
+        assert ws.retriever.visual is not None and ws.stats()["index"]["visual"]["pages"] == 3
+        snippets = ws.search("quarterly revenue chart", top_k=10)
+        assert any(s.get("is_visual") for s in snippets) and any(not s.get("is_visual") for s in snippets)
