@@ -173,3 +173,13 @@ def test_scoring_in_blocks_and_gathered_rows_equal_maxsim(tmp_path: Path, monkey
     got = index.search(query, k=30, where=parse_filter({"entity": "A"}))
     assert [k for k, _ in got] == [k for k, _ in brute(kept, query)]
     assert np.allclose([s for _, s in got], [s for _, s in brute(kept, query)], atol=1e-4)
+
+
+def test_a_filter_sees_each_page_s_own_record(tmp_path: Path) -> None:
+    """Filters are evaluated once per group of pages with equal fields: pages of one document
+    that differ (a label) are told apart, and `page` itself can be filtered on."""
+    index = VisualIndex(None, model_id="m", dim=16)
+    index.write([(record("a.pdf", p, label), vectors(p)) for p, label in ((1, "PUBLIC"), (2, "INTERNAL"), (3, "PUBLIC"))])
+    query = vectors(0)
+    assert sorted(k for k, _ in index.search(query, 9, parse_filter({"sensitivity": "PUBLIC"}))) == ["a.pdf#page=1", "a.pdf#page=3"]
+    assert sorted(k for k, _ in index.search(query, 9, parse_filter({"page": {"gte": 2}}))) == ["a.pdf#page=2", "a.pdf#page=3"]

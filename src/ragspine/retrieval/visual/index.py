@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from ragspine.atomic import write_atomic
-from ragspine.retrieval.filters import Filter, matches
+from ragspine.retrieval.filters import Filter, fields_of, matches
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.retrieval.vector.late_interaction import maxsim_packed
 from ragspine.retrieval.visual.protocol import PageRecord
@@ -137,8 +137,7 @@ class VisualIndex:
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
         view = self._view()
-        keep = view.open if where is None else view.open & np.fromiter(
-            (matches(where, r) for r in view.records), dtype=bool, count=len(view.records))  # fmt: skip
+        keep = view.open if where is None else view.open & view.matching(where)
         if not keep.any() or not len(query):
             return []
         scores = np.full(len(view.entries), -np.inf, dtype=np.float32)
@@ -276,6 +275,16 @@ class _View:
     offsets: np.ndarray
     counts: np.ndarray
     segments: dict[str, tuple[int, int]]  # segment → [first, last) positions
+    docs: np.ndarray  # position → its group in `doc_records`
+    doc_records: list[dict[str, Any]]  # one record per group of pages equal in every field but `page`
+
+    def matching(self, where: Filter) -> np.ndarray:
+        """Which positions `where` keeps: evaluated once per group (the pages of a document share
+        their fields) unless it names `page`."""
+        if "page" in fields_of(where):
+            return np.fromiter((matches(where, r) for r in self.records), dtype=bool, count=len(self.records))
+        per_doc = np.fromiter((matches(where, r) for r in self.doc_records), dtype=bool, count=len(self.doc_records))
+        return per_doc[self.docs]
 
     @classmethod
     def of(cls, entries: dict[str, _Entry]) -> _View:
@@ -283,14 +292,26 @@ class _View:
         segments: dict[str, tuple[int, int]] = {}
         for i, e in enumerate(ordered):
             segments[e.segment] = (segments.get(e.segment, (i, i))[0], i + 1)
+        records = [e.record.filter_record() for e in ordered]
+        groups: dict[str, int] = {}  # the record without `page` → its group
+        doc_records: list[dict[str, Any]] = []
+        docs = np.zeros(len(ordered), dtype=np.int64)
+        for i, record in enumerate(records):
+            shared = json.dumps({k: v for k, v in record.items() if k != "page"}, sort_keys=True, ensure_ascii=False)
+            if shared not in groups:
+                groups[shared] = len(doc_records)
+                doc_records.append(record)
+            docs[i] = groups[shared]
         return cls(
             entries,
             [e.record.key for e in ordered],
-            [e.record.filter_record() for e in ordered],
+            records,
             np.array([not is_restricted(e.record.sensitivity) for e in ordered], dtype=bool),
             np.array([e.offset for e in ordered], dtype=np.int64),
             np.array([e.count for e in ordered], dtype=np.int64),
             segments,
+            docs,
+            doc_records,
         )
 
 
