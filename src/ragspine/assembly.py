@@ -565,7 +565,8 @@ def ingest_files(
     chunker, budget and embedding backend; the store's recorded index settings must match
     (`rebuild=True` re-chunks everything and withdraws documents not under `paths`).
     `options` go to `ingest_paths` (metadata defaults, include/exclude, rules, prune).
-    (the run's report, the doc_ids withdrawn by a rebuild)."""
+    With RAGSPINE_VISUAL_EMBEDDER set, the PDF pages then go into the page index
+    (`report.visual`). (the run's report, the doc_ids withdrawn by a rebuild)."""
     from ragspine.ingest.pipeline import ingest_paths
     from ragspine.ingest.rebuild import finish_rebuild, prepare_store
 
@@ -574,6 +575,7 @@ def ingest_files(
     remake = prepare_store(settings.db, asked, rebuild=rebuild) if local else False
     backend = make_embedding(settings) if local else None
     try:
+        visual = make_visual_embedder_for(settings) if local else None  # a bad model fails before any write
         report = ingest_paths(
             list(paths), settings.db, force=force or remake, progress=progress,
             embedding_backend=backend, max_chars=settings.chunk_chars,
@@ -581,15 +583,14 @@ def ingest_files(
             levels=tuple(settings.sensitivity_levels.split(",")), index_text=make_index_text_for(settings),
             **options,
         )  # fmt: skip
-        visual = make_visual_embedder_for(settings) if local else None
-        if visual is not None:  # the page index follows the store (ingest.visual)
-            from ragspine.ingest.visual import ingest_visual
-
-            report.visual = ingest_visual(settings.db, visual, dpi=settings.visual_dpi, force=force or remake,
-                                          progress=progress)  # fmt: skip
     finally:
         close_backend(backend)
     withdrawn = finish_rebuild(settings.db, asked, [*report.ingested, *report.unchanged]) if rebuild else []
+    if visual is not None:  # then the page index follows the store (ingest.visual)
+        from ragspine.ingest.visual import ingest_visual
+
+        report.visual = ingest_visual(settings.db, visual, dpi=settings.visual_dpi, force=force or remake,
+                                      progress=progress)  # fmt: skip
     return report, withdrawn
 
 

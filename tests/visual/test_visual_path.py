@@ -181,3 +181,24 @@ def test_raptor_keeps_the_visual_channel(docs: Path, tmp_path: Path) -> None:
         assert ws.retriever.visual is not None and ws.stats()["index"]["visual"]["pages"] == 3
         snippets = ws.search("quarterly revenue chart", top_k=10)
         assert any(s.get("is_visual") for s in snippets) and any(not s.get("is_visual") for s in snippets)
+
+
+def test_a_visual_model_that_cannot_load_stops_the_ingest_before_any_write(docs: Path, tmp_path: Path) -> None:
+    settings = load_settings(env(tmp_path, RAGSPINE_VISUAL_EMBEDDER="colqwen2",
+                                 RAGSPINE_VISUAL_MODEL=str(tmp_path / "no-such-model")))  # fmt: skip
+    with pytest.raises(ValueError, match="no model folder at"):
+        ingest_files([docs], settings)
+    assert not (tmp_path / "s.db.visual").exists()
+    with Workspace.from_settings(load_settings(env(tmp_path))) as ws:
+        assert ws.stats()["documents"] == 0
+
+
+def test_a_rebuild_withdraws_the_pages_of_documents_left_out(docs: Path, tmp_path: Path) -> None:
+    settings = load_settings(env(tmp_path, RAGSPINE_VISUAL_EMBEDDER="tiny"))
+    ingest_files([docs], settings)
+    only = tmp_path / "only"
+    write_pdf(only / "other.pdf", ["Another report, one page."])
+    report, withdrawn = ingest_files([only], settings, rebuild=True)
+    assert "report.pdf" in withdrawn and report.visual is not None and "report.pdf" in report.visual.cleared
+    with Workspace.from_settings(settings) as ws:
+        assert ws.stats()["index"]["visual"]["documents"] == 1
