@@ -202,3 +202,23 @@ def test_a_rebuild_withdraws_the_pages_of_documents_left_out(docs: Path, tmp_pat
     assert "report.pdf" in withdrawn and report.visual is not None and "report.pdf" in report.visual.cleared
     with Workspace.from_settings(settings) as ws:
         assert ws.stats()["index"]["visual"]["documents"] == 1
+
+
+def test_the_http_service_returns_page_pointers_and_shows_the_index(docs: Path, tmp_path: Path) -> None:
+    """A real server: /search's response model takes a page pointer (chunk_id null, a visual
+    score), /ask cites text chunks only, /stats shows the page index."""
+    import httpx
+
+    from ragspine.service import running_server
+
+    settings = load_settings(env(tmp_path, RAGSPINE_VISUAL_EMBEDDER="tiny"))
+    ingest_files([docs], settings)
+    with Workspace.from_settings(settings) as ws, running_server(ws) as url, httpx.Client(base_url=url, timeout=30) as client:
+        found = client.post("/search", json={"query": "quarterly revenue chart", "top_k": 10})
+        assert found.status_code == 200, found.text
+        pointers = [s for s in found.json()["snippets"] if s.get("is_visual")]
+        assert pointers and all(s["chunk_id"] is None and isinstance(s["scores"]["visual"], float) for s in pointers)
+        answer = client.post("/ask", json={"question": "quarterly revenue chart", "top_k": 10}).json()
+        assert answer["citations"] and all(c["chunk_id"] and not c.get("is_visual") for c in answer["citations"])
+        visual = client.get("/stats").json()["index"]["visual"]
+        assert (visual["pages"], visual["documents"], visual["model"]) == (3, 1, "tiny-visual:dim=32:grid=8:patch=8:seed=0")
