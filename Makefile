@@ -79,10 +79,11 @@ bench-attach: $(STAMP)
 
 # The visual channel's CPU cost with the tiny model (docs/visual.md): render and embed pages/s, search
 # latency and bytes per page at VISUAL_PAGES pages, and the scorer at ColPali's shape. On a GPU
-# machine with a checkpoint: bench/visual_gpu.py.
+# machine with a checkpoint: bench/visual_gpu.py. One BLAS thread: the published figures were taken so
+# on a shared machine, where BLAS threads spinning against other processes made timings erratic.
 VISUAL_PAGES ?= 1000,10000
 bench-visual: $(STAMP)
-	PYTHONPATH=src:. $(BIN)/python -m bench.visual_bench --pages $(VISUAL_PAGES) --colpali-shape 1000
+	OPENBLAS_NUM_THREADS=1 PYTHONPATH=src:. $(BIN)/python -m bench.visual_bench --pages $(VISUAL_PAGES) --colpali-shape 1000
 
 clean:
 	rm -rf $(VENV) .ragspine build src/*.egg-info .pytest_cache .hypothesis
