@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 CORE := $(VENV)/.core
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench bench-graph bench-cold bench-rerank bench-query bench-post bench-embed bench-attach clean
+.PHONY: demo test bench bench-graph bench-cold bench-rerank bench-query bench-post bench-embed bench-attach bench-visual clean
 
 # The package alone (what `make demo` needs): quick on a fresh machine.
 $(CORE): pyproject.toml
@@ -80,6 +80,14 @@ bench-embed: $(STAMP)
 # Dense channel cold attach at 100k vectors (fresh process per run); BEFORE=<src folder> adds older code.
 bench-attach: $(STAMP)
 	PYTHONPATH=. $(BIN)/python -m bench.dense_attach $(if $(BEFORE),--before $(BEFORE))
+
+# The visual channel's CPU cost with the tiny model (docs/visual.md): render and embed pages/s, search
+# latency and bytes per page at VISUAL_PAGES pages, and the scorer at ColPali's shape. On a GPU
+# machine with a checkpoint: bench/visual_gpu.py. One BLAS thread: the published figures were taken so
+# on a shared machine, where BLAS threads spinning against other processes made timings erratic.
+VISUAL_PAGES ?= 1000,10000
+bench-visual: $(STAMP)
+	OPENBLAS_NUM_THREADS=1 PYTHONPATH=src:. $(BIN)/python -m bench.visual_bench --pages $(VISUAL_PAGES) --colpali-shape 1000
 
 clean:
 	rm -rf $(VENV) .ragspine build src/*.egg-info .pytest_cache .hypothesis

@@ -102,13 +102,16 @@ def ask(
 
 def citable_sources(snippets: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(numbered sources, overviews): synthesis snippets become overviews and their members
-    sources (each chunk once); RESTRICTED never passes."""
+    sources (each chunk once); a visual page pointer is never a source, the text chunks on its
+    page (its members) are; RESTRICTED never passes."""
     sources: list[dict[str, Any]] = []
     overviews: list[dict[str, Any]] = []
     seen: set[str] = set()
     for snippet in snippets:
         if snippet.get("is_synthesis"):
             overviews.append(snippet)
+            candidates = list(snippet.get("members", []))
+        elif snippet.get("is_visual"):  # a page pointer: its page's text chunks, never the pixels
             candidates = list(snippet.get("members", []))
         else:
             candidates = [snippet]

@@ -61,6 +61,10 @@ from ragspine.retrieval.rerank.protocol import Reranker
 from ragspine.retrieval.store.protocol import ChunkStoreProtocol
 from ragspine.retrieval.types import EmbeddingBackend, QueryRewriter
 from ragspine.retrieval.vector.stores.inprocess import ChunkVectorStore
+from ragspine.retrieval.visual.channel import VisualChannel
+from ragspine.retrieval.visual.factory import make_visual_embedder
+from ragspine.retrieval.visual.index import VisualIndex, index_folder
+from ragspine.retrieval.visual.protocol import VisualEmbedder
 from ragspine.settings.config import (
     DENSE_MODES,
     EMBEDDING_MODEL_OPTION,
@@ -68,6 +72,7 @@ from ragspine.settings.config import (
     QUERY_STAGE,
     REMOTE_EMBEDDINGS,
     RERANKER_MODEL_FOLDER,
+    VISUAL_MODEL_FOLDER,
     ConfigError,
     ResolvedSettings,
     Settings,
@@ -420,6 +425,33 @@ def describe_reranker(settings: Settings) -> str:
     return f"{name}{where}"
 
 
+def make_visual_embedder_for(settings: Settings) -> VisualEmbedder | None:
+    """RAGSPINE_VISUAL_EMBEDDER's embedder (colpali / colqwen2 get RAGSPINE_VISUAL_MODEL and
+    _DEVICE), or None when the visual channel is off."""
+    name = settings.visual_embedder
+    if name in VISUAL_MODEL_FOLDER:
+        return make_visual_embedder(name, model_dir=settings.visual_model, device=settings.visual_device)
+    return make_visual_embedder(name)
+
+
+def make_visual_channel_for(settings: Settings) -> VisualChannel | None:
+    """The page-image channel over `<RAGSPINE_DB>.visual/` (None when RAGSPINE_VISUAL_EMBEDDER=none)."""
+    embedder = make_visual_embedder_for(settings)
+    if embedder is None:
+        return None
+    index = VisualIndex(index_folder(settings.db), model_id=embedder.model_id, dim=embedder.dim)
+    return VisualChannel(embedder, index)
+
+
+def describe_visual(settings: Settings) -> str:
+    """The visual channel in one line, for `config show` and the service's stats."""
+    name = settings.visual_embedder
+    if name == "none":
+        return "none"
+    model = f" ({settings.visual_model}, {settings.visual_device})" if name in VISUAL_MODEL_FOLDER else ""
+    return f"{name}{model}, pages at {settings.visual_dpi} dpi, MaxSim, fused by rrf"
+
+
 def make_postprocessor_for(settings: Settings) -> PostprocessorChain | None:
     """RAGSPINE_POSTPROCESSOR's chain (RAGSPINE_MMR_* and _COMPRESS_* for its members), or None."""
     names = {part.strip().lower() for part in settings.postprocessor.split(",")}
@@ -499,6 +531,7 @@ def channels(settings: Settings) -> dict[str, str]:
         "rerank_top_n": str(settings.reranker_top_n),
         "postprocessor": settings.postprocessor,
         "raptor": f"on ({settings.raptor_mode})" if settings.raptor == "on" else "off",
+        "visual": describe_visual(settings),
         "router": settings.router,
         "llm": f"{settings.llm_model} at {redact_url(settings.llm_base_url or '')}" if settings.llm_configured else "none",
     }
@@ -535,6 +568,7 @@ def build_retriever(
             query_plan=make_query_plan_for(settings, provider, glossary),
             index_text=make_index_text_for(settings),
             extra_channels=make_channels_for(settings),
+            visual=make_visual_channel_for(settings),
         )
     except BaseException:
         close_backend(backend)
@@ -564,7 +598,8 @@ def ingest_files(
     chunker, budget and embedding backend; the store's recorded index settings must match
     (`rebuild=True` re-chunks everything and withdraws documents not under `paths`).
     `options` go to `ingest_paths` (metadata defaults, include/exclude, rules, prune).
-    (the run's report, the doc_ids withdrawn by a rebuild)."""
+    With RAGSPINE_VISUAL_EMBEDDER set, the PDF pages then go into the page index
+    (`report.visual`). (the run's report, the doc_ids withdrawn by a rebuild)."""
     from ragspine.ingest.pipeline import ingest_paths
     from ragspine.ingest.rebuild import finish_rebuild, prepare_store
 
@@ -573,6 +608,7 @@ def ingest_files(
     remake = prepare_store(settings.db, asked, rebuild=rebuild) if local else False
     backend = make_embedding(settings) if local else None
     try:
+        visual = make_visual_embedder_for(settings) if local else None  # a bad model fails before any write
         report = ingest_paths(
             list(paths), settings.db, force=force or remake, progress=progress,
             embedding_backend=backend, max_chars=settings.chunk_chars,
@@ -583,6 +619,11 @@ def ingest_files(
     finally:
         close_backend(backend)
     withdrawn = finish_rebuild(settings.db, asked, [*report.ingested, *report.unchanged]) if rebuild else []
+    if visual is not None:  # then the page index follows the store (ingest.visual)
+        from ragspine.ingest.visual import ingest_visual
+
+        report.visual = ingest_visual(settings.db, visual, dpi=settings.visual_dpi, force=force or remake,
+                                      progress=progress)  # fmt: skip
     return report, withdrawn
 
 

@@ -116,6 +116,9 @@ _port_option = click.option("--port", default=None, type=int, help="Port to bind
 @click.option("--skip-garbled", is_flag=True,
               help="Fail documents whose extracted text looks garbled (glyph names, mojibake) instead of "
                    "ingesting them with a warning.")  # fmt: skip
+@click.option("--visual", is_flag=True,
+              help="Also index PDF pages as images for the visual channel (needs RAGSPINE_VISUAL_EMBEDDER; "
+                   "runs whenever it is set: the flag makes a missing setting an error).")  # fmt: skip
 @_config_option
 def ingest(
     paths: tuple[Path, ...],
@@ -129,6 +132,7 @@ def ingest(
     rebuild: bool,
     lower_labels: tuple[str, ...],
     skip_garbled: bool,
+    visual: bool,
     **meta: str | None,
 ) -> None:
     """Ingest .txt, .md, .html, .pdf and .docx files, or folders of them.
@@ -141,6 +145,7 @@ def ingest(
     defaults: dict[str, Any] = dict(meta)
     with _user_errors():
         settings = load_settings(config_file=config_file, flags={"RAGSPINE_DB": db})
+        _check_visual(settings, visual)
         asked = index_settings_for(settings)
         report, withdrawn = ingest_files(
             list(paths), settings, rebuild=rebuild, force=force, include=include, exclude=exclude,
@@ -156,7 +161,12 @@ def ingest(
     click.echo(report.summary_table())
     if report.embedding is not None:
         click.echo(_embed_summary(report.embedding))
-    if report.failures:
+    if report.visual is not None:
+        for kind, items in (("failed", report.visual.failures), ("warning", report.visual.warnings)):
+            for item in items:
+                click.echo(f"{kind}: {item.path}: {item.reason}", err=True)
+        click.echo(report.visual.headline())
+    if report.failures or (report.visual is not None and report.visual.failures):
         raise SystemExit(1)
 
 
@@ -262,6 +272,9 @@ def _embed_summary(report: Any) -> str:
               help='JSON file of libraries: [{"id": ..., "path": ..., "description": ...}, ...].')  # fmt: skip
 @click.option("--top-k", default=10, show_default=True, type=click.IntRange(min=1), help="Snippets to return.")
 @click.option("--json", "as_json", is_flag=True, help="Print the snippet dicts as JSON.")
+@click.option("--visual", is_flag=True,
+              help="Require the visual channel (RAGSPINE_VISUAL_EMBEDDER and a page index built by "
+                   "`ragspine ingest --visual`): page pointers fused with the text results.")  # fmt: skip
 @_config_option
 @_query_stage_options
 def search(
@@ -273,6 +286,7 @@ def search(
     libraries_file: Path | None,
     top_k: int,
     as_json: bool,
+    visual: bool,
     config_file: Path | None,
     query_flags: dict[str, str | None],
 ) -> None:
@@ -289,16 +303,29 @@ def search(
             raise ValueError("query is empty: give some words to search for")
         settings = load_settings(config_file=config_file, flags={"RAGSPINE_DB": db, **query_flags})
         specs = read_libraries(libraries, libraries_file)
+        _check_visual(settings, visual, libraries=bool(specs))
         if specs:
             snippets = search_libraries(settings, specs, query, where=where, top_k=top_k)
         else:
             _require_store(settings.db)
             with Workspace.from_settings(settings) as workspace:
+                if visual and not workspace.stats()["index"]["visual"]["pages"]:
+                    raise ValueError(f"the page index beside {settings.db} is empty; build it with "
+                                     "`ragspine ingest --visual PATHS`")  # fmt: skip
                 snippets = workspace.search(query, where=where, top_k=top_k)
     if as_json:
         click.echo(json.dumps(snippets, ensure_ascii=False, indent=2))
     else:
         click.echo(format_snippets(snippets))
+
+
+def _check_visual(settings: Any, visual: bool, *, libraries: bool = False) -> None:
+    """--visual needs RAGSPINE_VISUAL_EMBEDDER, and one store."""
+    if visual and settings.visual_embedder == "none":
+        raise ValueError("--visual needs RAGSPINE_VISUAL_EMBEDDER: colpali or colqwen2 (with RAGSPINE_VISUAL_MODEL, "
+                         "a local weights folder; pip install 'ragspine[colpali]'), or tiny to try the path")  # fmt: skip
+    if visual and libraries:
+        raise ValueError("--visual searches one store; drop --library/--libraries")
 
 
 def _require_store(path: str) -> None:

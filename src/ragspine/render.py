@@ -15,8 +15,9 @@ def format_snippets(snippets: list[dict[str, Any]], *, width: int = 100) -> str:
         scores = snippet["scores"]
         head = (
             f"{rank}. {snippet['title'] or snippet['doc_id']}  [{snippet['source_locator']}]"
-            f"  fused={scores['fused']:.4f} bm25={scores['bm25']:.2f}"
-        )
+            + (f"  fused={scores['fused']:.4f} visual={scores['visual']:.2f}  (page pointer, not a citation)"
+               if snippet.get("is_visual") else f"  fused={scores['fused']:.4f} bm25={scores['bm25']:.2f}")
+        )  # fmt: skip
         body = " ".join(snippet["text"].split())
         body = body if len(body) <= 320 else body[:320] + " …"
         blocks.append(head + "\n" + textwrap.indent(textwrap.fill(body, width - 4), "    "))

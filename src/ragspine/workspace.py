@@ -296,7 +296,7 @@ class Workspace:
 
     def stats(self) -> dict[str, Any]:
         """Counts (documents, chunks), the index state (retrieval mode, embedding model, dense
-        coverage as of the last search) and the configured channels."""
+        coverage as of the last search, the visual page index) and the configured channels."""
         documents, chunks = self.store.counts()
         index: dict[str, Any] = {
             "data_version": self.store.data_version(),
@@ -323,6 +323,8 @@ class Workspace:
                 "problem": coverage.problem,
                 "healthy": coverage.problem is None and coverage.damaged == 0 and stored is not None,
             }
+        visual = getattr(self.retriever, "visual", None)  # the page index (RAGSPINE_VISUAL_EMBEDDER)
+        index["visual"] = None if visual is None else visual.stats()
         out = {"documents": documents, "chunks": chunks, "index": index, "channels": channels(self.settings)}
         status = getattr(self.retriever, "status", None)  # a RAPTOR retriever (RAGSPINE_RAPTOR=on)
         return out | ({"raptor": status()} if callable(status) else {})

@@ -57,6 +57,7 @@ from ragspine.retrieval.chunking.protocol import Chunker, IndexTextFn
 from ragspine.retrieval.store.sqlite import ChunkStore
 
 if TYPE_CHECKING:
+    from ragspine.ingest.visual import VisualIngestReport
     from ragspine.retrieval.vector.dense.chunk_vectors import EmbedReport
 
 __all__ = ["IngestReport", "IngestRunReport", "ingest_paths"]
@@ -67,6 +68,7 @@ class IngestRunReport(IngestReport):
     """An IngestReport plus the closing embedding pass (None: no embedding backend)."""
 
     embedding: EmbedReport | None = None
+    visual: VisualIngestReport | None = None  # the page index pass (RAGSPINE_VISUAL_EMBEDDER)
 
     def headline(self) -> str:
         line = super().headline()

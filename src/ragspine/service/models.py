@@ -76,9 +76,10 @@ class WithdrawOut(BaseModel):
 
 
 class Scores(BaseModel):
-    bm25: float
+    bm25: float | None = Field(description="null for a visual page pointer")
     vector: float | None = None
     fused: float
+    visual: float | None = Field(None, description="MaxSim of a visual page pointer (RAGSPINE_VISUAL_EMBEDDER)")
 
 
 class Snippet(BaseModel):
@@ -89,7 +90,7 @@ class Snippet(BaseModel):
     doc_id: str
     title: str
     source_locator: str
-    chunk_id: str
+    chunk_id: str | None = Field(description="null for a visual page pointer (is_visual: a page, never a citable fact)")
     topic: str
     entity: str
     geography: str
@@ -160,12 +161,27 @@ class DenseOut(BaseModel):
     healthy: bool = Field(True, description="No damaged or unreadable vectors")
 
 
+class VisualOut(BaseModel):
+    """The visual page index (RAGSPINE_VISUAL_EMBEDDER)."""
+
+    model: str
+    dim: int
+    pages: int = Field(description="Pages indexed (RESTRICTED pages never are)")
+    documents: int
+    vectors: int = Field(description="Patch vectors stored")
+    segments: int
+    bytes: int = Field(description="Size of the vector segments")
+    bytes_per_page: int
+    path: str | None
+
+
 class IndexOut(BaseModel):
     model_config = ConfigDict(extra="allow")
     data_version: int
     retrieval: Literal["hybrid", "vector", "bm25"] = Field(description="What every search runs")
     embedding_model: str | None = Field(None, description="model_id of the embedding backend; null: no dense channel")
     dense: DenseOut | None = None
+    visual: VisualOut | None = None
 
 
 class StatsOut(BaseModel):

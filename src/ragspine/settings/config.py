@@ -88,6 +88,9 @@ RERANKER_APIS = ("cohere", "tei")
 POSTPROCESSORS = ("none", "mmr", "lost_in_middle", "compress")
 EXTRA_CHANNELS = ("none",)  # the names of retrieval.pipeline.channels.EXTRA_CHANNELS
 ROUTERS = ("keyword", "llm", "all")
+VISUAL_EMBEDDERS = ("none", "colpali", "colqwen2", "tiny")  # retrieval.visual.factory's names
+VISUAL_MODEL_FOLDER = frozenset({"colpali", "colqwen2"})  # need RAGSPINE_VISUAL_MODEL
+VISUAL_DEVICES = ("auto", "cpu", "cuda")
 VECTOR_STORES = ("in_process", "pgvector", "qdrant")  # the keys of make_vector_store's registry
 GRAPH_STORES = ("in_process", "networkx")  # the keys of graph.stores.GRAPH_STORES (a test keeps them equal)
 RELATION_EXTRACTORS = ("none", "cooccurrence", "llm")  # graph.extract.RELATION_EXTRACTORS' names
@@ -411,6 +414,37 @@ SETTINGS: tuple[Setting, ...] = (
         float_range(0.1, 600),
     ),
     Setting(
+        "RAGSPINE_VISUAL_EMBEDDER",
+        "none",
+        "Page-image channel (ColPali-style late interaction, `make_visual_embedder`). none: off, "
+        "nothing changes. colpali / colqwen2: PDF pages rendered as images and embedded by the "
+        "model in RAGSPINE_VISUAL_MODEL (PyTorch, a GPU advised) [colpali]; `ragspine ingest` "
+        "then indexes the pages in `<db>.visual/` and every search fuses page pointers "
+        "(`is_visual`, never citable: `ask` cites the page's text chunks) with the text results. "
+        "tiny: random weights for tests and benchmarks, no quality. RESTRICTED pages are never "
+        "rendered, embedded or stored.",
+        component(*VISUAL_EMBEDDERS),
+    ),
+    Setting(
+        "RAGSPINE_VISUAL_MODEL",
+        None,
+        "Local folder of the ColPali / ColQwen2 weights (with its processor files; nothing is "
+        "downloaded).",
+    ),
+    Setting(
+        "RAGSPINE_VISUAL_DEVICE",
+        "auto",
+        "Where the visual model runs: auto (cuda when PyTorch sees one), cpu, cuda.",
+        choice(*VISUAL_DEVICES),
+    ),
+    Setting(
+        "RAGSPINE_VISUAL_DPI",
+        "96",
+        "Resolution PDF pages are rendered at for the visual channel (the longer side capped at "
+        "2048 pixels; ColPali resizes to 448x448 anyway).",
+        int_range(18, 600),
+    ),
+    Setting(
         "RAGSPINE_POSTPROCESSOR",
         "none",
         "Post-processor chain after rerank, before snippets are built (`make_postprocessor`), "
@@ -640,6 +674,10 @@ class Settings:
     reranker_api_key: Secret | None = None
     reranker_top_n: int = 10
     reranker_timeout: float = 10.0
+    visual_embedder: str = "none"
+    visual_model: str | None = None
+    visual_device: str = "auto"
+    visual_dpi: int = 96
     postprocessor: str = "none"
     mmr_lambda: float = 0.7
     mmr_fetch_k: int = 0
@@ -822,6 +860,7 @@ def _check_combinations(settings: Settings, sources: Mapping[str, str]) -> None:
                 "RAGSPINE_LLM_MODEL), or choose another"
             )
     _check_reranker(settings)
+    _check_visual(settings)
     if settings.filter_extractor == "llm" and not settings.llm_base_url:
         raise ConfigError(
             "RAGSPINE_FILTER_EXTRACTOR='llm' needs an LLM, but RAGSPINE_LLM_BASE_URL is not set; "
@@ -851,6 +890,21 @@ def _check_reranker(settings: Settings) -> None:
                        ("RAGSPINE_RERANKER_API_KEY", settings.reranker_api_key)):  # fmt: skip
         if value is not None and name != "http":
             raise ConfigError(f"{var} is set but RAGSPINE_RERANKER={name!r}; set RAGSPINE_RERANKER=http, or unset it")
+
+
+def _check_visual(settings: Settings) -> None:
+    """A ColPali-family embedder needs its weights folder; the page index lives beside a SQLite store."""
+    name = settings.visual_embedder
+    if name in VISUAL_MODEL_FOLDER and not settings.visual_model:
+        raise ConfigError(
+            f"RAGSPINE_VISUAL_EMBEDDER={name!r} needs RAGSPINE_VISUAL_MODEL: a local folder of the "
+            "model's weights (nothing is downloaded)"
+        )
+    if name != "none" and "://" in settings.db:
+        raise ConfigError(
+            "RAGSPINE_VISUAL_EMBEDDER is set, but the page index lives beside a SQLite store and "
+            "RAGSPINE_DB is a server URL; unset RAGSPINE_VISUAL_EMBEDDER"
+        )
 
 
 def _check_query_stage(settings: Settings) -> None:

@@ -32,6 +32,7 @@ from ragspine.retrieval.lexical.tokenize import tokenize
 from ragspine.retrieval.model import FILTER_FIELDS, Chunk
 from ragspine.retrieval.link.guarded import QueryPlan, run_query
 from ragspine.retrieval.pipeline.channels import Channel
+from ragspine.retrieval.link.visual import fuse_visual
 from ragspine.retrieval.pipeline.hybrid import DEFAULT_TOP_K, RetrievalResult, check_query
 from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex
 from ragspine.retrieval.postprocess.chain import PostprocessorChain
@@ -51,6 +52,7 @@ from ragspine.retrieval.store.factory import open_chunk_store
 from ragspine.retrieval.store.protocol import ChunkStoreProtocol
 from ragspine.retrieval.types import EmbeddingBackend, QueryRewriter
 from ragspine.retrieval.vector.stores.inprocess import ChunkVectorStore
+from ragspine.retrieval.visual.channel import VisualChannel
 
 __all__ = [
     "RESTRICTED_SENSITIVITY",
@@ -121,8 +123,10 @@ class NarrativeIndexRetriever:
         filter_extractor: FilterExtractor | None = None,
         postprocessor: Postprocessor | None = None,
         plan: QueryPlan | None = None,
+        visual: VisualChannel | None = None,
     ) -> None:
         self.index = index
+        self.visual = visual  # the page-image channel (RAGSPINE_VISUAL_EMBEDDER); None: text only
         # The query stage's gate and opt-in transforms; every variant is screened before it runs.
         self.plan = plan if plan is not None else QueryPlan()
         self.retry_without_filters = retry_without_filters
@@ -176,6 +180,13 @@ class NarrativeIndexRetriever:
 
         run = run_query(self.plan, self.index, search, query, top_k)
         snippets = expand_parents([_to_snippet(r, lineage) for r, lineage in run.ranked], [r.chunk for r, _ in run.ranked])
+        if self.visual is not None and run.refusal is None:  # local hook: page pointers fused in
+            kwargs, typed = split_filters(filters)
+            wanted = parse_filter([{k: v} for k, v in kwargs.items()] + [f for f in (typed, parse_filter(where)) if f])
+            hits = self.visual.search(query, top_k, wanted)
+            snippets = fuse_visual(snippets, hits, self.visual, self.index.store, top_k=top_k,
+                                   member=lambda chunk: _to_snippet(RetrievalResult(chunk, 0.0, None, 0.0), {}),
+                                   lineage={"filters": to_dict(wanted) or None})  # fmt: skip
         return SnippetRun(snippets, run.lineage, run.refusal)
 
     def _search(
@@ -254,6 +265,7 @@ def build_narrative_retriever(
     query_plan: QueryPlan | None = None,
     index_text: IndexTextFn | None = None,
     extra_channels: Sequence[Channel] = (),
+    visual: VisualChannel | None = None,
 ) -> tuple[NarrativeIndexRetriever, ChunkStoreProtocol]:
     """The default assembly: store (schema ensured) → BM25 + RRF (+ the dense channel when a
     backend is given: chunk vectors in `<db>.vectors.sqlite`, or in `vectors` (a pgvector /
@@ -266,7 +278,8 @@ def build_narrative_retriever(
     Adaptive routing and corrective retrieval (default: a gate with only its budgets). `chunker` cuts documents ingested through the index (default: the paragraph
     packer); `index_text` is what both channels index for a chunk (Contextual Retrieval, e.g.
     `make_index_text_fn("header")`; None: its text); `extra_channels` are ranked beside BM25
-    and the dense channel and fused with them (`make_channel`). The layers are values: nothing here reads settings (`ragspine.assembly` builds them
+    and the dense channel and fused with them (`make_channel`). `visual`: the page-image channel,
+    whose page pointers are fused with the text snippets (None: text only). The layers are values: nothing here reads settings (`ragspine.assembly` builds them
     from RAGSPINE_*). The caller closes the returned store (and `retriever.index.dense.vectors`, when there is one);
     on error nothing is left open."""
     store = open_chunk_store(chunk_db)  # SQLite path, or a postgresql:// URL
@@ -295,7 +308,7 @@ def build_narrative_retriever(
             vectors.close()
         raise
     retriever = NarrativeIndexRetriever(
-        index, filter_extractor=filter_extractor, postprocessor=postprocessor, plan=query_plan
+        index, filter_extractor=filter_extractor, postprocessor=postprocessor, plan=query_plan, visual=visual
     )
     return retriever, store
 

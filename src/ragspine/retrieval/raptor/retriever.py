@@ -62,7 +62,7 @@ class RaptorRetriever(NarrativeIndexRetriever):
             )
         super().__init__(base.index, retry_without_filters=base.retry_without_filters,
                          filter_extractor=base.filter_extractor, postprocessor=base.postprocessor,
-                         plan=base.plan)  # fmt: skip
+                         plan=base.plan, visual=base.visual)  # fmt: skip
         self.tree = tree
         self.mode = mode
         self.config = config
@@ -128,9 +128,10 @@ class RaptorRetriever(NarrativeIndexRetriever):
         ranked = self._rank_nodes(query, top_k)
         if self.mode == "nodes":
             return [self._snippet(node, score) for node, score in ranked]
-        fused = rrf_fuse([[s["chunk_id"] for s in leaves], [n.node_id for n, _ in ranked]], k=DEFAULT_RRF_K)
+        keys = [s["chunk_id"] or s["source_locator"] for s in leaves]  # a visual page pointer has no chunk_id
+        fused = rrf_fuse([keys, [n.node_id for n, _ in ranked]], k=DEFAULT_RRF_K)
         order = sorted(fused, key=lambda cid: (-fused[cid], cid))[:top_k]
-        by_id: dict[str, Any] = {s["chunk_id"]: s for s in leaves}
+        by_id: dict[str, Any] = dict(zip(keys, leaves, strict=True))
         nodes = {n.node_id: (n, score) for n, score in ranked if n.node_id in order}
         by_id.update({cid: self._snippet(*nodes[cid]) for cid in nodes})  # members read only for these
         return [by_id[cid] for cid in order]

@@ -31,3 +31,29 @@ def maxsim(query: np.ndarray, document: np.ndarray) -> float:
 def maxsim_scores(query: np.ndarray, documents: Sequence[np.ndarray]) -> list[float]:
     """`maxsim(query, d)` for each document, in order."""
     return [maxsim(query, d) for d in documents]
+
+
+def maxsim_packed(query: np.ndarray, rows: np.ndarray, offsets: Sequence[int] | np.ndarray) -> np.ndarray:
+    """`maxsim(query, rows[offsets[i]:offsets[i + 1]])` for every document i, from one matrix
+    product: the documents' vectors are packed one after another in `rows` and `offsets` (length
+    documents + 1, starting at 0, non-decreasing, ending at len(rows)) says where each lies.
+    Rows of any float dtype (float16 on disk) are scored in float32. An empty document scores 0.0.
+
+    >>> q = np.array([[1.0, 0.0], [0.0, 1.0]]); rows = np.array([[0.5, 0.5], [1.0, 0.0], [0.0, 2.0]])
+    >>> maxsim_packed(q, rows, [0, 2, 3]).tolist()
+    [1.5, 2.0]
+    """
+    q = np.asarray(query, dtype=np.float32)
+    bounds = np.asarray(offsets, dtype=np.int64)
+    if q.ndim != 2 or rows.ndim != 2 or (len(q) and len(rows) and q.shape[1] != rows.shape[1]):
+        raise ValueError(f"maxsim_packed needs (q, dim) and (m, dim) arrays, got {q.shape} and {rows.shape}")
+    if bounds.ndim != 1 or not len(bounds) or bounds[0] != 0 or bounds[-1] != len(rows) or np.any(np.diff(bounds) < 0):
+        raise ValueError(f"offsets must run from 0 to {len(rows)} without going down, got {bounds.tolist()[:8]}...")
+    out = np.zeros(len(bounds) - 1, dtype=np.float32)
+    if not len(q) or not len(rows):
+        return out
+    sims = np.asarray(rows, dtype=np.float32) @ q.T  # (m, q): the rows stay contiguous
+    filled = np.flatnonzero(np.diff(bounds) > 0)
+    best = np.maximum.reduceat(sims, bounds[filled], axis=0)  # (filled documents, q)
+    out[filled] = best.sum(axis=1)
+    return out

@@ -1,0 +1,109 @@
+"""`ColPaliEmbedder`: ColPali or ColQwen2 page and query vectors through colpali-engine (the
+`[colpali]` extra: colpali-engine, transformers, PyTorch), weights from a folder the user names.
+
+Invariants: nothing is downloaded (`local_files_only=True`; a folder that is not there is a
+ValueError before any import); torch and colpali-engine are imported when the first embedder is
+built, so a bare install never imports them, and their absence is a MissingExtraError naming
+`[colpali]`; only the vectors of real positions (attention mask 1) are kept, each L2-normalised
+(the models' own projections are already unit length; normalising again only removes rounding);
+`device` is `cpu`, `cuda`, `cuda:N` or `auto` (cuda when available).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ragspine.extras import require
+from ragspine.retrieval.vector.arrays import unit_rows
+
+# family → (model class, processor class) in colpali_engine.models
+FAMILIES = {"colpali": ("ColPali", "ColPaliProcessor"), "colqwen2": ("ColQwen2", "ColQwen2Processor")}
+DEFAULT_BATCH_SIZE = 4
+
+
+class ColPaliEmbedder:
+    """Page-image late interaction with a local ColPali / ColQwen2 checkpoint.
+
+    >>> embedder = ColPaliEmbedder("models/colqwen2-v1.0", family="colqwen2", device="cuda")  # doctest: +SKIP
+    >>> embedder.embed_queries(["营收为什么下滑"])[0].shape  # doctest: +SKIP
+    (12, 128)
+    """
+
+    def __init__(
+        self,
+        model_dir: str | Path,
+        *,
+        family: str = "colpali",
+        device: str = "auto",
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        dtype: str = "auto",
+    ) -> None:
+        if family not in FAMILIES:
+            raise ValueError(f"unknown visual model family {family!r}; valid: {', '.join(FAMILIES)}")
+        folder = Path(model_dir).expanduser()
+        if not folder.is_dir():
+            raise ValueError(
+                f"{family}: no model folder at {folder}; download the weights yourself (e.g. "
+                "vidore/colqwen2-v1.0 with its base model) and name the folder in RAGSPINE_VISUAL_MODEL"
+            )
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        self.torch = require("torch", extra="colpali", purpose=f"RAGSPINE_VISUAL_EMBEDDER={family}")
+        models = require("colpali_engine.models", extra="colpali", purpose=f"RAGSPINE_VISUAL_EMBEDDER={family}")
+        self.device = _device(self.torch, device)
+        torch_dtype = _dtype(self.torch, dtype, self.device)
+        model_cls, processor_cls = (getattr(models, name) for name in FAMILIES[family])
+        self.model = model_cls.from_pretrained(
+            str(folder), torch_dtype=torch_dtype, device_map=self.device, local_files_only=True
+        ).eval()
+        self.processor = processor_cls.from_pretrained(str(folder), local_files_only=True)
+        self.family, self.folder, self.batch_size = family, folder, batch_size
+        self.dim = int(getattr(self.model, "dim", 128))
+        self.model_id = f"{family}:{folder.name}"
+
+    def embed_pages(self, images: Sequence[np.ndarray]) -> list[np.ndarray]:
+        image_mod = require("PIL.Image", extra="colpali", purpose="ColPali page images")
+        pil = [image_mod.fromarray(np.asarray(image, dtype=np.uint8), mode="RGB") for image in images]
+        return self._run(pil, self.processor.process_images)
+
+    def embed_queries(self, queries: Sequence[str]) -> list[np.ndarray]:
+        return self._run(list(queries), self.processor.process_queries)
+
+    def _run(self, items: list[Any], process: Any) -> list[np.ndarray]:
+        out: list[np.ndarray] = []
+        for start in range(0, len(items), self.batch_size):
+            batch = process(items[start : start + self.batch_size]).to(self.model.device)
+            with self.torch.no_grad():
+                vectors = self.model(**batch)
+            mask = batch["attention_mask"].bool().cpu().numpy()
+            hidden = vectors.float().cpu().numpy()
+            out.extend(unit_rows(hidden[i][mask[i]]) for i in range(len(hidden)))
+        return out
+
+    def __repr__(self) -> str:
+        return f"ColPaliEmbedder({str(self.folder)!r}, family={self.family!r}, device={self.device!r})"
+
+
+def _device(torch: Any, device: str) -> str:
+    name = device.strip().lower()
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if name == "cpu" or name == "cuda" or name.startswith("cuda:"):
+        if name != "cpu" and not torch.cuda.is_available():
+            raise ValueError(f"device {device!r}: PyTorch sees no CUDA device here; use cpu or auto")
+        return name
+    raise ValueError(f"unknown device {device!r}; valid: auto, cpu, cuda, cuda:N")
+
+
+def _dtype(torch: Any, dtype: str, device: str) -> Any:
+    """bfloat16 on a GPU, float32 on the CPU (where bfloat16 matmuls are slow), unless given."""
+    if dtype == "auto":
+        return torch.bfloat16 if device != "cpu" else torch.float32
+    found = getattr(torch, dtype, None)
+    if found is None:
+        raise ValueError(f"unknown torch dtype {dtype!r}; e.g. float32, bfloat16, float16")
+    return found
