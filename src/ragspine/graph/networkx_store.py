@@ -22,14 +22,14 @@ def networkx() -> Any:
 
 
 def to_networkx(graph: RelationGraph) -> Any:
-    """A networkx MultiDiGraph of `graph`: node attribute `node`, edge key = type, attribute `edge`."""
+    """A networkx MultiDiGraph of `graph`: node attribute `node`, edge key = type (look an Edge up
+    in `graph.edges` by (source, target, type))."""
     nx = networkx()
     g = nx.MultiDiGraph()
     for nid in sorted(graph.nodes):
         g.add_node(nid, node=graph.nodes[nid])
-    for key in sorted(graph.edges):
-        edge = graph.edges[key]
-        g.add_edge(edge.source, edge.target, key=edge.type, edge=edge)
+    for source, target, type in sorted(graph.edges):
+        g.add_edge(source, target, key=type)
     return g
 
 
@@ -54,7 +54,7 @@ class NetworkXGraphStore(FileBackedGraph):
 
     def edges(self, type: str | None = None) -> list[Edge]:
         check_type(type)
-        found = (d["edge"] for _, _, k, d in self._g.edges(keys=True, data=True) if type is None or k == type)
+        found = (self._graph.edges[(u, v, k)] for u, v, k in self._g.edges(keys=True) if type is None or k == type)
         return sorted(found, key=edge_order)
 
     def edge(self, source: str, target: str, type: str) -> Edge | None:
@@ -63,7 +63,7 @@ class NetworkXGraphStore(FileBackedGraph):
             source, target = target, source
         if not self._g.has_edge(source, target, key=type):
             return None
-        found: Edge = self._g.edges[source, target, type]["edge"]
+        found: Edge = self._graph.edges[(source, target, type)]
         return found
 
     def neighbors(self, nid: str, types: Sequence[str] | None = None) -> list[Edge]:
@@ -71,8 +71,8 @@ class NetworkXGraphStore(FileBackedGraph):
             check_type(t)
         if nid not in self._g:
             return []
-        touching = [*self._g.out_edges(nid, keys=True, data=True), *self._g.in_edges(nid, keys=True, data=True)]
-        return sorted({d["edge"].key: d["edge"] for *_, k, d in touching if not types or k in types}.values(), key=edge_order)
+        touching = {*self._g.out_edges(nid, keys=True), *self._g.in_edges(nid, keys=True)}
+        return sorted((self._graph.edges[k] for k in touching if not types or k[2] in types), key=edge_order)
 
     def descendants(self, nid: str, type: str = "subsidiary_of") -> list[tuple[str, list[Edge]]]:
         check_type(type)
@@ -81,6 +81,6 @@ class NetworkXGraphStore(FileBackedGraph):
         view = self._nx.subgraph_view(self._g, filter_edge=lambda u, v, k: k == type).reverse(copy=False)
         paths: dict[str, list[Edge]] = {nid: []}
         for parent, child in self._nx.bfs_edges(view, nid, sort_neighbors=sorted):
-            paths[child] = [self._g.edges[child, parent, type]["edge"], *paths[parent]]
+            paths[child] = [self._graph.edges[(child, parent, type)], *paths[parent]]
         del paths[nid]
         return sorted(paths.items(), key=lambda item: (len(item[1]), item[0]))

@@ -131,12 +131,13 @@ class InProcessGraphStore(FileBackedGraph):
 
     def _load(self, graph: RelationGraph) -> None:
         self._graph = graph
-        self._touching: dict[str, list[Edge]] = defaultdict(list)
-        self._incoming: dict[tuple[str, str], list[Edge]] = defaultdict(list)
-        for edge in sorted(graph.edges.values(), key=edge_order):
-            self._touching[edge.source].append(edge)
-            self._touching[edge.target].append(edge)
-            self._incoming[(edge.target, edge.type)].append(edge)
+        self._touching: dict[str, list[tuple[str, str, str]]] = defaultdict(list)  # edge keys, by edge_order
+        self._incoming: dict[tuple[str, str], list[tuple[str, str, str]]] = defaultdict(list)
+        for key in sorted(graph.edges, key=lambda k: (k[2], k[0], k[1])):
+            source, target, type = key
+            self._touching[source].append(key)
+            self._touching[target].append(key)
+            self._incoming[(target, type)].append(key)
 
     def node(self, nid: str) -> Node | None:
         return self._graph.nodes.get(nid)
@@ -157,7 +158,7 @@ class InProcessGraphStore(FileBackedGraph):
     def neighbors(self, nid: str, types: Sequence[str] | None = None) -> list[Edge]:
         for t in types or ():
             check_type(t)
-        return [e for e in self._touching.get(nid, []) if not types or e.type in types]
+        return [self._graph.edges[k] for k in self._touching.get(nid, []) if not types or k[2] in types]
 
     def descendants(self, nid: str, type: str = "subsidiary_of") -> list[tuple[str, list[Edge]]]:
         check_type(type)
@@ -165,7 +166,8 @@ class InProcessGraphStore(FileBackedGraph):
         queue = deque([nid])
         while queue:
             current = queue.popleft()
-            for edge in self._incoming.get((current, type), []):  # sorted: deterministic first path
+            for key in self._incoming.get((current, type), []):  # sorted: deterministic first path
+                edge = self._graph.edges[key]
                 if edge.source not in paths:
                     paths[edge.source] = [edge, *paths[current]]
                     queue.append(edge.source)
