@@ -153,6 +153,31 @@ def make_edge(
                 verified, weight)  # fmt: skip
 
 
+class LazyEdges(dict[tuple[str, str, str], Edge]):
+    """Edges by key whose values stay as read from the file until one is looked up: opening a large
+    graph costs the JSON parse, not an object per citation (stores index the keys only)."""
+
+    def _edge(self, key: tuple[str, str, str], value: Any) -> Edge:
+        if isinstance(value, Edge):
+            return value
+        edge = Edge.from_dict(value)
+        super().__setitem__(key, edge)
+        return edge
+
+    def __getitem__(self, key: tuple[str, str, str]) -> Edge:
+        return self._edge(key, super().__getitem__(key))
+
+    def get(self, key: tuple[str, str, str], default: Any = None) -> Any:
+        value = super().get(key)
+        return default if value is None else self._edge(key, value)
+
+    def values(self) -> Any:
+        return [self[k] for k in self]
+
+    def items(self) -> Any:
+        return [(k, self[k]) for k in self]
+
+
 class RelationGraph:
     """Nodes by id and edges by (source, target, type): what a GraphStore holds.
 
@@ -168,7 +193,7 @@ class RelationGraph:
 
     def __init__(self) -> None:
         self.nodes: dict[str, Node] = {}
-        self.edges: dict[tuple[str, str, str], Edge] = {}
+        self.edges: dict[tuple[str, str, str], Edge] = LazyEdges()
         self.meta: dict[str, Any] = {}  # what it was built from (the store's data_version, the extractor)
 
     def add_node(self, kind: str, key: str, **attrs: Any) -> str:
@@ -217,9 +242,8 @@ class RelationGraph:
             graph.meta = dict(raw.get("meta", {}))
             for n in raw["nodes"]:
                 graph.nodes[n["id"]] = Node(n["id"], n["kind"], n["key"], n.get("attrs", {}))
-            for e in raw["edges"]:
-                edge = Edge.from_dict(e)
-                graph.edges[edge.key] = edge
+            for e in raw["edges"]:  # parsed into an Edge when first looked up
+                dict.__setitem__(graph.edges, (e["source"], e["target"], e["type"]), e)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"{source} is not a relation graph written by ragspine ({exc}); "
                              "rebuild it with `ragspine graph build`") from None  # fmt: skip

@@ -22,14 +22,14 @@ def networkx() -> Any:
 
 
 def to_networkx(graph: RelationGraph) -> Any:
-    """A networkx MultiDiGraph of `graph`: node attribute `node`, edge key = type, attribute `edge`."""
+    """A networkx MultiDiGraph of `graph`: node attribute `node`, edge key = type (look an Edge up
+    in `graph.edges` by (source, target, type))."""
     nx = networkx()
     g = nx.MultiDiGraph()
     for nid in sorted(graph.nodes):
         g.add_node(nid, node=graph.nodes[nid])
-    for key in sorted(graph.edges):
-        edge = graph.edges[key]
-        g.add_edge(edge.source, edge.target, key=edge.type, edge=edge)
+    for source, target, type in sorted(graph.edges):
+        g.add_edge(source, target, key=type)
     return g
 
 
@@ -40,47 +40,52 @@ class NetworkXGraphStore(FileBackedGraph):
         self._nx = networkx()
         super().__init__(path)
 
-    def _load(self, graph: RelationGraph) -> None:
-        self._graph, self._g = graph, to_networkx(graph)
+    def _index(self, graph: RelationGraph) -> tuple[RelationGraph, Any]:
+        return (graph, to_networkx(graph))
 
     def nx_graph(self) -> Any:
-        return self._g
+        return self._state[1]
 
     def node(self, nid: str) -> Node | None:
-        return self._g.nodes[nid]["node"] if nid in self._g else None
+        g = self._state[1]
+        return g.nodes[nid]["node"] if nid in g else None
 
     def nodes(self, kind: str | None = None) -> list[Node]:
-        return [d["node"] for _, d in sorted(self._g.nodes(data=True)) if kind is None or d["node"].kind == kind]
+        return [d["node"] for _, d in sorted(self._state[1].nodes(data=True)) if kind is None or d["node"].kind == kind]
 
     def edges(self, type: str | None = None) -> list[Edge]:
         check_type(type)
-        found = (d["edge"] for _, _, k, d in self._g.edges(keys=True, data=True) if type is None or k == type)
+        graph, g = self._state
+        found = (graph.edges[(u, v, k)] for u, v, k in g.edges(keys=True) if type is None or k == type)
         return sorted(found, key=edge_order)
 
     def edge(self, source: str, target: str, type: str) -> Edge | None:
         check_type(type)
         if type in SYMMETRIC and target < source:
             source, target = target, source
-        if not self._g.has_edge(source, target, key=type):
+        graph, g = self._state
+        if not g.has_edge(source, target, key=type):
             return None
-        found: Edge = self._g.edges[source, target, type]["edge"]
+        found: Edge = graph.edges[(source, target, type)]
         return found
 
     def neighbors(self, nid: str, types: Sequence[str] | None = None) -> list[Edge]:
         for t in types or ():
             check_type(t)
-        if nid not in self._g:
+        graph, g = self._state
+        if nid not in g:
             return []
-        touching = [*self._g.out_edges(nid, keys=True, data=True), *self._g.in_edges(nid, keys=True, data=True)]
-        return sorted({d["edge"].key: d["edge"] for *_, k, d in touching if not types or k in types}.values(), key=edge_order)
+        touching = {*g.out_edges(nid, keys=True), *g.in_edges(nid, keys=True)}
+        return sorted((graph.edges[k] for k in touching if not types or k[2] in types), key=edge_order)
 
     def descendants(self, nid: str, type: str = "subsidiary_of") -> list[tuple[str, list[Edge]]]:
         check_type(type)
-        if nid not in self._g:
+        graph, g = self._state
+        if nid not in g:
             return []
-        view = self._nx.subgraph_view(self._g, filter_edge=lambda u, v, k: k == type).reverse(copy=False)
+        view = self._nx.subgraph_view(g, filter_edge=lambda u, v, k: k == type).reverse(copy=False)
         paths: dict[str, list[Edge]] = {nid: []}
         for parent, child in self._nx.bfs_edges(view, nid, sort_neighbors=sorted):
-            paths[child] = [self._g.edges[child, parent, type]["edge"], *paths[parent]]
+            paths[child] = [graph.edges[(child, parent, type)], *paths[parent]]
         del paths[nid]
         return sorted(paths.items(), key=lambda item: (len(item[1]), item[0]))

@@ -218,7 +218,7 @@ class GraphQueries:
         """Counts of nodes per kind and edges per type, and what the graph was built from."""
         graph = self.graph.graph()
         kinds: Mapping[str, int] = _count(n.kind for n in graph.nodes.values())
-        types: Mapping[str, int] = _count(e.type for e in graph.edges.values())
+        types: Mapping[str, int] = _count(key[2] for key in graph.edges)
         return {"built": self.graph.is_built(), "path": self.graph.path, "meta": graph.meta,
                 "stale": graph.meta.get("data_version") != self.store.data_version(),
                 "nodes": dict(kinds), "edges": dict(types)}  # fmt: skip

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import defaultdict, deque
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from ragspine.atomic import write_atomic
 from ragspine.graph.model import EDGE_TYPES, SYMMETRIC, Edge, Node, RelationGraph
@@ -93,26 +93,29 @@ def write_graph(path: str, graph: RelationGraph) -> None:
 
 class FileBackedGraph:
     """What every shipped store shares: the graph file at `path`, read at open, replaced
-    atomically; `_load` builds the store's own structures from a graph (and sets `_graph`)."""
+    atomically. `_index` builds the store's structures from a graph (a tuple whose first item is
+    the graph); they are swapped in one assignment, so a query running during `replace` sees the
+    old graph or the new one, never a mix (each method reads `self._state` once)."""
 
-    _graph: RelationGraph
+    _state: Any
 
     def __init__(self, path: str = MEMORY) -> None:
         self.path = str(path)
         loaded = read_graph(self.path)
         self._built = loaded is not None
-        self._load(loaded or RelationGraph())
+        self._state = self._index(loaded or RelationGraph())
 
-    def _load(self, graph: RelationGraph) -> None:
+    def _index(self, graph: RelationGraph) -> Any:
         raise NotImplementedError
 
     def replace(self, graph: RelationGraph) -> None:
         write_graph(self.path, graph)
-        self._load(graph)
+        self._state = self._index(graph)
         self._built = True
 
     def graph(self) -> RelationGraph:
-        return self._graph
+        found: RelationGraph = self._state[0]
+        return found
 
     def is_built(self) -> bool:
         return self._built
@@ -129,48 +132,59 @@ class InProcessGraphStore(FileBackedGraph):
     [('entity:A', ['subsidiary_of'])]
     """
 
-    def _load(self, graph: RelationGraph) -> None:
-        self._graph = graph
-        self._touching: dict[str, list[Edge]] = defaultdict(list)
-        self._incoming: dict[tuple[str, str], list[Edge]] = defaultdict(list)
-        for edge in sorted(graph.edges.values(), key=edge_order):
-            self._touching[edge.source].append(edge)
-            self._touching[edge.target].append(edge)
-            self._incoming[(edge.target, edge.type)].append(edge)
+    def _index(self, graph: RelationGraph) -> _Adjacency:
+        touching: dict[str, list[tuple[str, str, str]]] = defaultdict(list)  # edge keys, by edge_order
+        incoming: dict[tuple[str, str], list[tuple[str, str, str]]] = defaultdict(list)
+        for key in sorted(graph.edges, key=lambda k: (k[2], k[0], k[1])):
+            source, target, type = key
+            touching[source].append(key)
+            touching[target].append(key)
+            incoming[(target, type)].append(key)
+        return _Adjacency(graph, dict(touching), dict(incoming))
 
     def node(self, nid: str) -> Node | None:
-        return self._graph.nodes.get(nid)
+        return self.graph().nodes.get(nid)
 
     def nodes(self, kind: str | None = None) -> list[Node]:
-        return [self._graph.nodes[n] for n in sorted(self._graph.nodes) if kind is None or self._graph.nodes[n].kind == kind]
+        nodes = self.graph().nodes
+        return [nodes[n] for n in sorted(nodes) if kind is None or nodes[n].kind == kind]
 
     def edges(self, type: str | None = None) -> list[Edge]:
         check_type(type)
-        return sorted((e for e in self._graph.edges.values() if type is None or e.type == type), key=edge_order)
+        return sorted((e for e in self.graph().edges.values() if type is None or e.type == type), key=edge_order)
 
     def edge(self, source: str, target: str, type: str) -> Edge | None:
         check_type(type)
         if type in SYMMETRIC and target < source:
             source, target = target, source
-        return self._graph.edges.get((source, target, type))
+        return self.graph().edges.get((source, target, type))
 
     def neighbors(self, nid: str, types: Sequence[str] | None = None) -> list[Edge]:
         for t in types or ():
             check_type(t)
-        return [e for e in self._touching.get(nid, []) if not types or e.type in types]
+        state: _Adjacency = self._state
+        return [state.graph.edges[k] for k in state.touching.get(nid, []) if not types or k[2] in types]
 
     def descendants(self, nid: str, type: str = "subsidiary_of") -> list[tuple[str, list[Edge]]]:
         check_type(type)
+        state: _Adjacency = self._state
         paths: dict[str, list[Edge]] = {nid: []}
         queue = deque([nid])
         while queue:
             current = queue.popleft()
-            for edge in self._incoming.get((current, type), []):  # sorted: deterministic first path
+            for key in state.incoming.get((current, type), []):  # sorted: deterministic first path
+                edge = state.graph.edges[key]
                 if edge.source not in paths:
                     paths[edge.source] = [edge, *paths[current]]
                     queue.append(edge.source)
         del paths[nid]
         return sorted(paths.items(), key=lambda item: (len(item[1]), item[0]))
+
+
+class _Adjacency(NamedTuple):
+    graph: RelationGraph
+    touching: dict[str, list[tuple[str, str, str]]]  # node -> keys of the edges touching it
+    incoming: dict[tuple[str, str], list[tuple[str, str, str]]]  # (target, type) -> edge keys
 
 
 GRAPH_STORES: Registry[GraphStore] = Registry(
