@@ -50,6 +50,7 @@ from ragspine.retrieval.link.routers import LibraryIndex, LibraryRouter, make_ro
 from ragspine.retrieval.postprocess import PostprocessorChain, make_postprocessor
 from ragspine.retrieval.query.filter_extraction import make_filter_extractor
 from ragspine.retrieval.query.adaptive import make_complexity_classifier
+from ragspine.retrieval.vector.dense.ann import AnnConfig
 from ragspine.retrieval.query.corrective import make_grader
 from ragspine.retrieval.query.factory import make_query_rewriter
 from ragspine.retrieval.query.gate import SecurityGate, load_gate_rules
@@ -472,6 +473,13 @@ def channels(settings: Settings) -> dict[str, str]:
     }
 
 
+def make_ann_config(settings: Settings) -> AnnConfig:
+    """When the in-process dense channel takes candidates from an HNSW index
+    (RAGSPINE_ANN_MIN_VECTORS, RAGSPINE_ANN_EF_SEARCH)."""
+    least = settings.ann_min_vectors
+    return AnnConfig(min_vectors=least if isinstance(least, int) else None, ef_search=settings.ann_ef_search)
+
+
 # -- the pipeline -----------------------------------------------------------------------------
 def build_retriever(
     settings: Settings,
@@ -502,6 +510,7 @@ def build_retriever(
             rerank_timeout=settings.reranker_timeout,
             query_plan=make_query_plan_for(settings, provider, glossary),
             index_text=make_index_text_for(settings),
+            ann=make_ann_config(settings),
         )
     except BaseException:
         close_backend(backend)

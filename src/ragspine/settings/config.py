@@ -40,6 +40,7 @@ from ragspine.settings.values import (
     component_list,
     float_list,
     float_range,
+    int_or_off,
     int_range,
 )
 
@@ -504,6 +505,22 @@ SETTINGS: tuple[Setting, ...] = (
         TEXT,
     ),
     Setting(
+        "RAGSPINE_ANN_MIN_VECTORS",
+        "50000",
+        "in_process vectors: from this many vectors on, the dense channel takes candidates from an "
+        "HNSW index (faiss, the `ann` extra; `<db>.vectors.sqlite.hnsw`, built on first need and "
+        "kept up to date) and re-scores them exactly; below it, and without the extra (logged), "
+        "the exact scan ranks. 0: always the index; `off`: never (docs/dense.md, recall and speed).",
+        int_or_off(0, 1_000_000_000),
+    ),
+    Setting(
+        "RAGSPINE_ANN_EF_SEARCH",
+        "64",
+        "HNSW search beam of the dense channel's index (at least the candidates asked: 2 per "
+        "result wanted); larger: better recall, slower (docs/dense.md).",
+        int_range(1, 100_000),
+    ),
+    Setting(
         "RAGSPINE_LLM_BASE_URL",
         None,
         "Base URL of an OpenAI-compatible chat API (…/v1). Set: `ask` answers with the LLM and "
@@ -576,6 +593,8 @@ class Settings:
     vector_store: str = "in_process"
     vector_url: str | None = None
     vector_collection: str | None = None
+    ann_min_vectors: int | str = 50_000  # "off": never
+    ann_ef_search: int = 64
     chunker: str = "auto"
     query_rewriter: str = "glossary"
     query_gate: str | None = None

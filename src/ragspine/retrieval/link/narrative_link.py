@@ -49,6 +49,7 @@ from ragspine.retrieval.sensitivity import RESTRICTED_SENSITIVITY, is_restricted
 from ragspine.retrieval.store.factory import open_chunk_store
 from ragspine.retrieval.store.protocol import ChunkStoreProtocol
 from ragspine.retrieval.types import EmbeddingBackend, QueryRewriter
+from ragspine.retrieval.vector.dense.ann import AnnConfig
 from ragspine.retrieval.vector.stores.inprocess import ChunkVectorStore
 
 __all__ = [
@@ -252,6 +253,7 @@ def build_narrative_retriever(
     rerank_timeout: float | None = None,
     query_plan: QueryPlan | None = None,
     index_text: IndexTextFn | None = None,
+    ann: AnnConfig | None = None,
 ) -> tuple[NarrativeIndexRetriever, ChunkStoreProtocol]:
     """The default assembly: store (schema ensured) → BM25 + RRF (+ the dense channel when a
     backend is given: chunk vectors in `<db>.vectors.sqlite`, or in `vectors` (a pgvector /
@@ -263,7 +265,8 @@ def build_narrative_retriever(
     → snippets. `query_plan`: the security gate and the opt-in query transforms, decomposition,
     Adaptive routing and corrective retrieval (default: a gate with only its budgets). `chunker` cuts documents ingested through the index (default: the paragraph
     packer); `index_text` is what both channels index for a chunk (Contextual Retrieval, e.g.
-    `make_index_text_fn("header")`; None: its text). The layers are values: nothing here reads settings (`ragspine.assembly` builds them
+    `make_index_text_fn("header")`; None: its text). `ann`: when the dense channel uses an HNSW
+    index (default `AnnConfig()`). The layers are values: nothing here reads settings (`ragspine.assembly` builds them
     from RAGSPINE_*). The caller closes the returned store (and `retriever.index.dense.vectors`, when there is one);
     on error nothing is left open."""
     store = open_chunk_store(chunk_db)  # SQLite path, or a postgresql:// URL
@@ -284,6 +287,7 @@ def build_narrative_retriever(
             top_n=rerank_top_n,
             rerank_timeout=rerank_timeout,
             index_text=index_text,
+            ann=ann,
         )
     except BaseException:
         store.close()

@@ -55,6 +55,7 @@ from ragspine.retrieval.store.protocol import ChunkStoreProtocol
 from ragspine.retrieval.store.sqlite import ChunkStore  # noqa: F401 - the doctests use it
 from ragspine.retrieval.types import EmbeddingBackend, QueryRewriter
 from ragspine.retrieval.vector.arrays import as_matrix
+from ragspine.retrieval.vector.dense.ann import AnnConfig
 from ragspine.retrieval.vector.dense.channel import DenseChannel, vector_key
 from ragspine.retrieval.vector.dense.chunk_vectors import (
     ChunkVectors,
@@ -105,6 +106,7 @@ class NarrativeIndex:
         vectors: ChunkVectorStore | None = None,
         rerank_timeout: float | None = None,
         index_text: IndexTextFn | None = None,
+        ann: AnnConfig | None = None,
     ) -> None:
         self.store = store
         self.index_text = index_text
@@ -139,7 +141,7 @@ class NarrativeIndex:
                     log.warning("%s; searching without the stored vectors", exc)
                     problem = f"vectors unreadable: {exc}"
                     vectors = ChunkVectors(None, model_id=key)
-            self.dense = DenseChannel(embedding_backend, vectors, problem=problem, index_text=index_text)
+            self.dense = DenseChannel(embedding_backend, vectors, problem=problem, index_text=index_text, ann=ann)
         # The lexical index: files beside the store (`<db>.bm25/`) unless persist_index=False
         # or the store is in memory.
         self.lexical_index = StoreIndex(store, analyzer, persist=persist_index, index_text=index_text)
