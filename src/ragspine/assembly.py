@@ -190,9 +190,13 @@ def effective_mode(settings: Settings) -> str:
     return "vector" if settings.retrieval_mode == "vector" else "hybrid"
 
 
+THREADED_EMBEDDINGS = ("e5", "multilingual", "onnx")  # constructors taking `threads` (RAGSPINE_EMBED_THREADS)
+
+
 def embedding_options(settings: Settings, name: str) -> dict[str, Any]:
     """The constructor options for backend `name` (a resolved registry name) from the settings:
-    RAGSPINE_EMBEDDING_MODEL, RAGSPINE_E5_ENGINE for e5, and for a remote backend its base URL and API key."""
+    RAGSPINE_EMBEDDING_MODEL, RAGSPINE_E5_ENGINE for e5, RAGSPINE_EMBED_THREADS for a local encoder,
+    and for a remote backend its base URL and API key."""
     options: dict[str, Any] = {}
     model = settings.embedding_model  # refused with auto/none/deterministic by the checks
     if model is not None and name in EMBEDDING_MODEL_OPTION:
@@ -202,6 +206,8 @@ def embedding_options(settings: Settings, name: str) -> dict[str, Any]:
         options[option] = model
     if settings.e5_engine is not None and name in ("e5", "multilingual"):
         options["engine"] = settings.e5_engine
+    if settings.embed_threads is not None and name in THREADED_EMBEDDINGS:
+        options["threads"] = settings.embed_threads
     if name in REMOTE_EMBEDDINGS:
         options["base_url"] = settings.embedding_base_url
         if settings.embedding_api_key is not None:

