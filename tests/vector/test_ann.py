@@ -145,6 +145,10 @@ def test_deleted_chunks_are_never_returned_and_many_deletions_rebuild(tmp_path: 
             ranked, _ = view.rank(q, smaller.active_positions(), 10)
             assert all(kept[p].chunk_id not in gone for p in ranked)
             assert ranked == _exact(view, q, smaller.active_positions(), 10)
+        # chunks active again (their vectors still in memory) are added back, not lost to the rebuild
+        view = _view(channel, snapshot, chunks)
+        assert channel.ann_stats["builds"] == 2 and channel.ann_stats["added"] == N // 2
+        assert view.rank(rows[3], snapshot.active_positions(), 5)[0][0] == 3
 
 
 def test_filters_are_masks_and_a_selective_filter_takes_the_exact_scan(tmp_path: Path) -> None:

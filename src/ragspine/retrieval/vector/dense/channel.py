@@ -142,8 +142,7 @@ class DenseChannel:
         self.ann_config = ann if ann is not None else AnnConfig()
         self._ann: AnnIndex | None = None
         self._ann_rows = np.zeros(0, dtype=np.int64)  # matrix row of each ANN label (-1: none)
-        self._ann_upto = 0  # matrix rows below this are in the index (or were dead when it was built)
-        self._ann_pending: list[int] = []  # rows below _ann_upto rewritten since (re-added)
+        self._ann_covered = np.zeros(0, dtype=bool)  # per matrix row: its current vector is in the index
         self._ann_off: str | None = None  # why the index cannot be used (logged once)
         self.ann_stats = {"builds": 0, "loads": 0, "added": 0, "saves": 0}
         self.index_text = index_text  # what a chunk's vector embeds (None: its text)
@@ -268,15 +267,16 @@ class DenseChannel:
         threshold or without the `ann` extra (logged once: the exact scan answers)."""
         if not self.ann_config.applies(self._count) or self._ann_off is not None:
             return None
-        live = np.unique(active_rows[active_rows >= 0])
+        live = np.zeros(self._count, dtype=bool)  # rows of active positions
+        live[active_rows[active_rows >= 0]] = True
         try:
             if self._ann is None:
-                self._open_ann()
+                self._open_ann(live)
             else:
-                self._ann_catch_up()
+                self._ann_catch_up(live)
             assert self._ann is not None
-            if len(self._ann) - len(live) > DEAD_SHARE * len(self._ann):
-                self._build_ann(live)
+            if len(self._ann) - np.count_nonzero(live) > DEAD_SHARE * len(self._ann):
+                self._build_ann(np.flatnonzero(live))
         except MissingExtraError as exc:
             self._ann_off = str(exc)
             log.warning("%d vectors are ranked by exact scan: %s", self._count, exc)
@@ -286,20 +286,21 @@ class DenseChannel:
     def _ann_file(self) -> str | None:
         return ann_path(self.vectors.path) if isinstance(self.vectors, ChunkVectors) else None
 
-    def _open_ann(self) -> None:
+    def _open_ann(self, live: np.ndarray) -> None:
+        """Load the saved index (labels mapped to this process's rows) and add what it lacks,
+        else build one over the live rows."""
         path, model_id = self._ann_file(), str(self.vectors.model_id)
         dim = int(self._matrix.shape[1])
         loaded = AnnIndex.load(path, model_id=model_id, dim=dim, config=self.ann_config) if path else None
         if loaded is None:
-            self._build_ann(np.arange(self._count))
+            self._build_ann(np.flatnonzero(live))
             return
         self.ann_stats["loads"] += 1
         self._ann = loaded
         self._ann_rows = np.fromiter((self._row_of.get(i, -1) for i in loaded.ids), dtype=np.int64, count=len(loaded.ids))
-        covered = np.zeros(self._count, dtype=bool)
-        covered[self._ann_rows[self._ann_rows >= 0]] = True
-        self._ann_pending, self._ann_upto = np.flatnonzero(~covered).tolist(), self._count
-        self._ann_catch_up()
+        self._ann_covered = np.zeros(self._count, dtype=bool)
+        self._ann_covered[self._ann_rows[self._ann_rows >= 0]] = True
+        self._ann_catch_up(live)
 
     def _build_ann(self, rows: np.ndarray) -> None:
         """A new index over these matrix rows (saved beside the vectors file)."""
@@ -307,20 +308,26 @@ class DenseChannel:
         ids = self._ids_of(rows)
         self._ann = AnnIndex.build(ids, self._matrix[rows], model_id=str(self.vectors.model_id), config=self.ann_config)
         self._ann_rows = np.asarray(rows, dtype=np.int64).copy()
-        self._ann_pending, self._ann_upto = [], self._count
+        self._ann_covered = np.zeros(self._count, dtype=bool)
+        self._ann_covered[rows] = True
         self.ann_stats["builds"] += 1
         log.info("built the ANN index over %d vectors in %.1fs", len(rows), time.perf_counter() - started)
         self._save_ann()
 
-    def _ann_catch_up(self) -> None:
-        """Add the rows appended or rewritten since the index last saw the matrix."""
+    def _ann_catch_up(self, live: np.ndarray) -> None:
+        """Add the live rows whose current vector the index lacks: new vectors, rewritten ones
+        (`_add_rows` clears their mark), and ones left out of a rebuild while inactive."""
         assert self._ann is not None
-        todo = np.unique(np.asarray(self._ann_pending + list(range(self._ann_upto, self._count)), dtype=np.int64))
-        self._ann_pending, self._ann_upto = [], self._count
+        if len(self._ann_covered) < self._count:
+            grown = np.zeros(self._count, dtype=bool)
+            grown[: len(self._ann_covered)] = self._ann_covered
+            self._ann_covered = grown
+        todo = np.flatnonzero(live & ~self._ann_covered)
         if not len(todo):
             return
         self._ann.add(self._ids_of(todo), self._matrix[todo])
         self._ann_rows = np.concatenate([self._ann_rows, todo])  # a new array: views keep theirs
+        self._ann_covered[todo] = True
         self.ann_stats["added"] += len(todo)
         if len(self._ann) - self._ann.saved >= max(1_000, len(self._ann) // 20):
             self._save_ann()
@@ -431,8 +438,8 @@ class DenseChannel:
                 self._row_ids.append(chunk_id)
                 self._count += 1
             self._matrix[row] = vector
-            if row < self._ann_upto:
-                self._ann_pending.append(row)
+            if row < len(self._ann_covered):
+                self._ann_covered[row] = False  # a rewritten vector: the index holds the old one
             if code >= 0:
                 self._row_language[row] = code
 
