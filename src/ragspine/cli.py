@@ -237,7 +237,7 @@ def _blas_threads(threads: int | None) -> Any:
     if threads is None:
         return contextlib.nullcontext()
     try:
-        from threadpoolctl import threadpool_limits
+        from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
     except ImportError:
         click.echo(
             "--threads: numpy's BLAS threads are left as they are (pip install threadpoolctl, part of "
