@@ -11,8 +11,8 @@ backend maps a query text to a vector drawn the same way (seeded by the text), s
 near neighbours as real ones do. Embedding 1M chunks with a real model would take days here.
 
 Measured, in this order: writing the vectors (once; reused when present), opening the exact
-channel (load + align), building the index (the first hybrid search pays it unless a saved file
-exists; `ragspine embed` does not build it), reopening with the saved index, then per query,
+channel (load + align), building the index (what `ragspine embed` does past the threshold),
+reopening with the saved index, then per query,
 interleaved: BM25 only, hybrid exact, hybrid ANN (`NarrativeIndex.retrieve(q, top_k=10,
 rerank=False)`), and the dense channel alone (`DenseView.rank` at the pipeline's depth 100,
 exact vs ANN) with recall@10 and @100 of ANN against exact; last, one upsert of 10 vectors and

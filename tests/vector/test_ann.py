@@ -199,3 +199,21 @@ def test_bad_configuration_is_refused() -> None:
         AnnConfig(ef_search=0)
     with pytest.raises(ValueError, match="min_fraction"):
         AnnConfig(min_fraction=2.0)
+
+
+def test_embedding_above_the_threshold_builds_and_saves_the_index(tmp_path: Path) -> None:
+    from ragspine.retrieval.model import DocumentMeta
+    from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex
+    from ragspine.retrieval.store.sqlite import ChunkStore
+
+    backend = DeterministicEmbeddingBackend(dim=16)
+    with ChunkStore(tmp_path / "s.db") as store:
+        store.init_schema()
+        index = NarrativeIndex(store, embedding_backend=backend, embed_on_write=False, ann=AnnConfig(min_vectors=20))
+        for i in range(30):
+            index.ingest(f"document {i} about margin {i}", DocumentMeta(f"d{i}"))
+        assert index.embed_pending() is not None
+        files = list(tmp_path.glob("s.db*.hnsw"))
+        assert len(files) == 1, "the index is built by the embedding pass, not the first search"
+        assert index.dense is not None and index.dense.ann_stats["builds"] == 1
+        index.close()

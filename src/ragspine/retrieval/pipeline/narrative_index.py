@@ -183,14 +183,21 @@ class NarrativeIndex:
 
     def embed_pending(self, *, progress: bool | None = None, batch_size: int = 64) -> EmbedReport | None:
         """Embed every active chunk that has no vector yet (batched by length, each batch
-        committed: an interrupted run resumes), and drop vectors of chunks no longer active.
-        None when there is no embedding backend."""
+        committed: an interrupted run resumes), and drop vectors of chunks no longer active;
+        at or above the ANN threshold, bring the HNSW index up to date too. None when there is
+        no embedding backend."""
         if self.dense is None:
             return None
-        return embed_chunks(
+        report = embed_chunks(
             self.store, self.dense.vectors, self.dense.backend, batch_size=batch_size, progress=progress,
             index_text=self.index_text,
         )
+        vectors = self.dense.vectors
+        if isinstance(vectors, ChunkVectors) and self.dense.ann_config.applies(vectors.count()):
+            with self._lock:
+                self._retrievers.clear()
+            self.retriever()  # reads the new vectors: the ANN index is built or updated (and saved) now, not by a search
+        return report
 
     def withdraw(self, doc_id: str) -> None:
         """Remove a document from the active set (its rows stay, inactive, for lineage)."""
