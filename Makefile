@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 CORE := $(VENV)/.core
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench bench-graph bench-cold bench-rerank bench-query bench-post bench-embed bench-attach bench-visual clean
+.PHONY: demo test bench bench-graph bench-cold bench-rerank bench-query bench-post bench-embed bench-attach bench-visual bench-ann bench-lexical clean
 
 # The package alone (what `make demo` needs): quick on a fresh machine.
 $(CORE): pyproject.toml
@@ -88,6 +88,21 @@ bench-attach: $(STAMP)
 VISUAL_PAGES ?= 1000,10000
 bench-visual: $(STAMP)
 	OPENBLAS_NUM_THREADS=1 PYTHONPATH=src:. $(BIN)/python -m bench.visual_bench --pages $(VISUAL_PAGES) --colpali-shape 1000
+# The dense channel's HNSW index (issue 20; docs/dense.md#ann-at-scale): exact vs ANN side by side
+# at ANN_SCALES chunks (synthetic clustered 384-d vectors), then the libraries compared at 20k.
+ANN_SCALES ?= 100k,1M
+bench-ann: $(STAMP)
+	for scale in $$(echo $(ANN_SCALES) | tr , ' '); do PYTHONPATH=.:src $(BIN)/python -m bench.ann_bench --scale $$scale \
+		$$( [ $$scale = 1M ] && echo --queries 50 ) || exit 1; done
+	$(BIN)/python -m pip install --quiet 'hnswlib>=0.8' 'usearch>=2.0'
+	for lib in faiss faisssq hnswlib usearch usearch16 usearchi8; do PYTHONPATH=. $(BIN)/python -m bench.ann_libraries $$lib 20000 64; done
+
+# ragspine's BM25 channel vs bm25s in one process, queries tokenised inside the timed loop
+# (docs/benchmarks.md#lexical-per-query-overhead). bm25s is a benchmark-only dependency.
+LEXICAL_SCALES ?= scifact,1M
+bench-lexical: $(STAMP)
+	$(BIN)/python -m pip install --quiet 'bm25s==0.3.16'
+	OPENBLAS_NUM_THREADS=1 PYTHONPATH=.:src $(BIN)/python -m bench.lexical_compare --scales $(LEXICAL_SCALES)
 
 clean:
 	rm -rf $(VENV) .ragspine build src/*.egg-info .pytest_cache .hypothesis

@@ -216,7 +216,8 @@ def render(results: dict[str, dict[str, Any]], args: argparse.Namespace) -> str:
         )
     compare = {n: r["compare"] for n, r in results.items() if "compare" in r and "error" not in r["compare"]}
     if compare:
-        lines += ["", "Interleaved in one process (each query answered by every engine in turn; "
+        lines += ["", "Interleaved in one process (each query answered by every engine in turn, "
+                  "tokenised inside the timed call for both, `tokenize(q) or [\"\"]` for bm25s; "
                   "one warm-up pass, then the timed passes):", ""]
         lines.append("| corpus | NarrativeIndex.retrieve q/s | HybridRetriever.search q/s | bm25s q/s | retrieve ÷ bm25s | top-10 agreement with bm25s |")
         lines.append("|---|---:|---:|---:|---:|---:|")

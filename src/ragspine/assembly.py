@@ -51,6 +51,7 @@ from ragspine.retrieval.link.routers import LibraryIndex, LibraryRouter, make_ro
 from ragspine.retrieval.postprocess import PostprocessorChain, make_postprocessor
 from ragspine.retrieval.query.filter_extraction import make_filter_extractor
 from ragspine.retrieval.query.adaptive import make_complexity_classifier
+from ragspine.retrieval.vector.dense.ann import AnnConfig
 from ragspine.retrieval.query.corrective import make_grader
 from ragspine.retrieval.query.factory import make_query_rewriter
 from ragspine.retrieval.query.gate import SecurityGate, load_gate_rules
@@ -198,9 +199,13 @@ def effective_mode(settings: Settings) -> str:
     return "vector" if settings.retrieval_mode == "vector" else "hybrid"
 
 
+THREADED_EMBEDDINGS = ("e5", "multilingual", "onnx")  # constructors taking `threads` (RAGSPINE_EMBED_THREADS)
+
+
 def embedding_options(settings: Settings, name: str) -> dict[str, Any]:
     """The constructor options for backend `name` (a resolved registry name) from the settings:
-    RAGSPINE_EMBEDDING_MODEL, RAGSPINE_E5_ENGINE for e5, and for a remote backend its base URL and API key."""
+    RAGSPINE_EMBEDDING_MODEL, RAGSPINE_E5_ENGINE for e5, RAGSPINE_EMBED_THREADS for a local encoder,
+    and for a remote backend its base URL and API key."""
     options: dict[str, Any] = {}
     model = settings.embedding_model  # refused with auto/none/deterministic by the checks
     if model is not None and name in EMBEDDING_MODEL_OPTION:
@@ -210,6 +215,8 @@ def embedding_options(settings: Settings, name: str) -> dict[str, Any]:
         options[option] = model
     if settings.e5_engine is not None and name in ("e5", "multilingual"):
         options["engine"] = settings.e5_engine
+    if settings.embed_threads is not None and name in THREADED_EMBEDDINGS:
+        options["threads"] = settings.embed_threads
     if name in REMOTE_EMBEDDINGS:
         options["base_url"] = settings.embedding_base_url
         if settings.embedding_api_key is not None:
@@ -537,6 +544,13 @@ def channels(settings: Settings) -> dict[str, str]:
     }
 
 
+def make_ann_config(settings: Settings) -> AnnConfig:
+    """When the in-process dense channel takes candidates from an HNSW index
+    (RAGSPINE_ANN_MIN_VECTORS, RAGSPINE_ANN_EF_SEARCH)."""
+    least = settings.ann_min_vectors
+    return AnnConfig(min_vectors=least if isinstance(least, int) else None, ef_search=settings.ann_ef_search)
+
+
 # -- the pipeline -----------------------------------------------------------------------------
 def build_retriever(
     settings: Settings,
@@ -569,6 +583,7 @@ def build_retriever(
             index_text=make_index_text_for(settings),
             extra_channels=make_channels_for(settings),
             visual=make_visual_channel_for(settings),
+            ann=make_ann_config(settings),
         )
     except BaseException:
         close_backend(backend)

