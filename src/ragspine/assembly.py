@@ -536,16 +536,18 @@ def ingest_files(
     from ragspine.ingest.rebuild import finish_rebuild, prepare_store
 
     asked = index_settings_for(settings)  # the store's record must match (or rebuild)
-    local = "://" not in settings.db
-    remake = prepare_store(settings.db, asked, rebuild=rebuild) if local else False
-    backend = make_embedding(settings) if local else None
+    remake = prepare_store(settings.db, asked, rebuild=rebuild)
+    backend = make_embedding(settings)
+    # A server store's vectors are embedded here only into a shared store (pgvector, Qdrant):
+    # with in_process they would live in this process's memory and die with it.
+    shared = "://" not in settings.db or settings.vector_store != "in_process"
     try:
         report = ingest_paths(
             list(paths), settings.db, force=force or remake, progress=progress,
-            embedding_backend=backend, max_chars=settings.chunk_chars,
+            embedding_backend=backend if shared else None, max_chars=settings.chunk_chars,
             overlap_chars=settings.chunk_overlap, chunker=make_chunker_for(settings, backend),
             levels=tuple(settings.sensitivity_levels.split(",")), index_text=make_index_text_for(settings),
-            **options,
+            vectors=make_vector_store_for(settings, backend) if shared else None, **options,
         )  # fmt: skip
     finally:
         close_backend(backend)

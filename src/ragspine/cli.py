@@ -89,7 +89,8 @@ _port_option = click.option("--port", default=None, type=int, help="Port to bind
 
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--db", default=None, help="Chunk store path [env RAGSPINE_DB; default .ragspine/chunks.db].")
+@click.option("--db", default=None,
+              help="Chunk store path or postgresql:// URL [env RAGSPINE_DB; default .ragspine/chunks.db].")
 @click.option("--include", multiple=True, metavar="GLOB",
               help="Only files in folders matching a glob (repeatable), e.g. '*.pdf', 'reports/'.")  # fmt: skip
 @click.option("--exclude", multiple=True, metavar="GLOB",
