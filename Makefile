@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 CORE := $(VENV)/.core
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench bench-cold bench-rerank bench-query bench-post bench-embed bench-attach clean
+.PHONY: demo test bench bench-cold bench-rerank bench-query bench-post bench-embed bench-attach bench-scale bench-startup bench-ray clean
 
 # The package alone (what `make demo` needs): quick on a fresh machine.
 $(CORE): pyproject.toml
@@ -76,6 +76,13 @@ bench-embed: $(STAMP)
 # Dense channel cold attach at 100k vectors (fresh process per run); BEFORE=<src folder> adds older code.
 bench-attach: $(STAMP)
 	PYTHONPATH=. $(BIN)/python -m bench.dense_attach $(if $(BEFORE),--before $(BEFORE))
+
+# Replicas over PostgreSQL + pgvector (pgserver wheel) against one SQLite node (issue 21): ingest
+# files/s, replica start-up, staleness after writes, req/s and p95 with 1..SCALE_REPLICAS replicas.
+SCALE_REPLICAS ?= 3
+SCALE_DOCS ?= 600
+bench-scale: $(STAMP)
+	PYTHONPATH=.:src $(BIN)/python -m bench.scale_bench --replicas $(SCALE_REPLICAS) --docs $(SCALE_DOCS)
 
 clean:
 	rm -rf $(VENV) .ragspine build src/*.egg-info .pytest_cache .hypothesis
