@@ -169,7 +169,20 @@ def ingest(
                    "embedding model; stop `ragspine serve` on this store first).")  # fmt: skip
 @click.option("--batch-size", default=64, show_default=True, type=click.IntRange(min=1),
               help="Chunks per embedding call (each batch is committed: an interrupted run resumes).")  # fmt: skip
-def embed(db: str | None, config_file: Path | None, reembed: bool, batch_size: int) -> None:
+@click.option("--ray", "ray_address", is_flag=False, flag_value="local", default=None, metavar="[ADDRESS|auto]",
+              help="Embed on Ray workers, each loading the backend once: alone, a local cluster of this "
+                   "machine's CPUs; 'auto', the cluster started here by `ray start`; or ray://HOST:PORT. "
+                   "Needs the ray extra. Resumable like the plain run.")  # fmt: skip
+@click.option("--ray-workers", default=None, type=click.IntRange(min=1),
+              help="Ray workers (default: one per CPU of the cluster).")
+def embed(
+    db: str | None,
+    config_file: Path | None,
+    reembed: bool,
+    batch_size: int,
+    ray_address: str | None,
+    ray_workers: int | None,
+) -> None:
     """Embed every active chunk that has no vector yet with the configured backend.
 
     Vectors go to DB.ctx-header-v1.vectors.sqlite beside the store (DB.vectors.sqlite with
@@ -216,14 +229,28 @@ def embed(db: str | None, config_file: Path | None, reembed: bool, batch_size: i
                 click.echo(f"removed {', '.join(removed)}", err=True)
         elif beside and (moved := quarantine_if_damaged(vectors_file)) is not None:
             click.echo(f"the vectors file was damaged: moved aside to {moved}; embedding every chunk again", err=True)
-        with Workspace.from_settings(settings) as workspace:
-            report = workspace.embed_pending(batch_size=batch_size)
+        with Workspace.from_settings(settings) as workspace, _ray_pool(settings, ray_address, ray_workers) as pool:
+            report = workspace.embed_pending(batch_size=batch_size, embed_batches=pool)
             assert report is not None  # a backend was resolved above
             dense = workspace.retriever.index.dense
             assert dense is not None
             where = f"{getattr(dense.vectors, 'path', dense.vectors)} (model {dense.vectors.model_id})"
     click.echo(_embed_summary(report))
     click.echo(f"vectors: {where}")
+
+
+@contextmanager
+def _ray_pool(settings: Any, address: str | None, workers: int | None) -> Iterator[Any]:
+    """The Ray worker pool `ragspine embed --ray` asks for (None without --ray)."""
+    if address is None:
+        yield None
+        return
+    from ragspine.assembly import make_embedding
+    from ragspine.retrieval.vector.dense.ray_embed import RayBatchEmbedder
+
+    make_backend = functools.partial(make_embedding, settings)  # run on each worker, once
+    with RayBatchEmbedder(make_backend, address=None if address == "local" else address, workers=workers) as pool:
+        yield pool
 
 
 def _remove_files(path: str) -> list[str]:
