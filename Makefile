@@ -84,5 +84,11 @@ SCALE_DOCS ?= 600
 bench-scale: $(STAMP)
 	PYTHONPATH=.:src $(BIN)/python -m bench.scale_bench --replicas $(SCALE_REPLICAS) --docs $(SCALE_DOCS)
 
+# Replica start-up over PostgreSQL (issue 21): BM25 rebuild from the server against the local index
+# cache (RAGSPINE_INDEX_CACHE), time and peak RSS; STARTUP_CHUNKS synthetic chunks.
+STARTUP_CHUNKS ?= 100000
+bench-startup: $(STAMP)
+	PYTHONPATH=.:src $(BIN)/python -m bench.startup_bench --chunks $(STARTUP_CHUNKS)
+
 clean:
 	rm -rf $(VENV) .ragspine build src/*.egg-info .pytest_cache .hypothesis

@@ -502,6 +502,7 @@ def build_retriever(
             rerank_timeout=settings.reranker_timeout,
             query_plan=make_query_plan_for(settings, provider, glossary),
             index_text=make_index_text_for(settings),
+            store_options=store_options_for(settings),
         )
     except BaseException:
         close_backend(backend)
@@ -516,6 +517,13 @@ def build_retriever(
         close_backend(backend)
         raise
     return retriever, store
+
+
+def store_options_for(settings: Settings) -> dict[str, Any]:
+    """The chunk store's own options: a PostgreSQL store's local index cache (RAGSPINE_INDEX_CACHE)."""
+    if settings.index_cache and "://" in settings.db:
+        return {"cache_dir": settings.index_cache}
+    return {}
 
 
 def ingest_files(

@@ -252,6 +252,7 @@ def build_narrative_retriever(
     rerank_timeout: float | None = None,
     query_plan: QueryPlan | None = None,
     index_text: IndexTextFn | None = None,
+    store_options: Mapping[str, Any] | None = None,
 ) -> tuple[NarrativeIndexRetriever, ChunkStoreProtocol]:
     """The default assembly: store (schema ensured) → BM25 + RRF (+ the dense channel when a
     backend is given: chunk vectors in `<db>.vectors.sqlite`, or in `vectors` (a pgvector /
@@ -263,10 +264,11 @@ def build_narrative_retriever(
     → snippets. `query_plan`: the security gate and the opt-in query transforms, decomposition,
     Adaptive routing and corrective retrieval (default: a gate with only its budgets). `chunker` cuts documents ingested through the index (default: the paragraph
     packer); `index_text` is what both channels index for a chunk (Contextual Retrieval, e.g.
-    `make_index_text_fn("header")`; None: its text). The layers are values: nothing here reads settings (`ragspine.assembly` builds them
+    `make_index_text_fn("header")`; None: its text). `store_options` go to the store's class
+    (`open_chunk_store`, e.g. a PostgreSQL store's local `cache_dir`). The layers are values: nothing here reads settings (`ragspine.assembly` builds them
     from RAGSPINE_*). The caller closes the returned store (and `retriever.index.dense.vectors`, when there is one);
     on error nothing is left open."""
-    store = open_chunk_store(chunk_db)  # SQLite path, or a postgresql:// URL
+    store = open_chunk_store(chunk_db, **(store_options or {}))  # SQLite path, or a postgresql:// URL
     try:
         store.init_schema()
         index = NarrativeIndex(
