@@ -54,6 +54,7 @@ from ragspine.retrieval.vector.arrays import as_matrix, unit_rows
 
 log = logging.getLogger(__name__)
 
+EXACT_IDS_MAX = 1_024  # a store view ranks up to this many allowed chunks by id lookup (exact)
 DEFAULT_LAZY_LIMIT = 64  # chunks a query may embed on the spot (seconds with e5 on a CPU); more: logged fallback
 _NO_VECTOR = -1  # not embedded (yet)
 _LEXICAL_ONLY = -2  # RESTRICTED on a remote backend: never embedded
@@ -498,9 +499,11 @@ def lazy_batch(todo: list[tuple[int, Any]], limit: int | None, where: object) ->
 class StoreDenseView:
     """One snapshot's positions ranked by a vector store (pgvector, Qdrant, …): the store returns
     its best ids; the ones the query may not see (another filter, inactive, not in this snapshot)
-    are dropped, asking for more until `depth` remain or the store has no more. Order and scores
-    are the store's exact re-ranked cosine, ties by chunk_id, as `DenseView` ranks without
-    language centring."""
+    are dropped, asking for more until `depth` remain or the store has no more. When at most
+    EXACT_IDS_MAX positions are allowed (a selective filter), the filter goes down to the store
+    as those chunks' ids instead: their vectors are fetched by id and scored exactly. Order and
+    scores are the store's exact re-ranked cosine, ties by chunk_id, as `DenseView` ranks
+    without language centring."""
 
     def __init__(
         self,
@@ -519,6 +522,16 @@ class StoreDenseView:
     def rank(self, query: np.ndarray, allowed: np.ndarray, depth: int) -> tuple[list[int], dict[int, float]]:
         if depth <= 0 or not len(allowed):
             return [], {}
+        if len(allowed) <= EXACT_IDS_MAX:
+            # A selective filter (or a small store): fetch exactly the allowed chunks' vectors by
+            # id and score them here, the store's own exact rank, instead of over-fetching.
+            scores = self.scores_at(query, allowed.tolist())
+            if not scores:
+                return [], {}
+            rows = np.fromiter(scores, dtype=np.int64, count=len(scores))
+            values = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
+            best = top_k_rows(rows, values, depth, _ChunkIds(self.snapshot))
+            return [p for p, _ in best], dict(best)
         mask = np.zeros(int(allowed.max()) + 1, dtype=bool)
         mask[allowed] = True
         k = max(2 * depth, depth + 32)
