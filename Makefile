@@ -88,7 +88,7 @@ bench-scale: $(STAMP)
 # cache (RAGSPINE_INDEX_CACHE), time and peak RSS; STARTUP_CHUNKS synthetic chunks.
 STARTUP_CHUNKS ?= 100000
 bench-startup: $(STAMP)
-	PYTHONPATH=.:src $(BIN)/python -m bench.startup_bench --chunks $(STARTUP_CHUNKS)
+	PYTHONPATH=.:src $(BIN)/python -m bench.startup_bench --chunks $(STARTUP_CHUNKS) --sqlite-control
 
 clean:
 	rm -rf $(VENV) .ragspine build src/*.egg-info .pytest_cache .hypothesis

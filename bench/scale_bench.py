@@ -17,7 +17,8 @@ What it does, all local (loopback) and bounded:
    the staleness (write acknowledged → every replica serves it); a replica that still differs
    after --stale-timeout seconds fails the run;
 5. runs a closed-loop load generator (asyncio + httpx, --concurrency connections, round robin
-   over the first 1, 2, … N replicas) for --seconds each: requests/s and latency percentiles.
+   over the first 1, 2, … N replicas, and on the SQLite node alone as the control) for --seconds
+   each: requests/s and latency percentiles.
 
 The retrieval is hybrid: BM25 fused with the dense channel of the `deterministic` embedding
 backend (hashed tokens: no model to load, the same vectors everywhere), so the check covers the
@@ -225,14 +226,16 @@ class Report:
         if self.staleness_ms:
             st = sorted(self.staleness_ms)
             lines.append(
-                f"writes: {len(st)}; staleness ms (write acknowledged -> every replica serves it): "
+                f"writes: {len(st)}; staleness ms (write acknowledged -> every replica serves it, each polled "
+                f"by its own client): "
                 f"median {statistics.median(st):.0f}, max {st[-1]:.0f}; answers compared: {self.checks}"
             )
-        lines += ["", "| replicas | concurrency | requests | errors | requests/s | p50 ms | p95 ms |",
+        lines += ["", "| serving | concurrency | requests | errors | requests/s | p50 ms | p95 ms |",
                   "|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
         for row in self.load:
+            name = "SQLite node (control)" if row["replicas"] == 0 else f"{row['replicas']:.0f} replica(s)"
             lines.append(
-                f"| {row['replicas']:.0f} | {row['concurrency']:.0f} | {row['requests']:.0f} | {row['errors']:.0f} "
+                f"| {name} | {row['concurrency']:.0f} | {row['requests']:.0f} | {row['errors']:.0f} "
                 f"| {row['rps']:.1f} | {row['p50']:.1f} | {row['p95']:.1f} |"
             )
         return "\n".join(lines)
@@ -312,10 +315,14 @@ def run(
             if kind == "withdraw":
                 live.remove(doc_id)
             words = text.split("---\n")[-1].split()[:3]
-            bodies = [{"query": " ".join(words), "top_k": TOP_K}, *probe_bodies[:4]]
-            _converge(client, nodes, reference, bodies, report, stale_timeout, record=True)
+            written = {"query": " ".join(words), "top_k": TOP_K}
+            report.staleness_ms.append(_staleness(nodes, reference, written, stale_timeout))
+            _converge(client, nodes, reference, [written, *probe_bodies[:4]], report, stale_timeout, record=False)
         log(f"{writes} writes checked; staleness ms: {[round(x) for x in report.staleness_ms]}")
         load_queries = corpus.queries(5000)
+        row = asyncio.run(_load([reference.url], load_queries, concurrency, seconds))  # the control
+        report.load.append({"replicas": 0, "concurrency": concurrency, **row})
+        log(f"load on the SQLite node: {row['rps']:.1f} req/s, p95 {row['p95']:.1f} ms")
         for n in range(1, replicas + 1):
             row = asyncio.run(_load([node.url for node in nodes[:n]], load_queries, concurrency, seconds))
             report.load.append({"replicas": n, "concurrency": concurrency, **row})
@@ -363,6 +370,27 @@ def _converge(
         time.sleep(0.02)
     if record:
         report.staleness_ms.append((time.perf_counter() - started) * 1000)
+
+
+def _staleness(nodes: Sequence[Node], reference: Node, body: dict[str, Any], timeout: float) -> float:
+    """Milliseconds from now until every replica answers `body` as the reference does, each
+    replica polled by its own thread (a replica catches up on the first query after a write)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with httpx.Client(timeout=60) as client:
+        expected = answer(client, reference.url, body)
+    started = time.perf_counter()
+
+    def poll(node: Node) -> float:
+        with httpx.Client(timeout=60) as own:
+            while not same(answer(own, node.url, body), expected):
+                if time.perf_counter() - started > timeout:
+                    raise AssertionError(f"replica {node.name} does not serve the write after {timeout:.0f} s: {body}")
+                time.sleep(0.005)
+        return time.perf_counter() - started
+
+    with ThreadPoolExecutor(len(nodes)) as pool:
+        return max(pool.map(poll, nodes)) * 1000
 
 
 async def _load(urls: Sequence[str], queries: list[dict[str, Any]], concurrency: int, seconds: float) -> dict[str, float]:

@@ -11,7 +11,9 @@ process's peak RSS:
 - `cache, cold`: with RAGSPINE_INDEX_CACHE set and the cache empty: built, then written there;
 - `cache, warm`: the next start: the index is loaded from the cache (memory-mapped) after
   checking it against the store (store uid, data_version, epoch, row count and row-id sum),
-  then caught up with the writes made since (none here, then one document).
+  then caught up with the writes made since (none here, then one document);
+- `SQLite rebuild (control)`, with --sqlite-control: the same chunks in a SQLite file whose
+  index files were deleted, rebuilt the same way (what a single node pays).
 
     make bench-startup                                   # 100,000 chunks
     PYTHONPATH=.:src .venv/bin/python -m bench.startup_bench --chunks 1000000
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -41,7 +44,7 @@ from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex
 from ragspine.retrieval.store.factory import open_chunk_store
 url, cache = sys.argv[1], sys.argv[2] or None
 store = open_chunk_store(url, cache_dir=cache) if cache else open_chunk_store(url)
-index = NarrativeIndex(store)
+index = NarrativeIndex(store)  # the spec tokenizer (CJK unigrams + bigrams), no dense channel
 imported = time.perf_counter() - started
 index.refresh()
 ready = time.perf_counter() - started
@@ -66,6 +69,10 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=100_000)
     parser.add_argument("--pg-url", default=None, help="a PostgreSQL to fill (default: start one)")
     parser.add_argument("--no-cache", action="store_true", help="measure the rebuild only")
+    parser.add_argument("--sqlite-control", action="store_true",
+                        help="also rebuild the same chunks from a SQLite file (the single-node start)")
+    parser.add_argument("--skip-plain", action="store_true",
+                        help="skip the start without a cache (the cold cache start also rebuilds)")
     args = parser.parse_args()
     from ragspine.testing.postgres import LocalPostgres
 
@@ -83,7 +90,7 @@ def main() -> None:
                     raise SystemExit(f"{url} holds {held:,} chunks, not {args.chunks:,}: give an empty database")
                 fill_s, _ = build_store(url, args.chunks)
                 print(f"filled {args.chunks:,} chunks in {fill_s:.1f} s", file=sys.stderr)
-            rows = [("rebuild", start(url))]
+            rows = [] if args.skip_plain and not args.no_cache else [("rebuild", start(url))]
             if not args.no_cache:
                 cache = str(Path(tmp) / "cache")
                 rows.append(("cache, cold", start(url, cache)))
@@ -95,6 +102,11 @@ def main() -> None:
                 rows.append(("cache, warm + 1 write", start(url, cache)))
                 with open_chunk_store(url) as store:
                     store.replace_doc_chunks("late", [])  # the database as it was, for a rerun
+            if args.sqlite_control:  # the same chunks in a SQLite file, its index deleted: a rebuild
+                lite = Path(tmp) / "control.db"
+                build_store(lite, args.chunks)
+                shutil.rmtree(str(lite) + ".bm25", ignore_errors=True)
+                rows.append(("SQLite rebuild (control)", start(str(lite))))
         finally:
             if server is not None:
                 server.__exit__(None, None, None)
