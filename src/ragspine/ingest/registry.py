@@ -75,7 +75,8 @@ class DocumentRecord:
 
 
 class DocumentRegistry:
-    """Registry rows over the SQLite file at `db_path` (create the chunk store there first).
+    """Registry rows in the SQLite file at `db_path`, or the PostgreSQL database a `postgresql://`
+    URL names (create the chunk store there first).
 
     >>> with DocumentRegistry(":memory:") as registry:
     ...     registry.record(DocumentRecord("a.md", "/r", "/r/a.md", "h", "k", 1, 3))
