@@ -90,5 +90,11 @@ STARTUP_CHUNKS ?= 100000
 bench-startup: $(STAMP)
 	PYTHONPATH=.:src $(BIN)/python -m bench.startup_bench --chunks $(STARTUP_CHUNKS) --sqlite-control
 
+# `ragspine embed --ray` throughput (issue 21): no Ray, then 1 and 2 local Ray workers, RAY_EMBEDDING backend.
+RAY_CHUNKS ?= 160
+RAY_EMBEDDING ?= e5
+bench-ray: $(STAMP)
+	PYTHONPATH=.:src $(BIN)/python -m bench.ray_embed_bench --chunks $(RAY_CHUNKS) --batch-size 16 --embedding $(RAY_EMBEDDING)
+
 clean:
 	rm -rf $(VENV) .ragspine build src/*.egg-info .pytest_cache .hypothesis

@@ -8,7 +8,7 @@ clock starts). The backend is RAGSPINE_EMBEDDING (default e5: multilingual-e5-sm
 numpy engine); each worker's BLAS is limited to --threads threads (default 1), and so is this
 process for the plain run, so that N workers use N cores.
 
-    make bench-ray                                           # 600 chunks, e5
+    make bench-ray                                           # 160 chunks, e5
     PYTHONPATH=.:src .venv/bin/python -m bench.ray_embed_bench --chunks 300 --embedding deterministic
 
 On a machine whose cores are shared with other work the speed-up is a floor.
