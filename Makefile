@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 CORE := $(VENV)/.core
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench bench-graph bench-cold bench-rerank bench-query bench-post bench-embed bench-attach bench-visual bench-ann bench-lexical clean
+.PHONY: demo test bench bench-graph bench-cold bench-rerank bench-query bench-post bench-embed bench-attach bench-visual bench-ann bench-lexical bench-scale bench-startup bench-ray clean
 
 # The package alone (what `make demo` needs): quick on a fresh machine.
 $(CORE): pyproject.toml
@@ -103,6 +103,24 @@ LEXICAL_SCALES ?= scifact,1M
 bench-lexical: $(STAMP)
 	$(BIN)/python -m pip install --quiet 'bm25s==0.3.16'
 	OPENBLAS_NUM_THREADS=1 PYTHONPATH=.:src $(BIN)/python -m bench.lexical_compare --scales $(LEXICAL_SCALES)
+# Replicas over PostgreSQL + pgvector (pgserver wheel) against one SQLite node (issue 21): ingest
+# files/s, replica start-up, staleness after writes, req/s and p95 with 1..SCALE_REPLICAS replicas.
+SCALE_REPLICAS ?= 3
+SCALE_DOCS ?= 600
+bench-scale: $(STAMP)
+	PYTHONPATH=.:src $(BIN)/python -m bench.scale_bench --replicas $(SCALE_REPLICAS) --docs $(SCALE_DOCS)
+
+# Replica start-up over PostgreSQL (issue 21): BM25 rebuild from the server against the local index
+# cache (RAGSPINE_INDEX_CACHE), time and peak RSS; STARTUP_CHUNKS synthetic chunks.
+STARTUP_CHUNKS ?= 100000
+bench-startup: $(STAMP)
+	PYTHONPATH=.:src $(BIN)/python -m bench.startup_bench --chunks $(STARTUP_CHUNKS) --sqlite-control
+
+# `ragspine embed --ray` throughput (issue 21): no Ray, then 1 and 2 local Ray workers, RAY_EMBEDDING backend.
+RAY_CHUNKS ?= 160
+RAY_EMBEDDING ?= e5
+bench-ray: $(STAMP)
+	PYTHONPATH=.:src $(BIN)/python -m bench.ray_embed_bench --chunks $(RAY_CHUNKS) --batch-size 16 --embedding $(RAY_EMBEDDING)
 
 clean:
 	rm -rf $(VENV) .ragspine build src/*.egg-info .pytest_cache .hypothesis

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import httpx
 
-from ragspine.retrieval.store.sqlite import ChunkStore
+from ragspine.retrieval.store.factory import open_chunk_store
 from ragspine.retrieval.model import Chunk
 
 SEED = 20241130
@@ -51,13 +51,14 @@ def _vocabulary(rng: random.Random) -> list[str]:
     return sorted(words)[:VOCABULARY]
 
 
-def build_store(path: Path, chunks: int) -> tuple[float, list[str]]:
-    """Write `chunks` synthetic chunks; return (seconds, vocabulary)."""
+def build_store(path: Path | str, chunks: int) -> tuple[float, list[str]]:
+    """Write `chunks` synthetic chunks into the store at `path` (a SQLite path or a
+    postgresql:// URL); return (seconds, vocabulary)."""
     rng = random.Random(SEED)
     vocab = _vocabulary(rng)
     cumulative = list(itertools.accumulate(1.0 / (rank + 1) for rank in range(len(vocab))))  # Zipf-like
     started = time.perf_counter()
-    with ChunkStore(path) as store:
+    with open_chunk_store(str(path)) as store:
         store.init_schema()
         for doc in range((chunks + CHUNKS_PER_DOC - 1) // CHUNKS_PER_DOC):
             doc_id = f"doc{doc:06d}"

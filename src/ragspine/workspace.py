@@ -45,7 +45,7 @@ from ragspine.retrieval.store.protocol import ChunkStoreProtocol
 from ragspine.retrieval.model import check_user_metadata
 from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever
 from ragspine.retrieval.sensitivity import is_restricted
-from ragspine.retrieval.vector.dense.chunk_vectors import EmbedReport
+from ragspine.retrieval.vector.dense.chunk_vectors import BatchEmbedder, EmbedReport
 from ragspine.retrieval.vector.errors import VectorStoreError
 
 if TYPE_CHECKING:
@@ -222,11 +222,14 @@ class Workspace:
         count = self.retriever.index.replace_chunks(doc_id, prepared.chunks, valid_as_of=valid_as_of)
         return IngestResult(doc_id, count, self._version(doc_id), prepared.warnings)
 
-    def embed_pending(self, *, progress: bool | None = None, batch_size: int = 64) -> EmbedReport | None:
+    def embed_pending(
+        self, *, progress: bool | None = None, batch_size: int = 64, embed_batches: BatchEmbedder | None = None
+    ) -> EmbedReport | None:
         """Embed every active chunk that has no vector yet (shortest first, in committed
         batches: an interrupted run resumes) and drop vectors of chunks no longer active; None
-        without a dense channel. `progress`: a bar with ETA on stderr (None: on a terminal)."""
-        return self.retriever.index.embed_pending(progress=progress, batch_size=batch_size)
+        without a dense channel. `progress`: a bar with ETA on stderr (None: on a terminal).
+        `embed_batches` (e.g. `ray_embed.RayBatchEmbedder`): who embeds; None: this process."""
+        return self.retriever.index.embed_pending(progress=progress, batch_size=batch_size, embed_batches=embed_batches)
 
     def withdraw(self, doc_id: str, *, restricted: bool = True) -> int:
         """Remove `doc_id` from the active set; return how many active chunks it had (0: none).

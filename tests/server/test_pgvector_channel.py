@@ -94,3 +94,40 @@ def test_settings_route_the_dense_channel_to_pgvector(pg_url: str, tmp_path: Pat
     assert "embedded 2 chunk(s)" in result.output and "already embedded: 4" in result.output
     refused = CliRunner().invoke(main, ["embed", "--db", db, "--reembed"], env=env)
     assert refused.exit_code != 0 and "RAGSPINE_VECTOR_COLLECTION" in refused.output
+
+
+class QueryCounting(PgVectorStore):
+    """PgVectorStore counting its ranked queries (`query`); everything else is the real store."""
+
+    queries = 0
+
+    def query(self, *args: Any, **kwargs: Any) -> list[tuple[str, float]]:
+        QueryCounting.queries += 1
+        return super().query(*args, **kwargs)
+
+
+def test_a_selective_filter_goes_down_as_ids_and_ranks_exactly(pg_url: str, monkeypatch: Any) -> None:
+    import ragspine.retrieval.vector.dense.channel as channel
+
+    monkeypatch.setattr(channel, "EXACT_IDS_MAX", 8)  # so that 30 chunks are "many"
+    backend = CountingBackend()
+    shared, shared_store = build_narrative_retriever(
+        pg_url, embedding_backend=backend, vectors=QueryCounting(pg_url, "ids_vectors", 32, backend.model_id)
+    )
+    local, local_store = build_narrative_retriever(":memory:", embedding_backend=CountingBackend())
+    for doc_id, text in CORPUS:
+        for retriever in (shared, local):
+            retriever.index.ingest(text, DocumentMeta(doc_id, title=doc_id, entity=f"E{int(doc_id[1:]) % 6}"))
+
+    def ranked(retriever: Any, where: Any) -> list[tuple[str, float | None]]:
+        return [(r.chunk.chunk_id, r.vector_score) for r in retriever.index.retrieve(QUERIES[0], top_k=8, where=where)]
+
+    selective = {"entity": "E1"}  # 5 chunks: at most EXACT_IDS_MAX allowed
+    QueryCounting.queries = 0
+    got = ranked(shared, selective)
+    assert QueryCounting.queries == 0 and got == ranked(local, selective) and len(got) == 5
+    broad = {"entity": {"in": ["E1", "E2", "E3"]}}  # 15 chunks: the store ranks
+    assert ranked(shared, broad) == ranked(local, broad) and QueryCounting.queries >= 1
+    for retriever, store in ((shared, shared_store), (local, local_store)):
+        retriever.index.close()
+        store.close()

@@ -54,11 +54,14 @@ from ragspine.retrieval.chunking.chunking import (
     DEFAULT_OVERLAP_CHARS,
 )
 from ragspine.retrieval.chunking.protocol import Chunker, IndexTextFn
-from ragspine.retrieval.store.sqlite import ChunkStore
+from ragspine.retrieval.store.factory import open_chunk_store
+from ragspine.secret import redact_url
+from ragspine.retrieval.store.protocol import ChunkStoreProtocol
 
 if TYPE_CHECKING:
     from ragspine.ingest.visual import VisualIngestReport
     from ragspine.retrieval.vector.dense.chunk_vectors import EmbedReport
+    from ragspine.retrieval.vector.stores.inprocess import ChunkVectorStore
 
 __all__ = ["IngestReport", "IngestRunReport", "ingest_paths"]
 
@@ -102,8 +105,10 @@ def ingest_paths(
     skip_garbled: bool = False,
     levels: Sequence[str] | None = None,
     index_text: IndexTextFn | None = None,
+    vectors: ChunkVectorStore | None = None,
 ) -> IngestRunReport:
-    """Ingest every supported file under `paths` into the store at `db`; see the module docstring.
+    """Ingest every supported file under `paths` into the store at `db` (a SQLite path or a
+    `postgresql://` URL: the registry lives in the same database); see the module docstring.
 
     The metadata arguments are defaults for documents that do not set the field themselves
     (sidecar or front matter). `rules` is a SensitivityRules or a rule-file path; `force`
@@ -119,6 +124,8 @@ def ingest_paths(
     defaults); a rule file's own `levels` take precedence.
     `index_text` (e.g.
     `ragspine.assembly.make_index_text_for(settings)`) is what the embedding pass embeds.
+    `vectors` (e.g. `ragspine.assembly.make_vector_store_for(settings, backend)`: pgvector,
+    Qdrant) is where it writes them; None: the vectors file beside a SQLite store.
     """
     given = {
         "entity": entity, "period": period, "topic": topic, "geography": geography, "language": language
@@ -127,20 +134,15 @@ def ingest_paths(
         given, sensitivity, rules=_rules(rules, levels), max_chars=max_chars, overlap_chars=overlap_chars,
         chunker=chunker,
     )
-    if "://" in db:
-        raise ValueError(
-            "ragspine ingest keeps its incremental registry in a SQLite store; for a PostgreSQL "
-            "store ingest through ragspine.open(URL).ingest(...) or the HTTP API (POST /documents)"
-        )
     found = discover(paths, include=include, exclude=exclude)
-    report = IngestRunReport(db=db, failures=list(found.failures), warnings=list(found.warnings))
+    report = IngestRunReport(db=redact_url(db), failures=list(found.failures), warnings=list(found.warnings))
     if not found.files and not (prune and found.roots):
         if found.failures:
             return report
         raise ValueError(
             f"no {', '.join(SUPPORTED_SUFFIXES)} files found under {', '.join(map(str, paths))}"
         )
-    with ChunkStore(db) as store:
+    with open_chunk_store(db) as store:
         store.init_schema()
         with DocumentRegistry(db) as registry:
             run = _Run(
@@ -154,20 +156,29 @@ def ingest_paths(
                 for root in found.roots:
                     run.prune(root)
         if embedding_backend is not None:
-            report.embedding = _embed_pending(store, embedding_backend, progress, embed_batch_size, index_text)
+            report.embedding = _embed_pending(
+                store, embedding_backend, progress, embed_batch_size, index_text, vectors
+            )
     return report
 
 
 def _embed_pending(
-    store: ChunkStore, backend: Any, progress: bool | None, batch_size: int, index_text: IndexTextFn | None = None
+    store: ChunkStoreProtocol,
+    backend: Any,
+    progress: bool | None,
+    batch_size: int,
+    index_text: IndexTextFn | None = None,
+    vectors: ChunkVectorStore | None = None,
 ) -> EmbedReport:
     """One embedding pass over the store's active chunks lacking a vector (the same vectors file
-    and model key the retrieval side opens)."""
+    or store, and model key, the retrieval side opens)."""
     from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex
     from ragspine.retrieval.vector.dense.chunk_vectors import VectorModelMismatch
 
     try:
-        index = NarrativeIndex(store, embedding_backend=backend, embed_on_write=False, index_text=index_text)
+        index = NarrativeIndex(
+            store, embedding_backend=backend, embed_on_write=False, index_text=index_text, vectors=vectors
+        )
         assert index.dense is not None
         try:
             report = index.embed_pending(progress=progress, batch_size=batch_size)
@@ -184,7 +195,7 @@ class _Run:
 
     def __init__(
         self,
-        store: ChunkStore,
+        store: ChunkStoreProtocol,
         registry: DocumentRegistry,
         settings: IngestSettings,
         report: IngestReport,

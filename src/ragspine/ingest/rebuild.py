@@ -22,14 +22,14 @@ from ragspine.retrieval.lexical.index.identity import (
     record_index_settings,
     recorded_index_settings,
 )
-from ragspine.retrieval.store.sqlite import ChunkStore
+from ragspine.retrieval.store.factory import open_chunk_store
 
 
 def prepare_store(db: str, asked: IndexSettings, *, rebuild: bool) -> bool:
     """Check the store at `db` against `asked` (creating it when new). Without `rebuild`, a
     difference raises IndexSettingsMismatch; with it, return whether every document must be
     re-chunked (the recorded chunking differs from `asked`)."""
-    with ChunkStore(db) as store:
+    with open_chunk_store(db) as store:
         store.init_schema()
         if not rebuild:
             check_index_settings(store, asked)
@@ -45,7 +45,7 @@ def finish_rebuild(db: str, asked: IndexSettings, kept: Iterable[str]) -> list[s
     then record `asked`; return the withdrawn doc_ids."""
     keep = set(kept)
     at = datetime.now(UTC).isoformat(timespec="seconds")
-    with ChunkStore(db) as store, DocumentRegistry(db) as registry:
+    with open_chunk_store(db) as store, DocumentRegistry(db) as registry:
         stale = [doc for doc in store.active_doc_ids() if doc not in keep]
         for doc in stale:
             store.replace_doc_chunks(doc, [])

@@ -1,7 +1,10 @@
-"""The document registry: one row per ingested document, beside the chunks in the same SQLite file.
+"""The document registry: one row per ingested document, beside the chunks in the same database
+(the SQLite file, or the PostgreSQL database a `postgresql://` URL names).
 
 Invariants: the `ragspine_document` table is created and used only through this module, on its
-own connection (the chunk store's schema is untouched); each write is one transaction; a row
+own connection (the chunk store's schema is untouched); the SQL is the same for both databases
+but for the placeholder and the upsert, and PostgreSQL creates the table under an advisory lock
+(replicas may ingest at the same time); each write is one transaction; a row
 records the content hash of the file, the `ingest_key` (content plus everything else that shapes
 the chunks: sidecar, defaults, rules, chunk budget), the store version holding its chunks, and
 the document's effective metadata as JSON, free fields included (they have no chunk-store column
@@ -16,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+
+from ragspine.retrieval.store.factory import is_postgres_url
 
 TABLE = "ragspine_document"
 ACTIVE, WITHDRAWN = "active", "withdrawn"
@@ -37,6 +42,7 @@ CREATE TABLE IF NOT EXISTS {TABLE} (
     metadata TEXT NOT NULL DEFAULT '{{}}',
     ingested_at TEXT NOT NULL
 )"""
+_SCHEMA_LOCK = 0x52474452  # pg_advisory_xact_lock key: one registry CREATE at a time ("RGDR")
 _FIELDS = (
     "doc_id", "root", "source_path", "content_hash", "ingest_key", "version", "chunks", "status",
     "loader", "encoding", "pages", "size_bytes", "metadata", "ingested_at",
@@ -69,7 +75,8 @@ class DocumentRecord:
 
 
 class DocumentRegistry:
-    """Registry rows over the SQLite file at `db_path` (create the chunk store there first).
+    """Registry rows in the SQLite file at `db_path`, or the PostgreSQL database a `postgresql://`
+    URL names (create the chunk store there first).
 
     >>> with DocumentRegistry(":memory:") as registry:
     ...     registry.record(DocumentRecord("a.md", "/r", "/r/a.md", "h", "k", 1, 3))
@@ -79,6 +86,16 @@ class DocumentRegistry:
 
     def __init__(self, db_path: str | Path) -> None:
         self.db_path = str(db_path)
+        self._postgres = is_postgres_url(self.db_path)
+        if self._postgres:
+            self._conn = _connect_postgres(self.db_path)
+            self._mark = "%s"
+            with self._conn.transaction():
+                self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+                self._conn.execute(_SCHEMA)
+                self._conn.execute(f"CREATE INDEX IF NOT EXISTS ix_{TABLE}_root ON {TABLE} (root, status)")
+            return
+        self._mark = "?"
         self._conn = sqlite3.connect(self.db_path, isolation_level=None)
         self._conn.execute("PRAGMA busy_timeout=10000")
         # A registry row lost to a power cut only means that document is ingested again next run.
@@ -90,42 +107,54 @@ class DocumentRegistry:
             self._conn.execute(_SCHEMA)
             self._conn.execute(f"CREATE INDEX IF NOT EXISTS ix_{TABLE}_root ON {TABLE} (root, status)")
 
+    def _write(self) -> Any:
+        """One write transaction on this registry's connection."""
+        return self._conn.transaction() if self._postgres else self._conn
+
     def get(self, doc_id: str) -> DocumentRecord | None:
         """The row for `doc_id`, or None."""
         row = self._conn.execute(
-            f"SELECT {', '.join(_FIELDS)} FROM {TABLE} WHERE doc_id = ?", (doc_id,)
+            f"SELECT {', '.join(_FIELDS)} FROM {TABLE} WHERE doc_id = {self._mark}", (doc_id,)
         ).fetchone()
         return DocumentRecord(*row) if row else None
 
     def active_under(self, root: str) -> list[DocumentRecord]:
         """Active documents found under the folder `root` (an absolute path), by doc_id."""
         rows = self._conn.execute(
-            f"SELECT {', '.join(_FIELDS)} FROM {TABLE} WHERE root = ? AND status = ? ORDER BY doc_id",
+            f"SELECT {', '.join(_FIELDS)} FROM {TABLE} WHERE root = {self._mark} AND status = {self._mark} "
+            f"ORDER BY doc_id{self._byte_order}",
             (root, ACTIVE),
         ).fetchall()
         return [DocumentRecord(*row) for row in rows]
 
     def all(self) -> list[DocumentRecord]:
         """Every row, by doc_id."""
-        rows = self._conn.execute(f"SELECT {', '.join(_FIELDS)} FROM {TABLE} ORDER BY doc_id")
+        rows = self._conn.execute(f"SELECT {', '.join(_FIELDS)} FROM {TABLE} ORDER BY doc_id{self._byte_order}")
         return [DocumentRecord(*row) for row in rows.fetchall()]
 
     def record(self, entry: DocumentRecord) -> None:
         """Insert or replace the row for `entry.doc_id` (one transaction)."""
-        placeholders = ", ".join("?" for _ in _FIELDS)
-        with self._conn:
+        placeholders = ", ".join(self._mark for _ in _FIELDS)
+        update = ", ".join(f"{name} = excluded.{name}" for name in _FIELDS[1:])
+        with self._write():
             self._conn.execute(
-                f"INSERT OR REPLACE INTO {TABLE} ({', '.join(_FIELDS)}) VALUES ({placeholders})",
+                f"INSERT INTO {TABLE} ({', '.join(_FIELDS)}) VALUES ({placeholders}) "
+                f"ON CONFLICT (doc_id) DO UPDATE SET {update}",
                 tuple(getattr(entry, name) for name in _FIELDS),
             )
 
     def mark_withdrawn(self, doc_id: str, at: str) -> None:
         """Record that `doc_id` was withdrawn from the active set."""
-        with self._conn:
+        m = self._mark
+        with self._write():
             self._conn.execute(
-                f"UPDATE {TABLE} SET status = ?, chunks = 0, ingested_at = ? WHERE doc_id = ?",
+                f"UPDATE {TABLE} SET status = {m}, chunks = 0, ingested_at = {m} WHERE doc_id = {m}",
                 (WITHDRAWN, at, doc_id),
             )
+
+    @property
+    def _byte_order(self) -> str:
+        return ' COLLATE "C"' if self._postgres else ""  # doc_ids in byte order, as SQLite sorts
 
     def close(self) -> None:
         self._conn.close()
@@ -140,3 +169,11 @@ class DocumentRegistry:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _connect_postgres(url: str) -> Any:
+    """An autocommit psycopg connection to `url` (the `postgres` extra), or a ValueError naming
+    the server (never the URL, which may hold a password)."""
+    from ragspine.retrieval.store.postgres import connect
+
+    return connect(url)

@@ -607,6 +607,17 @@ SETTINGS: tuple[Setting, ...] = (
         int_range(1, 100_000),
     ),
     Setting(
+        "RAGSPINE_INDEX_CACHE",
+        None,
+        "A local folder where a process over a PostgreSQL store keeps its lexical (BM25) index "
+        "between starts (one sub-folder per store URL), so a replica's start loads it instead "
+        "of rebuilding it from the server. It is used only after checking it against the store "
+        "(store uid, data_version, the epoch of that version, active row count and row-id sum) "
+        "and then caught up with the writes made since; anything else rebuilds. Unset: in "
+        "memory, rebuilt at every start. Not used with a SQLite store (its index lives beside it).",
+        TEXT,
+    ),
+    Setting(
         "RAGSPINE_LLM_BASE_URL",
         None,
         "Base URL of an OpenAI-compatible chat API (…/v1). Set: `ask` answers with the LLM and "
@@ -683,6 +694,7 @@ class Settings:
     vector_collection: str | None = None
     ann_min_vectors: int | str = 50_000  # "off": never
     ann_ef_search: int = 64
+    index_cache: str | None = None
     chunker: str = "auto"
     query_rewriter: str = "glossary"
     query_gate: str | None = None

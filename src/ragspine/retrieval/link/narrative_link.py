@@ -268,6 +268,7 @@ def build_narrative_retriever(
     extra_channels: Sequence[Channel] = (),
     visual: VisualChannel | None = None,
     ann: AnnConfig | None = None,
+    store_options: Mapping[str, Any] | None = None,
 ) -> tuple[NarrativeIndexRetriever, ChunkStoreProtocol]:
     """The default assembly: store (schema ensured) → BM25 + RRF (+ the dense channel when a
     backend is given: chunk vectors in `<db>.vectors.sqlite`, or in `vectors` (a pgvector /
@@ -282,10 +283,11 @@ def build_narrative_retriever(
     `make_index_text_fn("header")`; None: its text); `extra_channels` are ranked beside BM25
     and the dense channel and fused with them (`make_channel`). `visual`: the page-image channel,
     whose page pointers are fused with the text snippets (None: text only). `ann`: when the
-    dense channel uses an HNSW index (default `AnnConfig()`). The layers are values: nothing here reads settings (`ragspine.assembly` builds them
+    dense channel uses an HNSW index (default `AnnConfig()`). `store_options` go to the store's
+    class (`open_chunk_store`, e.g. a PostgreSQL store's local `cache_dir`). The layers are values: nothing here reads settings (`ragspine.assembly` builds them
     from RAGSPINE_*). The caller closes the returned store (and `retriever.index.dense.vectors`, when there is one);
     on error nothing is left open."""
-    store = open_chunk_store(chunk_db)  # SQLite path, or a postgresql:// URL
+    store = open_chunk_store(chunk_db, **(store_options or {}))  # SQLite path, or a postgresql:// URL
     try:
         store.init_schema()
         index = NarrativeIndex(

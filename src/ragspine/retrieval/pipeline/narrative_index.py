@@ -59,6 +59,7 @@ from ragspine.retrieval.vector.arrays import as_matrix
 from ragspine.retrieval.vector.dense.ann import AnnConfig
 from ragspine.retrieval.vector.dense.channel import DenseChannel, vector_key
 from ragspine.retrieval.vector.dense.chunk_vectors import (
+    BatchEmbedder,
     ChunkVectors,
     EmbedReport,
     embed_chunks,
@@ -184,16 +185,19 @@ class NarrativeIndex:
         except (sqlite3.DatabaseError, VectorStoreError) as exc:  # the chunks are written: BM25 has them
             log.warning("could not store the new chunks' vectors (%s); run `ragspine embed` to embed them", exc)
 
-    def embed_pending(self, *, progress: bool | None = None, batch_size: int = 64) -> EmbedReport | None:
+    def embed_pending(
+        self, *, progress: bool | None = None, batch_size: int = 64, embed_batches: BatchEmbedder | None = None
+    ) -> EmbedReport | None:
         """Embed every active chunk that has no vector yet (batched by length, each batch
         committed: an interrupted run resumes), and drop vectors of chunks no longer active;
-        at or above the ANN threshold, bring the HNSW index up to date too. None when there is
-        no embedding backend."""
+        at or above the ANN threshold, bring the HNSW index up to date too. `embed_batches`: who
+        embeds the batches (e.g. `ray_embed.RayBatchEmbedder`); None: this index's backend. None
+        when there is no embedding backend."""
         if self.dense is None:
             return None
         report = embed_chunks(
             self.store, self.dense.vectors, self.dense.backend, batch_size=batch_size, progress=progress,
-            index_text=self.index_text,
+            index_text=self.index_text, embed_batches=embed_batches,
         )
         vectors = self.dense.vectors
         if isinstance(vectors, ChunkVectors) and self.dense.ann_config.applies(vectors.count()):

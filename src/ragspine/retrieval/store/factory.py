@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from ragspine.registry import Entry, Registry
 from ragspine.retrieval.store.protocol import ChunkStoreProtocol
@@ -48,8 +49,9 @@ def is_postgres_url(target: str | Path) -> bool:
     return store_kind(target) in ("postgresql", "postgres")
 
 
-def open_chunk_store(target: str | Path, *, store: str | None = None) -> ChunkStoreProtocol:
-    """The chunk store at `target`, of the class its scheme (or `store`) names.
+def open_chunk_store(target: str | Path, *, store: str | None = None, **options: Any) -> ChunkStoreProtocol:
+    """The chunk store at `target`, of the class its scheme (or `store`) names; `options` go to
+    its constructor (e.g. `cache_dir=` for a PostgreSQL store).
 
     >>> with open_chunk_store(":memory:") as opened:
     ...     type(opened).__name__
@@ -63,7 +65,7 @@ def open_chunk_store(target: str | Path, *, store: str | None = None) -> ChunkSt
     key, build = CHUNK_STORES.builder(store if store is not None else store_kind(target))
     if key == "sqlite" and isinstance(target, str) and store_kind(target) == "sqlite":
         target = _SCHEME.sub("", target, count=1)  # sqlite:///abs/path -> /abs/path
-    opened = build(target if key == "sqlite" else str(target))
+    opened = build(target if key == "sqlite" else str(target), **options)
     if not isinstance(opened, ChunkStoreProtocol):
         close = getattr(opened, "close", None)
         if callable(close):

@@ -63,6 +63,10 @@ from ragspine.retrieval.vector.arrays import as_matrix, unit_rows
 
 log = logging.getLogger(__name__)
 
+EXACT_IDS_MAX = 1_024  # a store view ranks up to this many allowed chunks by id lookup (exact)
+# Vectors a store view has read by id, kept per channel (an id's text, so its vector, never
+# changes for one model): about 75 MB of 384-d float32 at most, cleared when full.
+VECTOR_CACHE_MAX = 50_000
 DEFAULT_LAZY_LIMIT = 64  # chunks a query may embed on the spot (seconds with e5 on a CPU); more: logged fallback
 _NO_VECTOR = -1  # not embedded (yet)
 _LEXICAL_ONLY = -2  # RESTRICTED on a remote backend: never embedded
@@ -160,6 +164,7 @@ class DenseChannel:
         self._open_problem = problem  # why the persisted vectors could not be opened (given by the owner)
         self._present: set[str] = set()  # ids a (non-ChunkVectors) store is known to hold
         self._lexical_only: set[str] = set()  # ids a remote backend may not see (RESTRICTED)
+        self._fetched: dict[str, np.ndarray] = {}  # vectors a store view read by id (VECTOR_CACHE_MAX)
         self._position_of: dict[str, int] = {}  # active chunk id → position, for `_positions_segments`
         self._id_at: list[str] = []  # chunk id of every position of `_positions_segments`
         self._positions_segments: list[Any] = []
@@ -405,7 +410,7 @@ class DenseChannel:
                 self._present.update(c.chunk_id for c in sendable)
         with_vector = sum(1 for i in ids if i in self._present)
         self._coverage = DenseCoverage(len(ids), with_vector, sum(1 for i in ids if i in self._lexical_only))
-        return StoreDenseView(self.backend, snapshot, source, self.vectors, self._position_of)
+        return StoreDenseView(self.backend, snapshot, source, self.vectors, self._position_of, self._fetched)
 
     def _add_rows(self, ids: Sequence[str], matrix: np.ndarray, languages: Sequence[Any] | None = None) -> None:
         """Store each id's vector (and its stored TEXT_LANGUAGE, when known) in the matrix."""
@@ -663,9 +668,12 @@ class AnnCandidates:
 class StoreDenseView:
     """One snapshot's positions ranked by a vector store (pgvector, Qdrant, …): the store returns
     its best ids; the ones the query may not see (another filter, inactive, not in this snapshot)
-    are dropped, asking for more until `depth` remain or the store has no more. Order and scores
-    are the store's exact re-ranked cosine, ties by chunk_id, as `DenseView` ranks without
-    language centring."""
+    are dropped, asking for more until `depth` remain or the store has no more. When at most
+    EXACT_IDS_MAX positions are allowed (a selective filter), the filter goes down to the store
+    as those chunks' ids instead: their vectors are fetched by id (kept in the channel's
+    `fetched` cache, VECTOR_CACHE_MAX of them) and scored exactly. Order and
+    scores are the store's exact re-ranked cosine, ties by chunk_id, as `DenseView` ranks
+    without language centring."""
 
     def __init__(
         self,
@@ -674,9 +682,11 @@ class StoreDenseView:
         source: ChunkSource,
         store: ChunkVectorStore,
         position_of: dict[str, int],
+        fetched: dict[str, np.ndarray] | None = None,
     ) -> None:
         self.backend, self.snapshot, self.source, self.store = backend, snapshot, source, store
         self.position_of = position_of
+        self.fetched = {} if fetched is None else fetched
 
     def embed_queries(self, texts: Sequence[str]) -> list[np.ndarray]:
         return unit_query_vectors(self.backend, texts, lambda vector, _text: vector)
@@ -684,6 +694,16 @@ class StoreDenseView:
     def rank(self, query: np.ndarray, allowed: np.ndarray, depth: int) -> tuple[list[int], dict[int, float]]:
         if depth <= 0 or not len(allowed):
             return [], {}
+        if len(allowed) <= EXACT_IDS_MAX:
+            # A selective filter (or a small store): fetch exactly the allowed chunks' vectors by
+            # id and score them here, the store's own exact rank, instead of over-fetching.
+            scores = self.scores_at(query, allowed.tolist())
+            if not scores:
+                return [], {}
+            rows = np.fromiter(scores, dtype=np.int64, count=len(scores))
+            values = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
+            best = top_k_rows(rows, values, depth, _ChunkIds(self.snapshot))
+            return [p for p, _ in best], dict(best)
         mask = np.zeros(int(allowed.max()) + 1, dtype=bool)
         mask[allowed] = True
         k = max(2 * depth, depth + 32)
@@ -708,12 +728,20 @@ class StoreDenseView:
         positions = [int(p) for p in positions]
         if not positions:
             return {}
-        rows, present = self.store.get([self.snapshot.chunk_id(p) for p in positions])
-        if not present.any():
+        ids = [self.snapshot.chunk_id(p) for p in positions]
+        fetched = self.fetched
+        wanted = [i for i in ids if i not in fetched]
+        if wanted:
+            rows, present = self.store.get(wanted)
+            if len(fetched) + len(wanted) > VECTOR_CACHE_MAX:
+                fetched.clear()
+            fetched.update((i, row) for i, row, ok in zip(wanted, rows, present.tolist(), strict=True) if ok)
+        chosen = [(p, v) for p, i in zip(positions, ids, strict=True) if (v := fetched.get(i)) is not None]
+        if not chosen:
             return {}
-        scores = np.round((rows[present] @ query).astype(np.float64), SCORE_DECIMALS)
-        chosen = [p for p, ok in zip(positions, present.tolist(), strict=True) if ok]
-        return dict(zip(chosen, scores.tolist(), strict=True))
+        matrix = np.stack([v for _, v in chosen])
+        scores = np.round((matrix @ query).astype(np.float64), SCORE_DECIMALS)
+        return dict(zip([p for p, _ in chosen], scores.tolist(), strict=True))
 
     def crosses_language(self, text: str, position: int) -> bool:
         query = language_code(text)

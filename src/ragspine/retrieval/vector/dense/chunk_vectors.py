@@ -38,7 +38,7 @@ import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -644,6 +644,11 @@ def vector_metadata(chunk: Chunk) -> dict[str, Any]:
     return meta
 
 
+# Embeds batches of texts: yields (batch index, that batch's vectors) as each batch finishes, in
+# any order (a pool of workers: `ray_embed.RayBatchEmbedder`); None: the backend, one by one.
+BatchEmbedder = Callable[[Sequence[list[str]]], Iterator[tuple[int, Any]]]
+
+
 def embed_chunks(
     store: ChunkStoreProtocol,
     vectors: ChunkVectorStore,
@@ -653,10 +658,11 @@ def embed_chunks(
     progress: bool | None = None,
     prune: bool = True,
     index_text: IndexTextFn | None = None,
+    embed_batches: BatchEmbedder | None = None,
 ) -> EmbedReport:
     """Embed every active chunk of `store` that has no vector yet in `vectors` (`ChunkVectors`
-    beside a SQLite store, or pgvector / Qdrant), in batches; each batch is committed before the
-    next starts, so an interrupted run resumes without redoing finished batches.
+    beside a SQLite store, or pgvector / Qdrant), in batches; each batch is committed as soon
+    as it is embedded, so an interrupted run resumes without redoing finished batches.
 
     Damaged records (`ChunkVectors.repair`) are deleted first, so their chunks are embedded
     again. Chunks are embedded shortest text first (less padding for transformer backends). A
@@ -665,6 +671,8 @@ def embed_chunks(
     shows it on a terminal only; True off a terminal: a plain line per 10% with chunks/s and ETA
     (`embed_progress`). Backend errors propagate; the batches done so far stay committed.
     `index_text`: what is embedded for a chunk (Contextual Retrieval); None: its text.
+    `embed_batches`: who embeds the batches (e.g. Ray workers, each with its own copy of
+    `backend`'s model); None: `backend.embed_texts`, one batch after another.
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
@@ -679,16 +687,16 @@ def embed_chunks(
     sendable = [c for c in todo if can_embed(backend, c.sensitivity)]
     lexical_only = len(todo) - len(sendable)
     sendable.sort(key=lambda c: len(c.text))  # stable: equal lengths keep store order
+    batches = [sendable[start : start + batch_size] for start in range(0, len(sendable), batch_size)]
+    texts = [[indexed_text(c, index_text) for c in batch] for batch in batches]
+    run = embed_batches or (lambda items: ((i, backend.embed_texts(t)) for i, t in enumerate(items)))
     embedded = 0
     with embed_progress(len(sendable), progress) as bar:
-        for start in range(0, len(sendable), batch_size):
-            batch = sendable[start : start + batch_size]
-            texts = [indexed_text(c, index_text) for c in batch]
-            result = backend.embed_texts(texts)
-            if len(result) != len(texts):
+        for i, result in run(texts):
+            batch = batches[i]
+            if len(result) != len(batch):
                 raise EmbeddingBackendError(
-                    f"{type(backend).__name__} returned {len(result)} vectors "
-                    f"for {len(texts)} texts"
+                    f"{type(backend).__name__} returned {len(result)} vectors for {len(batch)} texts"
                 )
             vectors.upsert([c.chunk_id for c in batch], result, [vector_metadata(c) for c in batch])
             embedded += len(batch)
