@@ -1,0 +1,401 @@
+"""Learned fusion: record the product path once, then train, validate leave-one-dataset-out, table.
+
+    python -m bench.fusion_learn record ../shared/eval/scifact --split train --out DIR [--limit N]
+    python -m bench.fusion_learn lodo DIR [--write-model src/ragspine/data/fusion-model-v1.json]
+    python -m bench.fusion_learn latency ../shared/eval/scifact --split test --cache DIR
+
+`record` runs `ragspine eval`'s default path (files -> `ragspine ingest` -> `Workspace.search`,
+`run_product_eval` with `--cache DIR/ws`; mode hybrid, embedding e5, RAGSPINE_E5_ENGINE as set in
+the environment) and, for every query, keeps what `HybridRetriever.search` handed the fusion:
+its `QuerySignals` and the chunk rankings of both channels (every query variant), plus the
+product's own document ranking (to check the offline fusion reproduces it). `--limit N` keeps the
+first N judged queries by id (deterministic); the corpus is always whole.
+
+`lodo` reads those records (train/dev splits to fit, test splits to report; never the other way):
+the offline fusion is the retriever's weighted RRF (k=60, ties by chunk id, a zero weight a
+tie-breaking 1e-6, documents by their best chunk) for a dense share a (weights 2(1-a), 2a). It
+prints, per set, test nDCG@10 of BM25 alone, dense alone, plain RRF, static weights (the best
+single share on the other sets' train/dev), today's adaptive rule, and the learned model fitted on
+the other sets (LODO), and `--write-model` fits the shipped model on every set's train/dev.
+`latency` times `Fusion.weights_for` + the signals against the channels on the product path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import pickle
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+RRF_K = 60
+TIE = 1e-6
+GRID = np.linspace(0.0, 1.0, 21)  # dense shares the training objective is read at
+TRAIN_SPLITS = ("train", "dev")
+L2 = 0.01  # ridge on the standardised coefficients
+STEPS = 4000
+LEARNING_RATE = 0.05
+
+
+# -- record -------------------------------------------------------------------------------------
+def record(dataset_dir: Path, split: str, out: Path, limit: int | None) -> Path:
+    """Run the product path over one split, keeping each query's fusion inputs."""
+    from ragspine.eval.dataset import load_beir
+    from ragspine.eval.product import ProductOptions, doc_id_of, run_product_eval
+    from ragspine.retrieval.fusion import rrf as rrf_module
+    from ragspine.retrieval.pipeline import hybrid as hybrid_module
+
+    dataset = load_beir(dataset_dir, split)
+    if limit is not None:
+        keep = sorted(dataset.queries)[:limit]
+        dataset = dataclasses.replace(
+            dataset,
+            queries={q: dataset.queries[q] for q in keep},
+            qrels={q: dataset.qrels[q] for q in keep if q in dataset.qrels},
+        )
+    calls: dict[str, dict[str, Any]] = {}
+    current: dict[str, Any] = {}
+    chunk_maps: dict[int, tuple[dict[int, str], dict[int, str]]] = {}
+    original_search = hybrid_module.HybridRetriever.search
+    original_weights = rrf_module.Fusion.weights_for
+    original_fuse = hybrid_module.weighted_rrf
+
+    def weights_for(self: Any, signals: Any) -> tuple[float, float]:
+        result = original_weights(self, signals)
+        current["signals"], current["weights"] = signals, result
+        return result
+
+    def fuse(runs: Any, k: int = RRF_K) -> Any:
+        current["runs"] = [list(r) for r, _ in runs]
+        return original_fuse(runs, k=k)
+
+    def search(self: Any, query: str, **kwargs: Any) -> Any:
+        current.clear()
+        results = original_search(self, query, **kwargs)
+        if "signals" not in current:
+            return results
+        maps = chunk_maps.get(id(self.index))
+        if maps is None:
+            positions = self.index.active_positions().tolist()
+            chunks = self._source.chunks_at(positions)
+            maps = (
+                {p: c.chunk_id for p, c in zip(positions, chunks, strict=True)},
+                {p: doc_id_of(c.doc_id) for p, c in zip(positions, chunks, strict=True)},
+            )
+            chunk_maps[id(self.index)] = maps
+        chunk_of, _ = maps
+        runs = current["runs"]
+        half = len(runs) // 2
+        calls[query] = {
+            "signals": dataclasses.asdict(current["signals"]),
+            "weights": current["weights"],
+            "lexical": [[chunk_of[p] for p in r] for r in runs[:half]],
+            "dense": [[chunk_of[p] for p in r] for r in runs[half:]],
+            "k": kwargs.get("top_k"),
+        }
+        return results
+
+    hybrid_module.HybridRetriever.search = search  # type: ignore[method-assign]
+    rrf_module.Fusion.weights_for = weights_for  # type: ignore[method-assign]
+    hybrid_module.weighted_rrf = fuse  # type: ignore[assignment]
+    try:
+        report = run_product_eval(
+            dataset, ProductOptions(mode="hybrid", embedding="e5", cache=str(out / "ws"), progress=False)
+        )
+    finally:
+        hybrid_module.HybridRetriever.search = original_search  # type: ignore[method-assign]
+        rrf_module.Fusion.weights_for = original_weights  # type: ignore[method-assign]
+        hybrid_module.weighted_rrf = original_fuse
+    (chunk_of, doc_of), = chunk_maps.values()
+    doc_of_chunk = {chunk_of[p]: doc_of[p] for p in chunk_of}
+    queries = {}
+    for qid, text in dataset.queries.items():
+        if qid not in dataset.qrels or text not in calls:
+            continue
+        queries[qid] = {**calls[text], "product": [d for d, _ in report.run.get(qid, [])][:10]}
+    data = {
+        "name": dataset.name, "split": split, "limit": limit, "doc_of_chunk": doc_of_chunk,
+        "qrels": {q: dataset.qrels[q] for q in queries}, "queries": queries,
+        "embedding": report.embedding, "fusion": report.fusion, "settings": report.settings,
+        "product_ndcg": report.ndcg, "judged_queries": len(dataset.qrels), "query_ms": report.query_ms,
+    }  # fmt: skip
+    path = out / "records" / f"{dataset.name}-{split}.pkl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL))
+    print(
+        f"{dataset.name}/{split}: {len(queries)} queries recorded, product nDCG@10 {report.ndcg:.4f} "
+        f"({report.fusion}; {report.embedding}) -> {path}",
+        flush=True,
+    )
+    return path
+
+
+# -- offline fusion -----------------------------------------------------------------------------
+@dataclasses.dataclass
+class Query:
+    """One recorded query, as arrays: every chunk either channel ranked, its ranks, its document."""
+
+    features: np.ndarray
+    crosses: bool
+    signals: dict[str, Any]
+    lexical: np.ndarray  # (variants, chunks): 1 / (k + rank), 0 where unranked
+    dense: np.ndarray
+    order_key: np.ndarray  # chunk-id order, the tie break
+    doc: np.ndarray  # document index per chunk
+    gains: np.ndarray  # gain per document index
+    ideal: float
+    k: int
+    product: list[str]
+    docs: list[str]
+
+
+def load_queries(record: dict[str, Any]) -> list[Query]:
+    from ragspine.retrieval.fusion.signals import QuerySignals, query_features
+
+    doc_of_chunk = record["doc_of_chunk"]
+    out = []
+    for qid, q in record["queries"].items():
+        chunks = sorted({c for r in q["lexical"] + q["dense"] for c in r})
+        index = {c: i for i, c in enumerate(chunks)}
+        docs = sorted({doc_of_chunk[c] for c in chunks})
+        doc_index = {d: i for i, d in enumerate(docs)}
+
+        def matrix(runs: list[list[str]]) -> np.ndarray:
+            m = np.zeros((max(1, len(runs)), len(chunks)))
+            for v, run in enumerate(runs):
+                for rank, c in enumerate(run, start=1):
+                    m[v, index[c]] = 1.0 / (RRF_K + rank)
+            return m
+
+        rel = record["qrels"][qid]
+        gains = np.array([float(max(0, rel.get(d, 0))) for d in docs])
+        ideal_gains = sorted((g for g in rel.values() if g > 0), reverse=True)[:10]
+        signals = QuerySignals(**{**q["signals"], "lexical_top": tuple(q["signals"]["lexical_top"]),
+                                  "dense_top": tuple(q["signals"]["dense_top"])})  # fmt: skip
+        out.append(
+            Query(
+                features=np.array(query_features(signals)), crosses=signals.crosses,
+                signals=q["signals"], lexical=matrix(q["lexical"]), dense=matrix(q["dense"]),
+                order_key=np.arange(len(chunks)), doc=np.array([doc_index[doc_of_chunk[c]] for c in chunks]),
+                gains=gains, ideal=sum(g / math.log2(i + 2) for i, g in enumerate(ideal_gains)),
+                k=int(q["k"] or 100), product=q["product"], docs=docs,
+            )  # fmt: skip
+        )
+    return out
+
+
+def fused_docs(q: Query, w_lexical: float, w_dense: float, top: int = 10) -> np.ndarray:
+    """Document indexes of the top documents (best chunk first), as the retriever would rank them."""
+    score = w_lexical * q.lexical.sum(axis=0) + w_dense * q.dense.sum(axis=0)
+    ranked = score > 0
+    idx = np.nonzero(ranked)[0]
+    order = idx[np.lexsort((q.order_key[idx], -score[idx]))][: q.k]
+    docs = q.doc[order]
+    _, first = np.unique(docs, return_index=True)
+    return docs[np.sort(first)][:top]
+
+
+def ndcg(q: Query, w_lexical: float, w_dense: float) -> float:
+    if q.ideal == 0:
+        return 0.0
+    docs = fused_docs(q, w_lexical, w_dense)
+    return float(np.sum(q.gains[docs] / np.log2(np.arange(len(docs)) + 2)) / q.ideal)
+
+
+def share_weights(share: float) -> tuple[float, float]:
+    """The retriever's weights for a dense share (a zero weight is a tie-breaking one)."""
+    return max(2.0 * (1.0 - share), TIE), max(2.0 * share, TIE)
+
+
+def at_share(q: Query, share: float) -> float:
+    return ndcg(q, *share_weights(share))
+
+
+@dataclasses.dataclass
+class SetData:
+    name: str
+    train: list[Query]
+    test: list[Query]
+    train_grid: np.ndarray  # (queries, GRID): nDCG@10 at each dense share
+    meta: dict[str, Any]
+
+
+def load_sets(folder: Path) -> list[SetData]:
+    records: dict[str, dict[str, dict[str, Any]]] = {}
+    for path in sorted((folder / "records").glob("*.pkl")):
+        data = pickle.loads(path.read_bytes())
+        records.setdefault(data["name"], {})[data["split"]] = data
+    sets = []
+    for name, splits in sorted(records.items()):
+        train_split = next((s for s in TRAIN_SPLITS if s in splits), None)
+        if train_split is None or "test" not in splits:
+            print(f"{name}: skipped (needs a train or dev split and a test split recorded)")
+            continue
+        train, test = load_queries(splits[train_split]), load_queries(splits["test"])
+        grid = np.array([[at_share(q, a) for a in GRID] for q in train])
+        meta = {"train_split": train_split, "embedding": splits["test"]["embedding"],
+                "limits": {s: splits[s]["limit"] for s in (train_split, "test")},
+                "judged": {s: splits[s]["judged_queries"] for s in (train_split, "test")},
+                "product_test": splits["test"]["product_ndcg"], "product_fusion": splits["test"]["fusion"]}  # fmt: skip
+        sets.append(SetData(name, train, test, grid, meta))
+        print(f"{name}: {len(train)} {train_split} / {len(test)} test queries", flush=True)
+    return sets
+
+
+# -- the model ------------------------------------------------------------------------------------
+def fit(sets: Sequence[SetData]) -> Any:
+    """A logistic dense share, fitted by gradient ascent on the mean over sets of the mean nDCG@10
+    (read off each query's grid, linear between points) minus a small ridge; queries the
+    cross-language rule settles are left out. Deterministic: zero start, full batch, fixed steps."""
+    from ragspine.retrieval.fusion.learned import LearnedFusion
+
+    xs, grids, weights = [], [], []
+    for s in sets:
+        keep = [i for i, q in enumerate(s.train) if not q.crosses]
+        if not keep:
+            continue
+        xs.append(np.array([s.train[i].features for i in keep]))
+        grids.append(s.train_grid[keep])
+        weights.append(np.full(len(keep), 1.0 / (len(keep) * len(sets))))
+    x, grid, w = np.vstack(xs), np.vstack(grids), np.concatenate(weights)
+    mean = np.average(x, axis=0, weights=w)
+    scale = np.sqrt(np.average((x - mean) ** 2, axis=0, weights=w))
+    scale = np.where(scale > 1e-9, scale, 1.0)
+    z = (x - mean) / scale
+    coef, bias = np.zeros(x.shape[1]), 0.0
+    m_c, v_c, m_b, v_b = np.zeros_like(coef), np.zeros_like(coef), 0.0, 0.0
+    steps = len(GRID) - 1
+    for t in range(1, STEPS + 1):
+        share = 1.0 / (1.0 + np.exp(-(z @ coef + bias)))
+        pos = np.minimum(share * steps, steps - 1e-9)
+        lo = np.floor(pos).astype(int)
+        slope = (grid[np.arange(len(lo)), lo + 1] - grid[np.arange(len(lo)), lo]) * steps
+        d_logit = w * slope * share * (1.0 - share)
+        g_c = z.T @ d_logit - 2 * L2 * coef
+        g_b = float(d_logit.sum())
+        m_c, v_c = 0.9 * m_c + 0.1 * g_c, 0.999 * v_c + 0.001 * g_c**2
+        m_b, v_b = 0.9 * m_b + 0.1 * g_b, 0.999 * v_b + 0.001 * g_b**2
+        correction = math.sqrt(1 - 0.999**t) / (1 - 0.9**t)
+        coef = coef + LEARNING_RATE * correction * m_c / (np.sqrt(v_c) + 1e-8)
+        bias = bias + LEARNING_RATE * correction * m_b / (math.sqrt(v_b) + 1e-8)
+    return LearnedFusion(
+        coef=tuple(round(float(c), 6) for c in coef), intercept=round(bias, 6),
+        mean=tuple(round(float(m), 6) for m in mean), scale=tuple(round(float(s), 6) for s in scale),
+    )  # fmt: skip
+
+
+def best_static(sets: Sequence[SetData]) -> float:
+    """The single dense share with the best mean over sets of train/dev nDCG@10."""
+    means = np.mean([s.train_grid.mean(axis=0) for s in sets], axis=0)
+    return float(GRID[int(np.argmax(means))])
+
+
+def policy_scores(queries: Sequence[Query], policy: Callable[[Query], tuple[float, float]]) -> float:
+    return float(np.mean([ndcg(q, *policy(q)) for q in queries]))
+
+
+def signals_of(q: Query) -> Any:
+    from ragspine.retrieval.fusion.signals import QuerySignals
+
+    s = q.signals
+    return QuerySignals(**{**s, "lexical_top": tuple(s["lexical_top"]), "dense_top": tuple(s["dense_top"])})
+
+
+def lodo(folder: Path, write_model: Path | None) -> None:
+    from ragspine.retrieval.fusion.rrf import Fusion
+
+    sets = load_sets(folder)
+    adaptive = Fusion(method="adaptive")
+    rows = []
+    for held in sets:
+        others = [s for s in sets if s is not held]
+        model = fit(others)
+        static = best_static(others)
+        test = held.test
+        row = {
+            "set": held.name,
+            "queries": len(test),
+            "bm25": policy_scores(test, lambda q: (1.0, 0.0)),
+            "dense": policy_scores(test, lambda q: (0.0, 1.0)),
+            "rrf": policy_scores(test, lambda q: (1.0, 1.0)),
+            "static": policy_scores(test, lambda q: share_weights(static)),
+            "static_share": static,
+            "adaptive": policy_scores(test, lambda q: _tie(adaptive.weights_for(signals_of(q)))),
+            "learned": policy_scores(test, lambda q: _tie(model.weights(signals_of(q)))),
+            "meta": held.meta,
+        }
+        rows.append(row)
+        print(json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items() if k != "meta"}), flush=True)
+    print_table(rows)
+    if write_model is not None:
+        model = fit(sets)
+        provenance = {
+            "trained_on": {s.name: {"split": s.meta["train_split"], "queries": len(s.train),
+                                    "embedding": s.meta["embedding"]} for s in sets},  # fmt: skip
+            "command": f"python -m bench.fusion_learn lodo {folder} --write-model {write_model}",
+        }
+        model = dataclasses.replace(
+            model, description="dense share = sigmoid(intercept + coef . standardised features); "
+            "fitted on train/dev splits only (bench/fusion_learn.py)")  # fmt: skip
+        write_model.write_text(json.dumps(model.to_json(**provenance), indent=1, ensure_ascii=False) + "\n", "utf-8")
+        print(f"wrote {write_model}")
+        for s in sets:
+            print(f"{s.name}: shipped model on test {policy_scores(s.test, lambda q: _tie(model.weights(signals_of(q)))):.4f}")
+
+
+def _tie(weights: tuple[float, float]) -> tuple[float, float]:
+    return max(weights[0], TIE), max(weights[1], TIE)
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    cols = ["bm25", "dense", "rrf", "static", "adaptive", "learned"]
+    print("| set (test) | queries | " + " | ".join(cols) + " |")
+    print("|---|---:|" + "---:|" * len(cols))
+    for r in rows:
+        print(f"| {r['set']} | {r['queries']} | " + " | ".join(f"{r[c]:.4f}" for c in cols) + " |")
+    print("| mean | | " + " | ".join(f"{statistics.mean(r[c] for r in rows):.4f}" for c in cols) + " |")
+
+
+def check_replay(folder: Path) -> None:
+    """Offline fusion with each query's recorded weights against the product's document ranking."""
+    for path in sorted((folder / "records").glob("*.pkl")):
+        data = pickle.loads(path.read_bytes())
+        queries = load_queries(data)
+        same = sum(
+            [q.docs[i] for i in fused_docs(q, *_tie(tuple(data["queries"][qid]["weights"])))] == q.product
+            for q, qid in zip(queries, data["queries"], strict=True)
+        )
+        print(f"{path.name}: offline == product top 10 on {same}/{len(queries)} queries")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    rec = sub.add_parser("record")
+    rec.add_argument("dataset", type=Path)
+    rec.add_argument("--split", required=True)
+    rec.add_argument("--out", type=Path, required=True)
+    rec.add_argument("--limit", type=int)
+    lo = sub.add_parser("lodo")
+    lo.add_argument("folder", type=Path)
+    lo.add_argument("--write-model", type=Path)
+    ch = sub.add_parser("check")
+    ch.add_argument("folder", type=Path)
+    args = parser.parse_args()
+    if args.command == "record":
+        record(args.dataset, args.split, args.out, args.limit)
+    elif args.command == "lodo":
+        lodo(args.folder, args.write_model)
+    else:
+        check_replay(args.folder)
+
+
+if __name__ == "__main__":
+    main()
