@@ -2,7 +2,8 @@
 
     python -m bench.fusion_learn record ../shared/eval/scifact --split train --out DIR [--limit N]
     python -m bench.fusion_learn lodo DIR [--write-model src/ragspine/data/fusion-model-v1.json]
-    python -m bench.fusion_learn latency ../shared/eval/scifact --split test --cache DIR
+    python -m bench.fusion_learn latency ../shared/eval/drcd_simplified --split dev --cache DIR/ws
+    python -m bench.fusion_learn check DIR
 
 `record` runs `ragspine eval`'s default path (files -> `ragspine ingest` -> `Workspace.search`,
 `run_product_eval` with `--cache DIR/ws`; mode hybrid, embedding e5, RAGSPINE_E5_ENGINE as set in
@@ -17,7 +18,9 @@ tie-breaking 1e-6, documents by their best chunk) for a dense share a (weights 2
 prints, per set, test nDCG@10 of BM25 alone, dense alone, plain RRF, static weights (the best
 single share on the other sets' train/dev), today's adaptive rule, and the learned model fitted on
 the other sets (LODO), and `--write-model` fits the shipped model on every set's train/dev.
-`latency` times `Fusion.weights_for` + the signals against the channels on the product path.
+`latency` times `Fusion.weights_for` + the signals against the channels on the product path;
+`check` replays each recorded query's fusion offline with the weights the product used and
+counts how often its top 10 equals the product's.
 """
 
 from __future__ import annotations
@@ -102,6 +105,25 @@ def record(dataset_dir: Path, split: str, out: Path, limit: int | None) -> Path:
         }
         return results
 
+    # Query vectors: one batched pass first (the numpy engine costs ~1 CPU-second per single
+    # query and ~0.05 per query in batches of 64 on the shared machine); the retriever's own
+    # calls then read them (same model and engine; batching changes a cosine by < 1e-5).
+    from ragspine.retrieval.vector.embeddings.e5 import MultilingualE5EmbeddingBackend as E5
+
+    original_embed = E5.embed_queries
+    texts = sorted({t for t in dataset.queries.values() if t.strip()}, key=lambda t: (len(t), t))
+    vectors: dict[str, list[float]] = {}
+
+    def embed_queries(self: Any, batch: list[str]) -> list[list[float]]:
+        missing = [t for t in dict.fromkeys(batch) if t not in vectors]
+        if missing and not vectors:
+            missing = list(dict.fromkeys([*missing, *texts]))  # the whole split, once
+        for start in range(0, len(missing), 64):
+            part = missing[start : start + 64]
+            vectors.update(zip(part, original_embed(self, part), strict=True))
+        return [vectors[t] for t in batch]
+
+    E5.embed_queries = embed_queries  # type: ignore[method-assign]
     hybrid_module.HybridRetriever.search = search  # type: ignore[method-assign]
     rrf_module.Fusion.weights_for = weights_for  # type: ignore[method-assign]
     hybrid_module.weighted_rrf = fuse  # type: ignore[assignment]
@@ -110,6 +132,7 @@ def record(dataset_dir: Path, split: str, out: Path, limit: int | None) -> Path:
             dataset, ProductOptions(mode="hybrid", embedding="e5", cache=str(out / "ws"), progress=False)
         )
     finally:
+        E5.embed_queries = original_embed  # type: ignore[method-assign]
         hybrid_module.HybridRetriever.search = original_search  # type: ignore[method-assign]
         rrf_module.Fusion.weights_for = original_weights  # type: ignore[method-assign]
         hybrid_module.weighted_rrf = original_fuse
@@ -361,6 +384,32 @@ def print_table(rows: list[dict[str, Any]]) -> None:
     for r in rows:
         print(f"| {r['set']} | {r['queries']} | " + " | ".join(f"{r[c]:.4f}" for c in cols) + " |")
     print("| mean | | " + " | ".join(f"{statistics.mean(r[c] for r in rows):.4f}" for c in cols) + " |")
+    for c in ("rrf", "static", "adaptive", "learned"):
+        print(f"{c}: " + "; ".join(issue_conditions(rows, c)))
+    for r in rows:
+        m = r["meta"]
+        print(f"{r['set']}: static share {r['static_share']:.2f}; fitted on the other sets' train/dev; "
+              f"{m['train_split']} limit {m['limits'][m['train_split']]}, test limit {m['limits']['test']} "
+              f"(judged {m['judged']}); vectors {m['embedding']}; product test run fusion {m['product_fusion']}: "
+              f"{m['product_test']:.4f}")  # fmt: skip
+
+
+def issue_conditions(rows: list[dict[str, Any]], c: str) -> list[str]:
+    """Issue 16's bars for a fusion column: >= BM25 on every set; >= plain RRF - 0.003 where
+    dense alone beats BM25; the mean above both; >= 90% of dense alone on xling_ntrex_zh_en."""
+    out = []
+    below = [r["set"] for r in rows if r[c] < r["bm25"]]
+    out.append("≥ BM25 everywhere ✓" if not below else f"below BM25 on {', '.join(below)} ✗")
+    behind = [r["set"] for r in rows if r["dense"] > r["bm25"] and r[c] < r["rrf"] - 0.003]
+    out.append("≥ RRF − 0.003 where dense > BM25 ✓" if not behind else f"behind RRF on {', '.join(behind)} ✗")
+    mean = statistics.mean(r[c] for r in rows)
+    beats = mean > statistics.mean(r["bm25"] for r in rows) and mean > statistics.mean(r["rrf"] for r in rows)
+    out.append(f"mean {mean:.4f} {'beats' if beats else 'does not beat'} BM25 and RRF {'✓' if beats else '✗'}")
+    for r in rows:
+        if r["set"] == "xling_ntrex_zh_en":
+            kept = r[c] / r["dense"] if r["dense"] else 0.0
+            out.append(f"xling keeps {kept:.1%} of dense {'✓' if kept >= 0.9 else '✗'}")
+    return out
 
 
 def check_replay(folder: Path) -> None:
@@ -373,6 +422,63 @@ def check_replay(folder: Path) -> None:
             for q, qid in zip(queries, data["queries"], strict=True)
         )
         print(f"{path.name}: offline == product top 10 on {same}/{len(queries)} queries")
+
+
+def latency(dataset_dir: Path, split: str, cache: Path, queries: int, method: str) -> None:
+    """Per query on the product path: what the fusion policy adds (building `QuerySignals` and
+    `Fusion.weights_for`, timed alone on the inputs the search handed it) against the whole
+    `HybridRetriever.search` (both channels, query embedding included)."""
+    from ragspine.assembly import load_settings
+    from ragspine.eval.dataset import load_beir
+    from ragspine.eval.product import ProductOptions, cache_key
+    from ragspine.assembly import embedding_options, index_settings_for, resolve_embedding
+    from ragspine.retrieval.fusion.rrf import Fusion
+    from ragspine.retrieval.pipeline import hybrid as hybrid_module
+    from ragspine.workspace import Workspace
+
+    dataset = load_beir(dataset_dir, split)
+    options = ProductOptions(mode="hybrid", embedding="e5")
+    settings = load_settings(flags=options.flags())
+    backend, _ = resolve_embedding(settings)
+    key = cache_key(dataset, index_settings_for(settings), backend, embedding_options(settings, backend))
+    root = cache / f"{dataset.name}-{key}"
+    if not (root / "chunks.db").is_file():
+        raise SystemExit(f"no ingested workspace at {root}: run `record` (or ragspine eval --cache) first")
+    settings = dataclasses.replace(settings, db=str(root / "chunks.db"))
+    fusion = Fusion(method=method)
+    captured: list[tuple[Any, tuple[Any, ...]]] = []
+    original = hybrid_module.HybridRetriever._signals
+
+    def spy(self: Any, *args: Any) -> Any:
+        captured.append((self, args))
+        return original(self, *args)
+
+    texts = [t for _, t in sorted(dataset.queries.items()) if t.strip()][:queries]
+    with Workspace.from_settings(settings) as workspace:
+        retriever = workspace.retriever.index.retriever()
+        retriever.fusion = fusion
+        retriever.search(texts[0], top_k=10)  # warm: model file, caches
+        search_ms = []
+        hybrid_module.HybridRetriever._signals = spy  # type: ignore[method-assign]
+        try:
+            for text in texts:
+                began = time.perf_counter()
+                retriever.search(text, top_k=100)
+                search_ms.append((time.perf_counter() - began) * 1000)
+        finally:
+            hybrid_module.HybridRetriever._signals = original  # type: ignore[method-assign]
+        policy_ms = []
+        for owner, args in captured:
+            began = time.perf_counter()
+            for _ in range(20):
+                owner.fusion.weights_for(original(owner, *args))
+            policy_ms.append((time.perf_counter() - began) * 1000 / 20)
+    print(
+        f"{dataset.name}/{split}, {len(texts)} queries, RAGSPINE_FUSION={method}: search median "
+        f"{statistics.median(search_ms):.2f} ms (both channels, e5 query embedding included); "
+        f"signals + weights median {statistics.median(policy_ms):.3f} ms, p95 "
+        f"{sorted(policy_ms)[int(0.95 * (len(policy_ms) - 1))]:.3f} ms"
+    )
 
 
 def main() -> None:
@@ -388,11 +494,19 @@ def main() -> None:
     lo.add_argument("--write-model", type=Path)
     ch = sub.add_parser("check")
     ch.add_argument("folder", type=Path)
+    la = sub.add_parser("latency")
+    la.add_argument("dataset", type=Path)
+    la.add_argument("--split", required=True)
+    la.add_argument("--cache", type=Path, required=True, help="the folder `record --out` used, + /ws")
+    la.add_argument("--queries", type=int, default=200)
+    la.add_argument("--fusion", default="learned")
     args = parser.parse_args()
     if args.command == "record":
         record(args.dataset, args.split, args.out, args.limit)
     elif args.command == "lodo":
         lodo(args.folder, args.write_model)
+    elif args.command == "latency":
+        latency(args.dataset, args.split, args.cache, args.queries, args.fusion)
     else:
         check_replay(args.folder)
 
