@@ -179,6 +179,39 @@ class Query:
     docs: list[str]
 
 
+def chunk_languages(folder: Path, name: str) -> dict[str, str]:
+    """chunk_id -> the language stored with its vector (`text_language`), from the set's workspace."""
+    import sqlite3
+
+    out: dict[str, str] = {}
+    for path in sorted((folder / "ws").glob(f"{name}-*/chunks.db*.vectors.sqlite")):
+        with sqlite3.connect(path) as db:
+            for chunk_id, meta in db.execute("SELECT chunk_id, meta FROM chunk_vector"):
+                out.setdefault(chunk_id, json.loads(meta).get("text_language", ""))
+    return out
+
+
+def add_cross_share(record: dict[str, Any], languages: dict[str, str]) -> None:
+    """Records made before `QuerySignals.cross_share` existed: compute it as `HybridRetriever`
+    does (`crosses_language` over the dense top CROSS_DEPTH, from the languages stored with the
+    vectors) and check the recomputed top-1 flag equals the recorded `crosses` on every query."""
+    from ragspine.retrieval.fusion.signals import CROSS_DEPTH
+    from ragspine.retrieval.language import detect_language
+
+    mismatched = 0
+    for q in record["queries"].values():
+        signals = q["signals"]
+        if "cross_share" in signals:
+            continue
+        query_language = detect_language(signals["query"])
+        head = q["dense"][0][:CROSS_DEPTH] if q["dense"] else []
+        crossing = [bool(query_language and languages.get(c) and languages[c] != query_language) for c in head]
+        signals["cross_share"] = sum(crossing) / len(crossing) if crossing else 0.0
+        mismatched += bool(crossing) and crossing[0] != signals["crosses"]
+    if mismatched:
+        raise SystemExit(f"{record['name']}/{record['split']}: recomputed crossing differs on {mismatched} queries")
+
+
 def load_queries(record: dict[str, Any]) -> list[Query]:
     from ragspine.retrieval.fusion.signals import QuerySignals, query_features
 
@@ -254,6 +287,8 @@ def load_sets(folder: Path) -> list[SetData]:
     records: dict[str, dict[str, dict[str, Any]]] = {}
     for path in sorted((folder / "records").glob("*.pkl")):
         data = pickle.loads(path.read_bytes())
+        if any("cross_share" not in q["signals"] for q in data["queries"].values()):
+            add_cross_share(data, chunk_languages(folder, data["name"]))
         records.setdefault(data["name"], {})[data["split"]] = data
     sets = []
     for name, splits in sorted(records.items()):

@@ -11,7 +11,8 @@ import pytest
 from ragspine.retrieval.chunking.chunking import Chunk
 from ragspine.retrieval.fusion.learned import LearnedFusion, load_model, model_from_json
 from ragspine.retrieval.fusion.rrf import Fusion
-from ragspine.retrieval.fusion.signals import FEATURE_NAMES, QuerySignals, query_features, top_overlap
+from ragspine.retrieval.fusion.signals import CROSS_DEPTH, FEATURE_NAMES, QuerySignals, query_features, top_overlap
+from ragspine.retrieval.language import detect_language
 from ragspine.retrieval.pipeline.hybrid import HybridRetriever
 from ragspine.retrieval.vector.embeddings.deterministic import DeterministicEmbeddingBackend
 
@@ -107,6 +108,10 @@ def test_the_signals_are_what_the_channels_returned() -> None:
         assert signals.match == pytest.approx(hybrid.lexical_match(tokens, lexical[0].bm25_score))
         assert signals.dense_top == pytest.approx(tuple(r.vector_score for r in dense[:2]))
         assert signals.overlap == top_overlap([r.chunk.chunk_id for r in lexical], [r.chunk.chunk_id for r in dense])
+        head = [detect_language(r.chunk.text) for r in dense[:CROSS_DEPTH]]
+        asked = detect_language(query)
+        assert signals.cross_share == pytest.approx(sum(lang != asked for lang in head) / len(head))
+        assert signals.crosses == (head[0] != asked)
         assert features == query_features(signals)
         assert dict(zip(FEATURE_NAMES, features, strict=True))["zh"] == (1.0 if "营" in query or "利" in query else 0.0)
 

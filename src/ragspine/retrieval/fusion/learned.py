@@ -6,9 +6,9 @@ must be `signals.FEATURE_NAMES` in order) read once per process and evaluated in
 share a = sigmoid(intercept + Σ coef_i · (x_i − mean_i) / scale_i) in [0, 1], and the weights
 (lexical, dense) = (2 · (1 − a), 2 · a), so a = 0.5 is plain RRF, a = 0 BM25's order and a = 1
 the dense order (the retriever turns a zero weight into a tie-breaking one). With
-`dense_alone_across_languages`, a query whose best dense hit is in another language gets
-a = 1: BM25 cannot see a translation, and any BM25 weight lets its same-language matches
-outvote it.
+`dense_alone_across_languages`, a query with a chunk in another language among the dense
+top `CROSS_DEPTH` gets a = 1: BM25 cannot see a translation, and any BM25 weight lets its
+same-language matches outvote it (never fires on a one-language corpus).
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ class LearnedFusion:
 
     def dense_share(self, signals: QuerySignals) -> float:
         """a in [0, 1] for one query (1.0 across languages when the model says so)."""
-        if self.dense_alone_across_languages and signals.crosses:
+        if self.dense_alone_across_languages and (signals.crosses or signals.cross_share > 0):
             return 1.0
         return self.dense_share_of(query_features(signals))
 

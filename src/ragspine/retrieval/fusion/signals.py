@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from ragspine.retrieval.language import detect_language
 
 OVERLAP_DEPTH = 10  # the agreement of the two channels is read over their top 10
+CROSS_DEPTH = 3  # how deep the dense head is checked for chunks in another language
 
 # The order of `query_features`' values; a model file names them and must match.
 FEATURE_NAMES = (
@@ -27,7 +28,7 @@ FEATURE_NAMES = (
     "dense_top",  # best cosine of the dense channel
     "dense_gap",  # best − second best cosine
     "overlap",  # share of BM25's top 10 also in the dense top 10
-    "crosses",  # 1.0 when the best dense hit is in another language than the query
+    "cross_share",  # share of the dense top CROSS_DEPTH in another language than the query
 )
 
 
@@ -37,7 +38,8 @@ class QuerySignals:
 
     `lexical_top`: the best BM25 scores, best first (up to 2); `dense_top`: the best cosines,
     best first (up to 2); `overlap`: the share of the BM25 top `OVERLAP_DEPTH` also in the
-    dense top `OVERLAP_DEPTH`; `crosses`: the best dense hit's language differs from the query's.
+    dense top `OVERLAP_DEPTH`; `crosses`: the best dense hit's language differs from the query's;
+    `cross_share`: the share of the dense top `CROSS_DEPTH` whose language differs from the query's.
     """
 
     query: str
@@ -48,6 +50,7 @@ class QuerySignals:
     dense_top: tuple[float, ...]
     overlap: float
     crosses: bool
+    cross_share: float = 0.0
 
     @property
     def gap(self) -> float:
@@ -99,5 +102,5 @@ def query_features(signals: QuerySignals) -> tuple[float, ...]:
         dense_top,
         dense_gap,
         signals.overlap,
-        1.0 if signals.crosses else 0.0,
+        signals.cross_share,
     )

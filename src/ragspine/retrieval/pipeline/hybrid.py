@@ -36,7 +36,7 @@ from ragspine.retrieval.model import RESERVED_FIELDS, Chunk, index_field_values
 from ragspine.retrieval.filters import CORE_FIELDS, Filter, fields_of, parse_filter
 from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1, bm25_idf
 from ragspine.retrieval.fusion.rrf import DEFAULT_RRF_K, Fusion, weighted_rrf
-from ragspine.retrieval.fusion.signals import QuerySignals, top_overlap
+from ragspine.retrieval.fusion.signals import CROSS_DEPTH, QuerySignals, top_overlap
 from ragspine.retrieval.lexical.index.segment import SegmentBuilder
 from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot
 from ragspine.retrieval.types import ChunkSource, EmbeddingBackend, QueryRewriter, RetrievalResult
@@ -295,12 +295,13 @@ class HybridRetriever:
     ) -> QuerySignals:
         """What the fusion reads about this query: the first variant's BM25 match, gap and
         coverage, the dense channel's best cosines, the two top-10 lists' agreement, and
-        whether the vectors' best answer is in another language (BM25 cannot see it)."""
+        whether the vectors' best answers are in another language (BM25 cannot see them)."""
         tokens, top = first
         best = sorted(top.values(), reverse=True)[:2]
         match, covered = self._lexical_coverage(tokens, best[0] if best else 0.0)
         ranked = dense[0] if dense else []
         cosines = vector_scores or {}
+        crossing = [view.crosses_language(query, p) for p in ranked[:CROSS_DEPTH]]
         return QuerySignals(
             query=query,
             tokens=len(tokens),
@@ -309,7 +310,8 @@ class HybridRetriever:
             lexical_top=tuple(best),
             dense_top=tuple(cosines[p] for p in ranked[:2] if p in cosines),
             overlap=top_overlap(lexical, ranked),
-            crosses=bool(ranked) and view.crosses_language(query, ranked[0]),
+            crosses=bool(crossing) and crossing[0],
+            cross_share=sum(crossing) / len(crossing) if crossing else 0.0,
         )
 
     def check_where(self, where: Filter | Mapping[str, Any] | None) -> Filter | None:
