@@ -87,7 +87,7 @@ class Fusion:
     # Defaults chosen by `python -m bench.fusion_tune grid` on SciFact train, CMRC2018 dev and
     # DRCD dev (never test): every set >= +0.001 nDCG@10 over BM25, then the best mean gain.
     # dense_high and lexical_low act only on queries BM25 barely matches, and on cross-language
-    # queries (HybridRetriever sets match 0 when the best dense hit is in another language),
+    # queries (match counts as 0 when a chunk in the dense top 3 is in another language),
     # both rare in those sets: set on principle (there BM25 ranks common-word matches: the vectors
     # alone decide; RRF is so flat near the top that even a 0.1 BM25 weight reorders them),
     # then checked on bench/data/crosslingual.
@@ -117,10 +117,12 @@ class Fusion:
 
     def weights_for(self, signals: QuerySignals) -> tuple[float, float]:
         """(lexical weight, dense weight) for one query: the learned model's, or `weights` with
-        the query's match (0 when the best dense hit is in another language) and gap."""
+        the query's match (0 when a chunk among the dense top `signals.CROSS_DEPTH` is in another
+        language than the query: BM25 cannot see a translation) and gap."""
         if self.method == "learned":
             return (self.model or load_model()).weights(signals)
-        return self.weights(0.0 if signals.crosses else signals.match, signals.gap)
+        crossing = signals.crosses or signals.cross_share > 0
+        return self.weights(0.0 if crossing else signals.match, signals.gap)
 
     def weights(self, match: float, gap: float = 1.0) -> tuple[float, float]:
         """(lexical weight, dense weight) for a query whose lexical match and gap are given

@@ -12,9 +12,9 @@ queries (the store-backed index, `over_snapshot`, embeds at ingest); rankings ar
 weighted RRF (`Fusion`; plain `rrf_fuse` when every weight is 1); ties break by
 (-fused_score, chunk_id); without an embedding backend a chunk that shares no token with any
 query variant is never returned.
-channels="vector" ranks by the dense channel alone (BM25 scores are still reported). When the
-dense channel's best chunk is in another language than the query, the query counts as one
-BM25 did not match (`match` 0 for the adaptive fusion): BM25 cannot find a translation.
+channels="vector" ranks by the dense channel alone (BM25 scores are still reported). When a
+chunk among the dense channel's top 3 is in another language than the query, the query counts
+as one BM25 did not match (`match` 0 for the adaptive fusion): BM25 cannot find a translation.
 The fusion reads one `QuerySignals` per query (`fusion.signals`), built from what the two
 channels already returned; the learned fusion's features come only from it.
 RESTRICTED chunks are masked out of the candidate set before any scoring, as a filter is
