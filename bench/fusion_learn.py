@@ -415,7 +415,7 @@ def lodo(folder: Path, write_model: Path | None) -> None:
         model = fit(sets)
         provenance = {
             "trained_on": {s.name: {"split": s.meta["train_split"], "queries": len(s.train),
-                                    "embedding": s.meta["embedding"]} for s in sets},  # fmt: skip
+                                    "embedding": s.meta["embedding"]} for s in sets if s.train},  # fmt: skip
             "command": f"python -m bench.fusion_learn lodo {folder} --write-model {write_model}",
         }
         model = dataclasses.replace(
