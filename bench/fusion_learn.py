@@ -110,7 +110,9 @@ def record(dataset_dir: Path, split: str, out: Path, limit: int | None) -> Path:
     # Query vectors: one batched pass first (the numpy engine costs ~1 CPU-second per single
     # query and ~0.05 per query in batches of 64 on the shared machine); the retriever's own
     # calls then read them (same model and engine; batching changes a cosine by < 1e-5).
-    from ragspine.retrieval.vector.embeddings.e5 import MultilingualE5EmbeddingBackend as E5
+    from ragspine.retrieval.vector.embeddings.e5 import (
+        MultilingualE5EmbeddingBackend as E5,
+    )
 
     original_embed = E5.embed_queries
     texts = sorted({t for t in dataset.queries.values() if t.strip()}, key=lambda t: (len(t), t))
@@ -225,7 +227,7 @@ def load_queries(record: dict[str, Any]) -> list[Query]:
         docs = sorted({doc_of_chunk[c] for c in chunks})
         doc_index = {d: i for i, d in enumerate(docs)}
 
-        def matrix(runs: list[list[str]]) -> np.ndarray:
+        def matrix(runs: list[list[str]], chunks: list[str] = chunks, index: dict[str, int] = index) -> np.ndarray:
             m = np.zeros((max(1, len(runs)), len(chunks)))
             for v, run in enumerate(runs):
                 for rank, c in enumerate(run, start=1):
@@ -236,7 +238,7 @@ def load_queries(record: dict[str, Any]) -> list[Query]:
         gains = np.array([float(max(0, rel.get(d, 0))) for d in docs])
         ideal_gains = sorted((g for g in rel.values() if g > 0), reverse=True)[:10]
         signals = QuerySignals(**{**q["signals"], "lexical_top": tuple(q["signals"]["lexical_top"]),
-                                  "dense_top": tuple(q["signals"]["dense_top"])})  # fmt: skip
+                                  "dense_top": tuple(q["signals"]["dense_top"])})
         out.append(
             Query(
                 features=np.array(query_features(signals)), crosses=signals.crosses or signals.cross_share > 0,
@@ -244,7 +246,7 @@ def load_queries(record: dict[str, Any]) -> list[Query]:
                 order_key=np.arange(len(chunks)), doc=np.array([doc_index[doc_of_chunk[c]] for c in chunks]),
                 gains=gains, ideal=sum(g / math.log2(i + 2) for i, g in enumerate(ideal_gains)),
                 k=int(q["k"] or 100), product=q["product"], docs=docs,
-            )  # fmt: skip
+            )
         )
     return out
 
@@ -401,11 +403,11 @@ def lodo(folder: Path, write_model: Path | None) -> None:
             "bm25": policy_scores(test, lambda q: (1.0, 0.0)),
             "dense": policy_scores(test, lambda q: (0.0, 1.0)),
             "rrf": policy_scores(test, lambda q: (1.0, 1.0)),
-            "static": policy_scores(test, lambda q: share_weights(static)),
+            "static": policy_scores(test, lambda q, static=static: share_weights(static)),
             "static_share": static,
             "adaptive_top1": policy_scores(test, lambda q: _tie(adaptive_top1(adaptive, signals_of(q)))),
             "adaptive": policy_scores(test, lambda q: _tie(adaptive.weights_for(signals_of(q)))),
-            "learned": policy_scores(test, lambda q: _tie(model.weights(signals_of(q)))),
+            "learned": policy_scores(test, lambda q, model=model: _tie(model.weights(signals_of(q)))),
             "meta": held.meta,
         }
         rows.append(row)
@@ -415,7 +417,7 @@ def lodo(folder: Path, write_model: Path | None) -> None:
         model = fit(sets)
         provenance = {
             "trained_on": {s.name: {"split": s.meta["train_split"], "queries": len(s.train),
-                                    "embedding": s.meta["embedding"]} for s in sets if s.train},  # fmt: skip
+                                    "embedding": s.meta["embedding"]} for s in sets if s.train},
             "command": f"python -m bench.fusion_learn lodo {folder} --write-model {write_model}",
         }
         model = dataclasses.replace(
@@ -486,10 +488,14 @@ def latency(dataset_dir: Path, split: str, cache: Path, queries: int, method: st
     """Per query on the product path: what the fusion policy adds (building `QuerySignals` and
     `Fusion.weights_for`, timed alone on the inputs the search handed it) against the whole
     `HybridRetriever.search` (both channels, query embedding included)."""
-    from ragspine.assembly import load_settings
+    from ragspine.assembly import (
+        embedding_options,
+        index_settings_for,
+        load_settings,
+        resolve_embedding,
+    )
     from ragspine.eval.dataset import load_beir
     from ragspine.eval.product import ProductOptions, cache_key
-    from ragspine.assembly import embedding_options, index_settings_for, resolve_embedding
     from ragspine.retrieval.fusion.rrf import Fusion
     from ragspine.retrieval.pipeline import hybrid as hybrid_module
     from ragspine.workspace import Workspace

@@ -11,10 +11,18 @@ import pytest
 from ragspine.retrieval.chunking.chunking import Chunk
 from ragspine.retrieval.fusion.learned import LearnedFusion, load_model, model_from_json
 from ragspine.retrieval.fusion.rrf import Fusion
-from ragspine.retrieval.fusion.signals import CROSS_DEPTH, FEATURE_NAMES, QuerySignals, query_features, top_overlap
+from ragspine.retrieval.fusion.signals import (
+    CROSS_DEPTH,
+    FEATURE_NAMES,
+    QuerySignals,
+    query_features,
+    top_overlap,
+)
 from ragspine.retrieval.language import detect_language
 from ragspine.retrieval.pipeline.hybrid import HybridRetriever
-from ragspine.retrieval.vector.embeddings.deterministic import DeterministicEmbeddingBackend
+from ragspine.retrieval.vector.embeddings.deterministic import (
+    DeterministicEmbeddingBackend,
+)
 
 TEXTS = [
     "revenue fell on weak export orders",

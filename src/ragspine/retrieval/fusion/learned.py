@@ -22,7 +22,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ragspine.retrieval.fusion.signals import FEATURE_NAMES, QuerySignals, query_features
+from ragspine.retrieval.fusion.signals import (
+    FEATURE_NAMES,
+    QuerySignals,
+    query_features,
+)
 
 MODEL_FORMAT = "ragspine-fusion-model"
 MODEL_VERSION = 1
