@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 CORE := $(VENV)/.core
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench bench-graph bench-cold bench-rerank bench-query bench-post bench-embed bench-attach bench-visual bench-ann bench-lexical bench-scale bench-startup bench-ray clean
+.PHONY: demo test bench bench-graph bench-cold bench-rerank bench-query bench-post bench-embed bench-attach bench-visual bench-ann bench-lexical bench-scale bench-startup bench-ray bench-fusion clean
 
 # The package alone (what `make demo` needs): quick on a fresh machine.
 $(CORE): pyproject.toml
@@ -121,6 +121,17 @@ RAY_CHUNKS ?= 160
 RAY_EMBEDDING ?= e5
 bench-ray: $(STAMP)
 	PYTHONPATH=.:src $(BIN)/python -m bench.ray_embed_bench --chunks $(RAY_CHUNKS) --batch-size 16 --embedding $(RAY_EMBEDDING)
+
+# Learned fusion (docs/benchmarks.md#learned-fusion-leave-one-dataset-out): record each set's
+# product path once (FUSION_DIR keeps the workspaces and records), then LODO from the records,
+# then the policy's cost per query. FUSION_SETS: name:train-or-dev-split.
+FUSION_DIR ?= /tmp/ragspine-fusion
+FUSION_SETS ?= drcd_simplified:dev xling_ntrex_zh_en:dev cmrc2018:dev
+bench-fusion: $(STAMP)
+	for set in $(FUSION_SETS); do for split in $${set##*:} test; do PYTHONPATH=src:. RAGSPINE_E5_ENGINE=onnx-fp32 \
+		$(BIN)/python -m bench.fusion_learn record $(EVAL)/$${set%%:*} --split $$split --out $(FUSION_DIR) --limit 1000 || exit 1; done; done
+	PYTHONPATH=src:. $(BIN)/python -m bench.fusion_learn lodo $(FUSION_DIR)
+	PYTHONPATH=src:. RAGSPINE_E5_ENGINE=onnx-fp32 $(BIN)/python -m bench.fusion_learn latency $(EVAL)/drcd_simplified --split dev --cache $(FUSION_DIR)/ws --queries 100
 
 clean:
 	rm -rf $(VENV) .ragspine build src/*.egg-info .pytest_cache .hypothesis

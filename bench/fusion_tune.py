@@ -69,7 +69,7 @@ def collect(dataset_dir: Path, split: str, db: str, out: Path, embedding: str) -
 def fuse(record: dict, fusion) -> list[str]:  # type: ignore[no-untyped-def]
     from ragspine.retrieval.fusion.rrf import weighted_rrf
 
-    from ragspine.retrieval.pipeline.hybrid import lexical_gap
+    from ragspine.retrieval.fusion.signals import lexical_gap
 
     w_lex, w_dense = fusion.weights(record["match"], lexical_gap([s for _, s in record["lexical"][:2]]))
     runs = [([d for d, _ in record["lexical"][:100]], w_lex), ([d for d, _ in record["dense"][:100]], w_dense)]
@@ -131,7 +131,7 @@ def grid(paths: list[Path]) -> None:
 def describe_signals(data: dict, name: str) -> None:  # type: ignore[type-arg]
     """Quantiles of `match` and `gap`, and how often each channel's first hit is relevant per
     quartile of `gap` (the evidence behind the adaptive fusion's shape)."""
-    from ragspine.retrieval.pipeline.hybrid import lexical_gap
+    from ragspine.retrieval.fusion.signals import lexical_gap
 
     matches, gaps, lex1, dense1 = [], [], [], []
     for qid, r in data["records"].items():

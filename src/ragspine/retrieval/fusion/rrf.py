@@ -6,6 +6,9 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from ragspine.retrieval.fusion.learned import LearnedFusion, load_model
+from ragspine.retrieval.fusion.signals import QuerySignals
+
 DEFAULT_RRF_K = 60
 K = TypeVar("K", bound=Hashable)
 
@@ -42,7 +45,7 @@ def weighted_rrf(rankings: Iterable[tuple[Sequence[K], float]], k: int = DEFAULT
     return fused
 
 
-FUSION_METHODS = ("adaptive", "weighted", "rrf")
+FUSION_METHODS = ("learned", "adaptive", "weighted", "rrf")
 
 
 def _ramp(value: float, high: float, low: float) -> float:
@@ -58,6 +61,8 @@ def _ramp(value: float, high: float, low: float) -> float:
 class Fusion:
     """How the lexical and dense rankings are combined (weighted RRF in every method).
 
+    - learned: the weights a logistic model gives this query from its `QuerySignals`
+      (`learned.LearnedFusion`; `model`, else the one shipped with the package).
     - rrf: every ranking weight 1.0 (`rrf_fuse`).
     - weighted: lexical rankings weigh `lexical_weight`, dense rankings `dense_weight`.
     - adaptive: the weights follow two facts about this query's BM25 result, both read from
@@ -82,7 +87,7 @@ class Fusion:
     # Defaults chosen by `python -m bench.fusion_tune grid` on SciFact train, CMRC2018 dev and
     # DRCD dev (never test): every set >= +0.001 nDCG@10 over BM25, then the best mean gain.
     # dense_high and lexical_low act only on queries BM25 barely matches, and on cross-language
-    # queries (HybridRetriever sets match 0 when the best dense hit is in another language),
+    # queries (match counts as 0 when a chunk in the dense top 3 is in another language),
     # both rare in those sets: set on principle (there BM25 ranks common-word matches: the vectors
     # alone decide; RRF is so flat near the top that even a 0.1 BM25 weight reorders them),
     # then checked on bench/data/crosslingual.
@@ -93,6 +98,7 @@ class Fusion:
     match_high: float = 0.35
     gap_high: float = 0.15
     lexical_low: float = 0.0
+    model: LearnedFusion | None = None  # learned only; None: the shipped model
 
     def __post_init__(self) -> None:
         if self.method not in FUSION_METHODS:
@@ -109,8 +115,20 @@ class Fusion:
         if not 0.0 < self.gap_high <= 1.0:
             raise ValueError(f"need 0 < gap_high <= 1, got {self.gap_high}")
 
+    def weights_for(self, signals: QuerySignals) -> tuple[float, float]:
+        """(lexical weight, dense weight) for one query: the learned model's, or `weights` with
+        the query's match (0 when a chunk among the dense top `signals.CROSS_DEPTH` is in another
+        language than the query: BM25 cannot see a translation) and gap."""
+        if self.method == "learned":
+            return (self.model or load_model()).weights(signals)
+        crossing = signals.crosses or signals.cross_share > 0
+        return self.weights(0.0 if crossing else signals.match, signals.gap)
+
     def weights(self, match: float, gap: float = 1.0) -> tuple[float, float]:
-        """(lexical weight, dense weight) for a query whose lexical match and gap are given."""
+        """(lexical weight, dense weight) for a query whose lexical match and gap are given
+        (the learned method needs the whole `QuerySignals`: `weights_for`)."""
+        if self.method == "learned":
+            raise ValueError("the learned fusion reads every query signal: call weights_for(signals)")
         if self.method == "rrf":
             return 1.0, 1.0
         if self.method == "weighted":

@@ -17,9 +17,11 @@ queries (the store-backed index, `over_snapshot`, embeds at ingest); rankings ar
 weighted RRF (`Fusion`; plain `rrf_fuse` when every weight is 1); ties break by
 (-fused_score, chunk_id); without an embedding backend a chunk that shares no token with any
 query variant is never returned.
-channels="vector" ranks by the dense channel alone (BM25 scores are still reported). When the
-dense channel's best chunk is in another language than the query, the query counts as one
-BM25 did not match (`match` 0 for the adaptive fusion): BM25 cannot find a translation.
+channels="vector" ranks by the dense channel alone (BM25 scores are still reported). When a
+chunk among the dense channel's top 3 is in another language than the query, the query counts
+as one BM25 did not match (`match` 0 for the adaptive fusion): BM25 cannot find a translation.
+The fusion reads one `QuerySignals` per query (`fusion.signals`), built from what the two
+channels already returned; the learned fusion's features come only from it.
 RESTRICTED chunks are masked out of the candidate set before any scoring, as a filter is
 (`IndexSnapshot.visible`): they never take a rank, a score or a top_k slot, and the BM25
 statistics and the dense channel's language centring are over the other chunks only, so every
@@ -39,6 +41,7 @@ from ragspine.retrieval.model import RESERVED_FIELDS, Chunk, index_field_values
 from ragspine.retrieval.filters import CORE_FIELDS, Filter, fields_of, parse_filter
 from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1, bm25_idf
 from ragspine.retrieval.fusion.rrf import DEFAULT_RRF_K, Fusion, weighted_rrf
+from ragspine.retrieval.fusion.signals import CROSS_DEPTH, QuerySignals, top_overlap
 from ragspine.retrieval.lexical.index.segment import SegmentBuilder
 from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot
 from ragspine.retrieval.types import ChunkSource, EmbeddingBackend, QueryRewriter, RetrievalResult
@@ -245,18 +248,13 @@ class HybridRetriever:
             fused = {p: 1.0 / (self.rrf_k + r) for r, p in enumerate(lexical[0][:k], start=1)}
             order = lexical[0][:k]
         else:
-            first_tokens, first_top = scored[0]
-            best = sorted(first_top.values(), reverse=True)[:2]
-            match = self.lexical_match(first_tokens, best[0] if best else 0.0)
-            gap = lexical_gap(best)
-            if view is not None and dense and dense[0] and view.crosses_language(query, dense[0][0]):
-                match = 0.0  # the vectors' best answer is in another language: BM25 cannot see it
             if self.channels == "vector":
                 w_lexical, w_dense = 0.0, 1.0  # the dense rankings alone, whatever the fusion
             elif view is None:
                 w_lexical, w_dense = 1.0, 0.0
             else:
-                w_lexical, w_dense = self.fusion.weights(match, gap)
+                signals = self._signals(query, scored[0], lexical[0], dense, vector_scores, view)
+                w_lexical, w_dense = self.fusion.weights_for(signals)
             # A zero weight becomes a tiny one: that channel then only orders the chunks the
             # other did not rank (a chunk without a vector still comes back, behind the rest).
             if self.channels == "vector":
@@ -289,9 +287,13 @@ class HybridRetriever:
     def lexical_match(self, tokens: Sequence[str], best_score: float) -> float:
         """How well the lexical channel matched: best BM25 score / Σ idf over the query's tokens
         (a token the corpus lacks counts with an unseen term's idf), clipped to [0, 1]."""
+        return self._lexical_coverage(tokens, best_score)[0]
+
+    def _lexical_coverage(self, tokens: Sequence[str], best_score: float) -> tuple[float, float]:
+        """(`lexical_match`, share of the query's distinct tokens the visible corpus has)."""
         index = self.index
         if not tokens or not index.n_active:
-            return 0.0
+            return 0.0, 0.0
         terms = index.query_terms(tokens, k1=self.k1, b=self.b)
         seen = {t.term: t for t in terms}
         unseen_idf = bm25_idf(index.n_active, 0)
@@ -299,7 +301,38 @@ class HybridRetriever:
         for token in tokens:
             term = seen.get(token)
             total += term.w1 / (self.k1 + 1.0) if term is not None else unseen_idf
-        return min(1.0, best_score / total) if total > 0 else 0.0
+        covered = sum(1 for t in set(tokens) if t in seen) / len(set(tokens))
+        return (min(1.0, best_score / total) if total > 0 else 0.0), covered
+
+    def _signals(
+        self,
+        query: str,
+        first: tuple[list[str], dict[int, float]],
+        lexical: list[int],
+        dense: list[list[int]],
+        vector_scores: dict[int, float] | None,
+        view: DenseRanking,
+    ) -> QuerySignals:
+        """What the fusion reads about this query: the first variant's BM25 match, gap and
+        coverage, the dense channel's best cosines, the two top-10 lists' agreement, and
+        whether the vectors' best answers are in another language (BM25 cannot see them)."""
+        tokens, top = first
+        best = sorted(top.values(), reverse=True)[:2]
+        match, covered = self._lexical_coverage(tokens, best[0] if best else 0.0)
+        ranked = dense[0] if dense else []
+        cosines = vector_scores or {}
+        crossing = [view.crosses_language(query, p) for p in ranked[:CROSS_DEPTH]]
+        return QuerySignals(
+            query=query,
+            tokens=len(tokens),
+            covered=covered,
+            match=match,
+            lexical_top=tuple(best),
+            dense_top=tuple(cosines[p] for p in ranked[:2] if p in cosines),
+            overlap=top_overlap(lexical, ranked),
+            crosses=bool(crossing) and crossing[0],
+            cross_share=sum(crossing) / len(crossing) if crossing else 0.0,
+        )
 
     def check_where(self, where: Filter | Mapping[str, Any] | None) -> Filter | None:
         """Parse `where` and check every field it names can be filtered on here."""
@@ -336,19 +369,6 @@ class HybridRetriever:
             for i in order:
                 best[i] = max(best[i], top.get(i, 0.0))
         return best
-
-
-def lexical_gap(best: Sequence[float]) -> float:
-    """(best − second best) / best of the top BM25 scores given (1.0 with one hit, 0.0 with none).
-
-    >>> lexical_gap([4.0, 3.0]), lexical_gap([2.0]), lexical_gap([])
-    (0.25, 1.0, 0.0)
-    """
-    if not best or best[0] <= 0:
-        return 0.0
-    if len(best) == 1:
-        return 1.0
-    return (best[0] - best[1]) / best[0]
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
