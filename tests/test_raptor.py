@@ -279,3 +279,81 @@ def test_vectors_are_centred_per_language_from_enough_leaves(tmp_path: Path) -> 
         assert {d.split("-")[0] for d in top["lineage"]["doc_ids"]} <= {"hi1", "hi2"}
     finally:
         raptor.close(); raptor.index.close(); store.close()  # fmt: skip
+
+
+# -- thematic questions on a Chinese + English corpus written for the project ---------------------
+THEMED = json.loads((Path(__file__).parent / "fixtures" / "raptor" / "themes.json").read_text("utf-8"))
+# The token-hashing test backend gives lower centred cosines than a semantic model (same-theme
+# documents of one language share only some words), hence a lower threshold than the default.
+THEMED_CONFIG = RaptorConfig(threshold=0.2)
+
+
+def _themed(db: Path | str, mode: str = "nodes") -> tuple[RaptorRetriever, Any]:
+    base, store = build_narrative_retriever(str(db), embedding_backend=_backend(), query_rewriter=None)
+    for doc in THEMED["documents"]:
+        base.index.ingest(doc["text"], DocumentMeta(doc["id"], title=doc["id"], sensitivity="PUBLIC"))
+    for doc in THEMED["restricted"]:
+        base.index.ingest(doc["text"], DocumentMeta(doc["id"], title=doc["id"], sensitivity="RESTRICTED"))
+    raptor = make_raptor_retriever(base, mode=mode, config=THEMED_CONFIG)
+    raptor.build()
+    return raptor, store
+
+
+def test_thematic_questions_get_a_node_of_their_theme_in_both_languages(tmp_path: Path) -> None:
+    raptor, store = _themed(tmp_path / "themes.db")
+    markers = [doc["marker"] for doc in THEMED["restricted"]]
+    try:
+        themes = {doc["theme"] for doc in THEMED["documents"]}
+        node_docs = [{leaf.doc_id for leaf in n.leaves} for n in raptor.tree.nodes.values()]
+        assert all(len({d.split("-")[0] for d in docs}) == 1 for docs in node_docs)  # no node mixes themes
+        assert {next(iter(docs)).split("-")[0] for docs in node_docs} == themes  # every theme has a node
+        for theme, questions in THEMED["questions"].items():
+            for question in questions:
+                language = "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in question) else "en"
+                raptor.mode = "nodes"
+                top = raptor.retrieve(question, top_k=3)
+                docs = top[0]["lineage"]["doc_ids"]
+                assert {d.split("-")[0] for d in docs} == {theme}, (question, docs)  # the right documents only
+                assert len(docs) >= 2 and all(f"-{language}-" in d for d in docs)  # a group, in the question's language
+                assert {m["doc_id"] for m in top[0]["members"]} <= set(docs) and top[0]["members"]
+                raptor.mode = "collapsed"
+                collapsed = raptor.retrieve(question, top_k=6)
+                assert any(s.get("is_synthesis") and s["chunk_id"] == top[0]["chunk_id"] for s in collapsed)
+                for s in [*top, *collapsed]:
+                    shown = [s["text"], *(m["text"] for m in s.get("members", []))]
+                    assert not any(marker in text for marker in markers for text in shown)
+                    assert not any(d.endswith("-secret") for d in [s["doc_id"], *s.get("lineage", {}).get("doc_ids", [])])
+    finally:
+        raptor.close(); raptor.index.close(); store.close()  # fmt: skip
+
+
+def test_the_query_is_embedded_once_and_members_come_from_the_ranked_chunks(tmp_path: Path) -> None:
+    class Counting(DeterministicEmbeddingBackend):
+        """The test backend, counting query embeddings."""
+
+        def __init__(self) -> None:
+            super().__init__(dim=128)
+            self.queries: list[str] = []
+
+        def embed_queries(self, texts: list[str]) -> list[list[float]]:
+            self.queries += texts
+            return super().embed_queries(texts)
+
+    backend = Counting()
+    base, store = build_narrative_retriever(str(tmp_path / "c.db"), embedding_backend=backend, query_rewriter=None)
+    raptor = make_raptor_retriever(base, mode="collapsed", config=CONFIG)
+    try:
+        _ingest(raptor, THEMES)
+        raptor.build()
+        backend.queries.clear()
+        snippets = raptor.retrieve("exports to Europe and revenue", top_k=6)
+        assert any(s.get("is_synthesis") for s in snippets)
+        assert backend.queries == ["exports to Europe and revenue"]  # the dense channel's vector is reused
+        node = next(s for s in snippets if s.get("is_synthesis"))
+        assert node["members"] and all(m["chunk_id"] in node["lineage"]["chunk_ids"] for m in node["members"])
+        base.index.withdraw("ex2")  # a member gone from the store is gone from the node's members
+        raptor.build()
+        again = [s for s in raptor.retrieve("exports to Europe and revenue", top_k=6) if s.get("is_synthesis")]
+        assert again and all(m["doc_id"] != "ex2" for s in again for m in s["members"])
+    finally:
+        raptor.close(); raptor.index.close(); store.close()  # fmt: skip
