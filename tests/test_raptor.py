@@ -357,3 +357,63 @@ def test_the_query_is_embedded_once_and_members_come_from_the_ranked_chunks(tmp_
         assert again and all(m["doc_id"] != "ex2" for s in again for m in s["members"])
     finally:
         raptor.close(); raptor.index.close(); store.close()  # fmt: skip
+
+
+def test_a_filter_read_from_the_query_also_keeps_the_nodes_out(tmp_path: Path) -> None:
+    from ragspine.retrieval.query.filter_extraction import RuleFilterExtractor
+    from ragspine.retrieval.query.glossary import Glossary
+
+    base, store = build_narrative_retriever(str(tmp_path / "f.db"), embedding_backend=_backend(), query_rewriter=None,
+                                            filter_extractor=RuleFilterExtractor(Glossary.from_dict({})))  # fmt: skip
+    raptor = make_raptor_retriever(base, mode="collapsed", config=CONFIG)
+    try:
+        for doc_id, text in THEMES.items():
+            base.index.ingest(text, DocumentMeta(doc_id, title=doc_id, period="2024" if doc_id == "ex1" else "2023"))
+        raptor.build()
+        assert any(s.get("is_synthesis") for s in raptor.retrieve("exports to Europe and revenue", top_k=6))
+        narrowed = raptor.retrieve("exports to Europe and revenue in 2024", top_k=6)
+        assert [s["doc_id"] for s in narrowed] == ["ex1"]  # the year narrowed the leaves, and nothing widens them
+        assert "filter" in narrowed[0]["lineage"]["raptor"]
+    finally:
+        raptor.close(); raptor.index.close(); store.close()  # fmt: skip
+
+
+# -- property: whatever is RESTRICTED, no summary, prompt, node, member or citation carries it -------
+LABELS = st.sampled_from(["PUBLIC", "INTERNAL", "RESTRICTED", " restricted ", "Restricted"])
+
+
+@settings(max_examples=25, deadline=None)
+@given(labels=st.lists(LABELS, min_size=len(THEMES), max_size=len(THEMES)), relabel=st.integers(0, len(THEMES) - 1),
+       llm=st.booleans(), mode=st.sampled_from(["nodes", "collapsed"]))  # fmt: skip
+def test_restricted_text_never_reaches_a_summary_and_summaries_are_never_cited(
+    labels: list[str], relabel: int, llm: bool, mode: str
+) -> None:
+    marked = {doc_id: f"{text} Marker zq{doc_id}x." for doc_id, text in THEMES.items()}
+    provider = SpyProvider(reply="A synthesis of the passages [1].")
+    raptor, store = _raptor(":memory:", mode=mode, provider=provider if llm else None)
+    try:
+        for (doc_id, text), label in zip(marked.items(), labels, strict=True):
+            raptor.index.ingest(text, DocumentMeta(doc_id, title=doc_id, sensitivity=label))
+        raptor.build()
+        doc_id = list(marked)[relabel]  # one document changes label after the build; the update follows
+        raptor.index.ingest(marked[doc_id], DocumentMeta(doc_id, title=doc_id, sensitivity="RESTRICTED"))
+        raptor.build()
+        secret = {d for d, label in zip(marked, labels, strict=True) if label.strip().upper() == "RESTRICTED"} | {doc_id}
+        tokens = [f"zq{d}x" for d in secret]
+        for node in raptor.tree.nodes.values():
+            assert not any(t in node.summary for t in tokens)
+            assert not {leaf.doc_id for leaf in node.leaves} & secret
+        assert not any(t in prompt for t in tokens for prompt in provider.prompts)
+        query = "exports Europe revenue weather hired engineers"
+        for s in raptor.retrieve(query, top_k=8):
+            shown = [s["text"], *(m["text"] for m in s.get("members", []))]
+            assert not any(t in text for t in tokens for text in shown)
+            assert s["doc_id"] not in secret and not set(s.get("lineage", {}).get("doc_ids", [])) & secret
+        answer = ask(raptor, query, top_k=4)
+        summaries = {n.summary for n in raptor.tree.nodes.values()}
+        for c in answer.citations:
+            assert not c.get("is_synthesis") and c["doc_id"] and c["doc_id"] not in secret
+            assert c["text"] not in summaries or c["text"] == marked.get(c["doc_id"])  # a chunk, not a summary
+        assert not any(t in answer.text for t in tokens)
+    finally:
+        raptor.close(); raptor.index.close(); store.close()  # fmt: skip

@@ -11,7 +11,8 @@ Invariants:
   pipeline ranks: active and not RESTRICTED, else left out), which is what `ask` cites; leaf
   snippets are the base retriever's, unchanged;
 - nodes are served only from a tree built at the store's current data_version and only without
-  filters (a node spans documents a filter may exclude: filters narrow, never widen); otherwise
+  filters, given or read from the query by the filter extractor (a node spans documents a
+  filter may exclude: filters narrow, never widen); otherwise
   the leaves alone are returned and the lineage says why;
 - nodes are served only from a tree built at the store's current data_version (a tree another
   process built since is re-read: one row read per stale query); the store's writes do not
@@ -133,6 +134,8 @@ class RaptorRetriever(NarrativeIndexRetriever):
         self, query: str, leaves: list[dict[str, Any]], filters: Any, where: Any, top_k: int
     ) -> list[dict[str, Any]]:
         why = self._why_no_nodes(filters, where)
+        if why is None and any(s["lineage"].get("extracted") for s in leaves):
+            why = "filtered query (a filter read from the query's words): synthesis nodes span documents it may exclude"
         if why is not None:
             _LOG.info("RAPTOR nodes not served: %s", why)
             return [{**s, "lineage": {**s["lineage"], "raptor": why}} for s in leaves]
