@@ -125,6 +125,7 @@ def test_the_tree_is_stored_and_read_back(built: RaptorRetriever) -> None:
             k: (n.summary, n.members, n.leaves) for k, n in built.tree.nodes.items()
         }
         assert again.data_version == built.index.store.data_version() and again.clusters == built.tree.clusters
+        assert again.languages == built.tree.languages and len(again.languages) == built.tree.meta["leaves"]
     finally:
         again.close()
 
@@ -143,6 +144,9 @@ def test_an_update_touches_only_the_clusters_a_change_reaches(built: RaptorRetri
     level1_changed = {k for k in changed if k.startswith("raptor:1:")}
     assert level1_changed and level1_changed <= hiring | {k for k in built.tree.nodes if k not in before}
     assert any(k.startswith("raptor:1:") and k not in changed for k in before)  # the other themes untouched
+    visible = {c.chunk_id for c in built.index.store.iter_chunks() if c.sensitivity != "RESTRICTED"}
+    assert set(built.tree.languages) == visible  # the replaced chunk's language left with it
+    assert RaptorTree(built.tree.path).languages == built.tree.languages
     full = built.build(full=True)
     assert full.full and full.summarised >= report.summarised
 
@@ -260,10 +264,11 @@ def test_vectors_are_centred_per_language_from_enough_leaves(tmp_path: Path) -> 
 
     texts = ["revenue fell sharply"] * 15 + ["营收大幅下滑"] * 5
     rows = np.eye(20) + 1.0
-    centres = language_centres(texts, rows)
+    codes = np.array([language_code(t) for t in texts])
+    centres = language_centres(codes, rows)
     en, zh = str(language_code(texts[0])), str(language_code(texts[-1]))
     assert set(centres) == {"-1", en} and zh not in centres  # too few Chinese chunks: the overall mean
-    assert language_centres(texts[:19], rows[:19]) == {}
+    assert language_centres(codes[:19], rows[:19]) == {}
     moved = centre(rows[0], texts[0], {int(k): np.asarray(v) for k, v in centres.items()})
     assert abs(np.linalg.norm(moved) - 1.0) < 1e-9
     assert np.allclose(moved, (rows[0] - centres[en]) / np.linalg.norm(rows[0] - centres[en]))
@@ -395,10 +400,13 @@ def test_restricted_text_never_reaches_a_summary_and_summaries_are_never_cited(
         for (doc_id, text), label in zip(marked.items(), labels, strict=True):
             raptor.index.ingest(text, DocumentMeta(doc_id, title=doc_id, sensitivity=label))
         raptor.build()
+        first = {d for d, label in zip(marked, labels, strict=True) if label.strip().upper() == "RESTRICTED"}
+        assert not any(f"zq{d}x" in prompt for d in first for prompt in provider.prompts)
+        provider.prompts.clear()
         doc_id = list(marked)[relabel]  # one document changes label after the build; the update follows
         raptor.index.ingest(marked[doc_id], DocumentMeta(doc_id, title=doc_id, sensitivity="RESTRICTED"))
         raptor.build()
-        secret = {d for d, label in zip(marked, labels, strict=True) if label.strip().upper() == "RESTRICTED"} | {doc_id}
+        secret = first | {doc_id}
         tokens = [f"zq{d}x" for d in secret]
         for node in raptor.tree.nodes.values():
             assert not any(t in node.summary for t in tokens)

@@ -1,11 +1,12 @@
 """The RAPTOR tree of one chunk store, kept beside it: `<db>.raptor.sqlite` beside a SQLite
-store, tables `raptor_meta` / `raptor_cluster` in the same schema for a PostgreSQL store, in
+store, tables `raptor_meta` / `raptor_cluster` / `raptor_leaf` in the same schema for a PostgreSQL store, in
 memory for ":memory:".
 
 Invariants: every cluster of every level is one row (its member ids: chunk ids at level 1, node
 ids above); a cluster of two or more members is a node with a summary, a unit vector (the mean of
 its members'), the union of its leaves' lineage (chunk id, doc id, title, locator, sensitivity)
-and the chunk ids its summary drew on. `data_version` records the store version the tree was
+and the chunk ids its summary drew on. Each leaf's language code (of its text, which its chunk id
+fixes) is kept, so an update detects only the new leaves' languages. `data_version` records the store version the tree was
 built from; a tree whose version differs from the store's is stale. `save` writes a build's
 changes in one transaction, writers serialised (a reader sees all of it or none of it); the
 same SQL runs on both databases (`?` placeholders, rewritten for psycopg).
@@ -35,6 +36,8 @@ _TABLES = (
     "CREATE TABLE IF NOT EXISTS raptor_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS raptor_cluster (cluster_id TEXT PRIMARY KEY, level INTEGER NOT NULL,"
     " members TEXT NOT NULL, summary TEXT, vec {blob}, leaves TEXT, sources TEXT, summarizer TEXT)",
+    # the language code of each leaf's text (a chunk id fixes its text): detected once, not per update
+    "CREATE TABLE IF NOT EXISTS raptor_leaf (chunk_id TEXT PRIMARY KEY, language INTEGER NOT NULL)",
 )
 
 
@@ -133,7 +136,8 @@ class _Database:
 
     def size_bytes(self) -> int:
         if self.postgres:
-            (size,) = self.rows("SELECT pg_total_relation_size('raptor_cluster') + pg_total_relation_size('raptor_meta')")[0]
+            (size,) = self.rows("SELECT pg_total_relation_size('raptor_cluster') + pg_total_relation_size('raptor_meta')"
+                                " + pg_total_relation_size('raptor_leaf')")[0]
             return int(size)
         if self.location is None:
             return 0
@@ -164,12 +168,13 @@ class RaptorTree:
         self._db = _Database(self.path)
         fmt = self._meta().get("format")
         if fmt is not None and fmt != _FORMAT:
-            fix = "drop its tables raptor_cluster and raptor_meta" if self._db.postgres else "delete the file"
+            fix = "drop its tables raptor_cluster, raptor_meta and raptor_leaf" if self._db.postgres else "delete the file"
             raise ValueError(f"{self.where} holds a RAPTOR tree of format {fmt!r}, not {_FORMAT!r}: "
                              f"{fix} and run `ragspine raptor build`")  # fmt: skip
         self.clusters: dict[int, dict[str, list[str]]] = {}
         self.nodes: dict[str, Node] = {}
         self.meta: dict[str, Any] = {}
+        self.languages: dict[str, int] = {}  # leaf chunk id -> language code of its text
         self.load()
 
     @classmethod
@@ -191,7 +196,7 @@ class RaptorTree:
         """Where the tree is kept, for status lines (a URL without its credentials)."""
         if self._db.postgres:
             info = self._db.conn.info
-            return f"postgresql://{info.host}:{info.port}/{info.dbname} (tables raptor_cluster, raptor_meta)"
+            return f"postgresql://{info.host}:{info.port}/{info.dbname} (tables raptor_cluster, raptor_meta, raptor_leaf)"
         return self.path or ":memory:"
 
     @property
@@ -207,6 +212,7 @@ class RaptorTree:
                 "SELECT cluster_id, level, members, summary, vec, leaves, sources, summarizer FROM raptor_cluster"
             )
             meta = {k: json.loads(v) for k, v in self._meta().items() if k != "format"}
+            languages = {cid: int(code) for cid, code in self._db.rows("SELECT chunk_id, language FROM raptor_leaf")}
         clusters: dict[int, dict[str, list[str]]] = {}
         nodes: dict[str, Node] = {}
         for cid, level, members, summary, vec, leaves, sources, summarizer in rows:
@@ -216,7 +222,8 @@ class RaptorTree:
                     cid, level, tuple(json.loads(members)), summary, np.frombuffer(bytes(vec), dtype="<f4").copy(),
                     tuple(Leaf(*leaf) for leaf in json.loads(leaves)), tuple(json.loads(sources)), summarizer,
                 )  # fmt: skip
-        self.clusters, self.nodes, self.meta = clusters, nodes, meta  # swapped whole: a reader sees one tree
+        # swapped whole: a reader sees one tree
+        self.clusters, self.nodes, self.meta, self.languages = clusters, nodes, meta, languages
 
     def stored_version(self) -> int | None:
         """The data_version of the tree as stored now (another process may have built it since
@@ -225,9 +232,13 @@ class RaptorTree:
             rows = self._db.rows("SELECT value FROM raptor_meta WHERE key = ?", ("data_version",))
         return None if not rows else int(json.loads(rows[0][0]))
 
-    def save(self, changed: set[str], meta: dict[str, Any], *, reset: bool = False) -> None:
-        """Write the rows of the `changed` cluster ids (a gone one is deleted) and `meta`, in
-        one transaction; `reset` first deletes every row."""
+    def save(
+        self, changed: set[str], meta: dict[str, Any], *, reset: bool = False, languages: dict[str, int | None] | None = None
+    ) -> None:
+        """Write the rows of the `changed` cluster ids (a gone one is deleted), `meta` and the
+        `languages` given (None: the leaf is gone), in one transaction; `reset` first deletes
+        every row."""
+        languages = languages or {}
         level_of = {cid: level for level, clusters in self.clusters.items() for cid in clusters}
         rows: list[tuple[Any, ...]] = []
         for cid in sorted(changed):
@@ -245,13 +256,20 @@ class RaptorTree:
         with self._lock, self._db.write():
             if reset:
                 self._db.run("DELETE FROM raptor_cluster")
+                self._db.run("DELETE FROM raptor_leaf")
             else:
+                self._db.run_many("DELETE FROM raptor_leaf WHERE chunk_id = ?", [(c,) for c in sorted(languages)])
                 self._db.run_many("DELETE FROM raptor_cluster WHERE cluster_id = ?", [(cid,) for cid in sorted(changed)])
             self._db.run_many("INSERT INTO raptor_cluster VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            self._db.run_many("INSERT INTO raptor_leaf VALUES (?, ?)",
+                              [(c, code) for c, code in sorted(languages.items()) if code is not None])  # fmt: skip
             self._db.run_many(
                 "INSERT INTO raptor_meta VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", metas
             )
         self.meta = {**self.meta, **meta}
+        kept = {} if reset else self.languages
+        self.languages = {**{c: v for c, v in kept.items() if c not in languages},
+                          **{c: v for c, v in languages.items() if v is not None}}  # fmt: skip
 
     def size_bytes(self) -> int:
         """Bytes the tree takes: its file, or its PostgreSQL tables (0 in memory)."""
