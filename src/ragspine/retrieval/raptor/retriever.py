@@ -181,8 +181,7 @@ class RaptorRetriever(NarrativeIndexRetriever):
             q = unit_rows(as_matrix(embed_queries(dense.backend, [query]), what="query vector"))[0]
         centres = {int(k): np.asarray(v) for k, v in self.tree.meta.get("centres", {}).items()}
         scores = matrix @ centre(q, query, centres)
-        order = sorted(range(len(nodes)), key=lambda i: (-float(scores[i]), nodes[i].node_id))[:top_k]
-        return [(nodes[i], float(scores[i])) for i in order]
+        return [(nodes[i], float(scores[i])) for i in _top(scores, top_k)]
 
     def _node_matrix(self) -> tuple[int, list[Node], np.ndarray]:
         version = self.tree.data_version or 0
@@ -263,6 +262,21 @@ def make_raptor_retriever(
         base, tree if tree is not None else RaptorTree.for_store(base.index.store),
         mode=mode, config=config, summarizer=summarizer,
     )  # fmt: skip
+
+
+def _top(scores: np.ndarray, k: int) -> list[int]:
+    """The indices of the `k` best scores, by (-score, index): rows are in node-id order, so
+    ties go to the smaller node id, as a full sort would; only the candidates are sorted.
+
+    >>> _top(np.array([0.5, 0.9, 0.5, 0.1]), 2), _top(np.array([0.2, 0.2, 0.2]), 2)
+    ([1, 0], [0, 1])
+    """
+    k = min(k, len(scores))
+    if k <= 0:
+        return []
+    kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+    candidates = np.flatnonzero(scores >= kth)  # every tie of the k-th score: the order decides
+    return candidates[np.lexsort((candidates, -scores[candidates]))][:k].tolist()
 
 
 def _strictest(labels: Any) -> str:
