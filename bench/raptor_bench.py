@@ -20,6 +20,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from ragspine.retrieval.link.narrative_link import build_narrative_retriever
 from ragspine.retrieval.model import DocumentMeta
@@ -66,19 +67,9 @@ def main() -> None:
             for e in entries:
                 base.index.ingest(f"{e['title']}\n\n{e['text']}", DocumentMeta(e["_id"], title=e["title"], sensitivity="PUBLIC"))
             ingest_s = time.perf_counter() - started
-            started = time.perf_counter()
-            base.index.embed_pending(progress=False)
-            embed_s = time.perf_counter() - started
-            config = RaptorConfig(args.threshold, args.max_cluster, args.levels)
-            raptor = make_raptor_retriever(base, mode="collapsed", config=config)
-            report = raptor.build(full=True)
-            status = raptor.status()
-            chunks = store.counts().chunks
-            store_bytes = sum(p.stat().st_size for p in Path(tmp).glob("chunks.db*") if "raptor" not in p.name and p.is_file())
-            print(f"{args.dataset.name}: {len(entries)} documents, {chunks} chunks (ingest {ingest_s:.1f}s, "
+            raptor, embed_s = _embed_and_build(base, args, Path(tmp))
+            print(f"{args.dataset.name}: {len(entries)} documents, {store.counts().chunks} chunks (ingest {ingest_s:.1f}s, "
                   f"embedding {args.embedding} {embed_s:.1f}s)")  # fmt: skip
-            print(f"full build: {report.seconds:.1f}s; nodes per level {report.nodes}; "
-                  f"tree file {status['bytes'] / 1e6:.1f} MB (store + vectors {store_bytes / 1e6:.1f} MB)")  # fmt: skip
             first = entries[0]
             base.index.ingest(f"{first['title']}\n\n{first['text']} Updated.", DocumentMeta(first["_id"], title=first["title"], sensitivity="PUBLIC"))
             base.index.embed_pending(progress=False)
@@ -107,6 +98,21 @@ def main() -> None:
             store.close()
 
 
+def _embed_and_build(base: Any, args: argparse.Namespace, folder: Path) -> tuple[Any, float]:
+    """Embed the store's chunks, then a full build with the bench's settings (printed); the
+    RAPTOR retriever (collapsed) and the embedding seconds."""
+    started = time.perf_counter()
+    base.index.embed_pending(progress=False)
+    embed_s = time.perf_counter() - started
+    raptor = make_raptor_retriever(base, mode="collapsed", config=RaptorConfig(args.threshold, args.max_cluster, args.levels))
+    report = raptor.build(full=True)
+    status = raptor.status()
+    store_bytes = sum(p.stat().st_size for p in folder.glob("chunks.db*") if "raptor" not in p.name and p.is_file())
+    print(f"full build: {report.seconds:.1f}s; nodes per level {report.nodes}; "
+          f"tree file {status['bytes'] / 1e6:.1f} MB (store + vectors {store_bytes / 1e6:.1f} MB)")  # fmt: skip
+    return raptor, embed_s
+
+
 def synthetic(args: argparse.Namespace) -> None:
     """Cost at scale on the synthetic corpus: ingest (bulk), embed, full build, one update, latency."""
     from bench.corpus import synthetic_chunks, synthetic_queries
@@ -120,17 +126,8 @@ def synthetic(args: argparse.Namespace) -> None:
         ingest_s = time.perf_counter() - started
         base, store = build_narrative_retriever(db, embedding_backend=backend, embed_on_write=False, query_rewriter=None)
         try:
-            started = time.perf_counter()
-            base.index.embed_pending(progress=False)
-            embed_s = time.perf_counter() - started
-            config = RaptorConfig(args.threshold, args.max_cluster, args.levels)
-            raptor = make_raptor_retriever(base, mode="collapsed", config=config)
-            report = raptor.build(full=True)
-            status = raptor.status()
-            store_bytes = sum(p.stat().st_size for p in Path(tmp).glob("chunks.db*") if "raptor" not in p.name and p.is_file())
+            raptor, embed_s = _embed_and_build(base, args, Path(tmp))
             print(f"synthetic: {store.counts().chunks} chunks (bulk ingest {ingest_s:.1f}s, embedding {args.embedding} {embed_s:.1f}s)")
-            print(f"full build: {report.seconds:.1f}s; nodes per level {report.nodes}; "
-                  f"tree file {status['bytes'] / 1e6:.1f} MB (store + vectors {store_bytes / 1e6:.1f} MB)")  # fmt: skip
             first = next(synthetic_chunks(1))
             base.index.ingest(first.text + " Updated.", DocumentMeta(first.doc_id, title=first.doc_id, sensitivity="PUBLIC"))
             base.index.embed_pending(progress=False)
