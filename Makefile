@@ -71,6 +71,8 @@ bench-post: $(STAMP)
 	PYTHONPATH=. $(BIN)/python -m bench.postprocess_bench dupes $(EVAL)/scifact
 	PYTHONPATH=. $(BIN)/python -m bench.raptor_bench $(EVAL)/scifact --docs 2100
 	PYTHONPATH=. $(BIN)/python -m bench.raptor_themes --thresholds 0.3 0.4 0.5 0.6
+	PYTHONPATH=. $(BIN)/python -m bench.raptor_themes --fixture tests/fixtures/raptor/themes.json --thresholds 0.2 0.3 0.4 0.5
+	PYTHONPATH=. $(BIN)/python -m bench.raptor_bench --synthetic 10000 --queries 50
 
 # e5 embedding throughput, engines side by side (numpy reference, ONNX Runtime float32 and int8)
 # on product chunks of SciFact and CMRC2018 read from EVAL (never copied into the project).

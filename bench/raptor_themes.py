@@ -1,6 +1,11 @@
 """Thematic questions on a corpus written for the project: do RAPTOR's nodes bring the right documents?
 
     PYTHONPATH=src:. .venv/bin/python -m bench.raptor_themes [--embedding e5] [--thresholds 0.86 0.88 0.9]
+    PYTHONPATH=src:. .venv/bin/python -m bench.raptor_themes --fixture tests/fixtures/raptor/themes.json
+
+--fixture: the test suite's themed corpus instead (four themes, three English and three Chinese
+documents each, plus one RESTRICTED document per theme whose marker must never reach a node);
+there a theme has six documents, and the leaves compared are the top 6.
 
 Five themes, four short documents each (English and Chinese), two broad questions per theme.
 For each threshold: the nodes built, and per question whether the top node's member documents
@@ -11,6 +16,7 @@ top node brings, against how many the top-4 leaves bring.
 from __future__ import annotations
 
 import argparse
+import json
 import tempfile
 from pathlib import Path
 
@@ -64,36 +70,46 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--embedding", default="e5")
     parser.add_argument("--thresholds", type=float, nargs="+", default=[0.86, 0.88, 0.9])
+    parser.add_argument("--fixture", type=Path, help="a themed corpus in the format of tests/fixtures/raptor/themes.json")
     args = parser.parse_args()
+    if args.fixture:
+        data = json.loads(args.fixture.read_text("utf-8"))
+        docs = [(d["id"], d["theme"], d["text"], "PUBLIC") for d in data["documents"]]
+        docs += [(d["id"], d["theme"], d["text"], "RESTRICTED") for d in data["restricted"]]
+        questions, markers = data["questions"], [d["marker"] for d in data["restricted"]]
+    else:
+        docs = [(f"{theme}-{i}", theme, text, "PUBLIC") for theme, texts in THEMES.items() for i, text in enumerate(texts)]
+        questions, markers = QUESTIONS, []
+    theme_of = {doc_id: theme for doc_id, theme, _, label in docs if label == "PUBLIC"}
+    per_theme = max(sum(1 for t in theme_of.values() if t == theme) for theme in questions)
     backend = make_embedding_backend(args.embedding)
     with tempfile.TemporaryDirectory() as tmp:
         base, store = build_narrative_retriever(Path(tmp) / "themes.db", embedding_backend=backend, query_rewriter=None)
         try:
-            for theme, texts in THEMES.items():
-                for i, text in enumerate(texts):
-                    base.index.ingest(text, DocumentMeta(f"{theme}-{i}", sensitivity="PUBLIC"))
+            for doc_id, _, text, label in docs:
+                base.index.ingest(text, DocumentMeta(doc_id, sensitivity=label))
             for threshold in args.thresholds:
                 raptor = make_raptor_retriever(base, mode="nodes", config=RaptorConfig(threshold, 8, 3))
                 report = raptor.build(full=True)
-                pure = brought = leaf_brought = 0
-                for theme, questions in QUESTIONS.items():
-                    for q in questions:
+                pure = brought = leaf_brought = leaked = 0
+                for theme, qs in questions.items():
+                    for q in qs:
                         raptor.mode = "nodes"
                         top = raptor.retrieve(q, top_k=1)
-                        docs = set(top[0]["lineage"]["doc_ids"]) if top else set()
-                        pure += bool(docs) and all(d.startswith(theme) for d in docs)
-                        brought += sum(d.startswith(theme) for d in docs)
+                        ids = set(top[0]["lineage"]["doc_ids"]) if top else set()
+                        pure += bool(ids) and all(theme_of.get(d) == theme for d in ids)
+                        brought += sum(theme_of.get(d) == theme for d in ids)
+                        leaked += sum(m in s["text"] for s in top for m in markers) + sum(d not in theme_of for d in ids)
                         raptor.mode = "leaves"
-                        leaf_brought += sum(s["doc_id"].startswith(theme) for s in raptor.retrieve(q, top_k=4))
-                n = sum(len(q) for q in QUESTIONS.values())
+                        leaf_brought += sum(theme_of.get(s["doc_id"]) == theme for s in raptor.retrieve(q, top_k=per_theme))
+                n = sum(len(q) for q in questions.values())
                 print(f"{args.embedding} threshold {threshold}: nodes {report.nodes}; top node all on-theme "
-                      f"{pure}/{n}; on-theme documents brought: top node {brought / n:.2f}, top-4 leaves "
-                      f"{leaf_brought / n:.2f} (of 4)")  # fmt: skip
+                      f"{pure}/{n}; on-theme documents brought: top node {brought / n:.2f}, top-{per_theme} leaves "
+                      f"{leaf_brought / n:.2f} (of {per_theme}); RESTRICTED in a node: {leaked}")  # fmt: skip
                 raptor.close()
         finally:
             base.index.close()
             store.close()
-
 
 if __name__ == "__main__":
     main()

@@ -277,3 +277,32 @@ def test_the_specifications_second_example_runs_with_mmr_and_lost_in_middle(
         store.close()
     assert len(snippets) == 4 and not {"s1", "s2"} & {s["doc_id"] for s in snippets}
     assert len({s["doc_id"][0] for s in snippets}) >= 2  # not four copies of one passage
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    labels=st.lists(st.sampled_from(["PUBLIC", "INTERNAL", "RESTRICTED", " restricted ", "Restricted"]),
+                    min_size=len(DOCS), max_size=len(DOCS)),
+    chain=st.permutations(["mmr", "lost_in_middle", "compress"]).flatmap(
+        lambda names: st.integers(1, 3).map(lambda n: ",".join(names[:n]))
+    ),
+    top_k=st.integers(1, 10),
+    vectors=st.booleans(),
+    query=st.sampled_from(["why did revenue fall", "export orders Europe", "board only layoffs", "营收 下滑"]),
+)  # fmt: skip
+def test_whatever_is_labelled_restricted_no_chain_surfaces_it(
+    labels: list[str], chain: str, top_k: int, vectors: bool, query: str
+) -> None:
+    backend = DeterministicEmbeddingBackend(dim=64) if vectors else None
+    retriever, store = build_narrative_retriever(":memory:", embedding_backend=backend, postprocessor=make_postprocessor(chain))
+    try:
+        for (doc_id, (text, _)), label in zip(DOCS.items(), labels, strict=True):
+            retriever.index.ingest(text, DocumentMeta(doc_id, sensitivity=label))
+        secret = {d for d, label in zip(DOCS, labels, strict=True) if label.strip().upper() == "RESTRICTED"}
+        for s in retriever.retrieve(query, top_k=top_k):
+            assert s["doc_id"] not in secret and s["sensitivity"].strip().upper() != "RESTRICTED"
+            assert s["text"] == DOCS[s["doc_id"]][0] and s["source_locator"].startswith(f"{s['doc_id']}#")
+            if s.get("prompt_text") is not None:  # compressed: pieces of this very text, at their offsets
+                assert s["prompt_text"] == SEPARATOR.join(s["text"][a:b] for a, b in s["prompt_spans"])
+    finally:
+        store.close()

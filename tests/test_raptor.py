@@ -125,6 +125,7 @@ def test_the_tree_is_stored_and_read_back(built: RaptorRetriever) -> None:
             k: (n.summary, n.members, n.leaves) for k, n in built.tree.nodes.items()
         }
         assert again.data_version == built.index.store.data_version() and again.clusters == built.tree.clusters
+        assert again.languages == built.tree.languages and len(again.languages) == built.tree.meta["leaves"]
     finally:
         again.close()
 
@@ -143,6 +144,9 @@ def test_an_update_touches_only_the_clusters_a_change_reaches(built: RaptorRetri
     level1_changed = {k for k in changed if k.startswith("raptor:1:")}
     assert level1_changed and level1_changed <= hiring | {k for k in built.tree.nodes if k not in before}
     assert any(k.startswith("raptor:1:") and k not in changed for k in before)  # the other themes untouched
+    visible = {c.chunk_id for c in built.index.store.iter_chunks() if c.sensitivity != "RESTRICTED"}
+    assert set(built.tree.languages) == visible  # the replaced chunk's language left with it
+    assert RaptorTree(built.tree.path).languages == built.tree.languages
     full = built.build(full=True)
     assert full.full and full.summarised >= report.summarised
 
@@ -260,10 +264,11 @@ def test_vectors_are_centred_per_language_from_enough_leaves(tmp_path: Path) -> 
 
     texts = ["revenue fell sharply"] * 15 + ["营收大幅下滑"] * 5
     rows = np.eye(20) + 1.0
-    centres = language_centres(texts, rows)
+    codes = np.array([language_code(t) for t in texts])
+    centres = language_centres(codes, rows)
     en, zh = str(language_code(texts[0])), str(language_code(texts[-1]))
     assert set(centres) == {"-1", en} and zh not in centres  # too few Chinese chunks: the overall mean
-    assert language_centres(texts[:19], rows[:19]) == {}
+    assert language_centres(codes[:19], rows[:19]) == {}
     moved = centre(rows[0], texts[0], {int(k): np.asarray(v) for k, v in centres.items()})
     assert abs(np.linalg.norm(moved) - 1.0) < 1e-9
     assert np.allclose(moved, (rows[0] - centres[en]) / np.linalg.norm(rows[0] - centres[en]))
@@ -277,5 +282,146 @@ def test_vectors_are_centred_per_language_from_enough_leaves(tmp_path: Path) -> 
         raptor.mode = "nodes"
         (top,) = raptor.retrieve("software engineers hired in Shenzhen", top_k=1)
         assert {d.split("-")[0] for d in top["lineage"]["doc_ids"]} <= {"hi1", "hi2"}
+    finally:
+        raptor.close(); raptor.index.close(); store.close()  # fmt: skip
+
+
+# -- thematic questions on a Chinese + English corpus written for the project ---------------------
+THEMED = json.loads((Path(__file__).parent / "fixtures" / "raptor" / "themes.json").read_text("utf-8"))
+# The token-hashing test backend gives lower centred cosines than a semantic model (same-theme
+# documents of one language share only some words), hence a lower threshold than the default.
+THEMED_CONFIG = RaptorConfig(threshold=0.2)
+
+
+def _themed(db: Path | str, mode: str = "nodes") -> tuple[RaptorRetriever, Any]:
+    base, store = build_narrative_retriever(str(db), embedding_backend=_backend(), query_rewriter=None)
+    for doc in THEMED["documents"]:
+        base.index.ingest(doc["text"], DocumentMeta(doc["id"], title=doc["id"], sensitivity="PUBLIC"))
+    for doc in THEMED["restricted"]:
+        base.index.ingest(doc["text"], DocumentMeta(doc["id"], title=doc["id"], sensitivity="RESTRICTED"))
+    raptor = make_raptor_retriever(base, mode=mode, config=THEMED_CONFIG)
+    raptor.build()
+    return raptor, store
+
+
+def test_thematic_questions_get_a_node_of_their_theme_in_both_languages(tmp_path: Path) -> None:
+    raptor, store = _themed(tmp_path / "themes.db")
+    markers = [doc["marker"] for doc in THEMED["restricted"]]
+    try:
+        themes = {doc["theme"] for doc in THEMED["documents"]}
+        node_docs = [{leaf.doc_id for leaf in n.leaves} for n in raptor.tree.nodes.values()]
+        assert all(len({d.split("-")[0] for d in docs}) == 1 for docs in node_docs)  # no node mixes themes
+        assert {next(iter(docs)).split("-")[0] for docs in node_docs} == themes  # every theme has a node
+        for theme, questions in THEMED["questions"].items():
+            for question in questions:
+                language = "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in question) else "en"
+                raptor.mode = "nodes"
+                top = raptor.retrieve(question, top_k=3)
+                docs = top[0]["lineage"]["doc_ids"]
+                assert {d.split("-")[0] for d in docs} == {theme}, (question, docs)  # the right documents only
+                assert len(docs) >= 2 and all(f"-{language}-" in d for d in docs)  # a group, in the question's language
+                assert {m["doc_id"] for m in top[0]["members"]} <= set(docs) and top[0]["members"]
+                raptor.mode = "collapsed"
+                collapsed = raptor.retrieve(question, top_k=6)
+                assert any(s.get("is_synthesis") and s["chunk_id"] == top[0]["chunk_id"] for s in collapsed)
+                for s in [*top, *collapsed]:
+                    shown = [s["text"], *(m["text"] for m in s.get("members", []))]
+                    assert not any(marker in text for marker in markers for text in shown)
+                    assert not any(d.endswith("-secret") for d in [s["doc_id"], *s.get("lineage", {}).get("doc_ids", [])])
+    finally:
+        raptor.close(); raptor.index.close(); store.close()  # fmt: skip
+
+
+def test_the_query_is_embedded_once_and_members_come_from_the_ranked_chunks(tmp_path: Path) -> None:
+    class Counting(DeterministicEmbeddingBackend):
+        """The test backend, counting query embeddings."""
+
+        def __init__(self) -> None:
+            super().__init__(dim=128)
+            self.queries: list[str] = []
+
+        def embed_queries(self, texts: list[str]) -> list[list[float]]:
+            self.queries += texts
+            return super().embed_queries(texts)
+
+    backend = Counting()
+    base, store = build_narrative_retriever(str(tmp_path / "c.db"), embedding_backend=backend, query_rewriter=None)
+    raptor = make_raptor_retriever(base, mode="collapsed", config=CONFIG)
+    try:
+        _ingest(raptor, THEMES)
+        raptor.build()
+        backend.queries.clear()
+        snippets = raptor.retrieve("exports to Europe and revenue", top_k=6)
+        assert any(s.get("is_synthesis") for s in snippets)
+        assert backend.queries == ["exports to Europe and revenue"]  # the dense channel's vector is reused
+        node = next(s for s in snippets if s.get("is_synthesis"))
+        assert node["members"] and all(m["chunk_id"] in node["lineage"]["chunk_ids"] for m in node["members"])
+        base.index.withdraw("ex2")  # a member gone from the store is gone from the node's members
+        raptor.build()
+        again = [s for s in raptor.retrieve("exports to Europe and revenue", top_k=6) if s.get("is_synthesis")]
+        assert again and all(m["doc_id"] != "ex2" for s in again for m in s["members"])
+    finally:
+        raptor.close(); raptor.index.close(); store.close()  # fmt: skip
+
+
+def test_a_filter_read_from_the_query_also_keeps_the_nodes_out(tmp_path: Path) -> None:
+    from ragspine.retrieval.query.filter_extraction import RuleFilterExtractor
+    from ragspine.retrieval.query.glossary import Glossary
+
+    base, store = build_narrative_retriever(str(tmp_path / "f.db"), embedding_backend=_backend(), query_rewriter=None,
+                                            filter_extractor=RuleFilterExtractor(Glossary.from_dict({})))  # fmt: skip
+    raptor = make_raptor_retriever(base, mode="collapsed", config=CONFIG)
+    try:
+        for doc_id, text in THEMES.items():
+            base.index.ingest(text, DocumentMeta(doc_id, title=doc_id, period="2024" if doc_id == "ex1" else "2023"))
+        raptor.build()
+        assert any(s.get("is_synthesis") for s in raptor.retrieve("exports to Europe and revenue", top_k=6))
+        narrowed = raptor.retrieve("exports to Europe and revenue in 2024", top_k=6)
+        assert [s["doc_id"] for s in narrowed] == ["ex1"]  # the year narrowed the leaves, and nothing widens them
+        assert "filter" in narrowed[0]["lineage"]["raptor"]
+    finally:
+        raptor.close(); raptor.index.close(); store.close()  # fmt: skip
+
+
+# -- property: whatever is RESTRICTED, no summary, prompt, node, member or citation carries it -------
+LABELS = st.sampled_from(["PUBLIC", "INTERNAL", "RESTRICTED", " restricted ", "Restricted"])
+
+
+@settings(max_examples=25, deadline=None)
+@given(labels=st.lists(LABELS, min_size=len(THEMES), max_size=len(THEMES)), relabel=st.integers(0, len(THEMES) - 1),
+       llm=st.booleans(), mode=st.sampled_from(["nodes", "collapsed"]))  # fmt: skip
+def test_restricted_text_never_reaches_a_summary_and_summaries_are_never_cited(
+    labels: list[str], relabel: int, llm: bool, mode: str
+) -> None:
+    marked = {doc_id: f"{text} Marker zq{doc_id}x." for doc_id, text in THEMES.items()}
+    provider = SpyProvider(reply="A synthesis of the passages [1].")
+    raptor, store = _raptor(":memory:", mode=mode, provider=provider if llm else None)
+    try:
+        for (doc_id, text), label in zip(marked.items(), labels, strict=True):
+            raptor.index.ingest(text, DocumentMeta(doc_id, title=doc_id, sensitivity=label))
+        raptor.build()
+        first = {d for d, label in zip(marked, labels, strict=True) if label.strip().upper() == "RESTRICTED"}
+        assert not any(f"zq{d}x" in prompt for d in first for prompt in provider.prompts)
+        provider.prompts.clear()
+        doc_id = list(marked)[relabel]  # one document changes label after the build; the update follows
+        raptor.index.ingest(marked[doc_id], DocumentMeta(doc_id, title=doc_id, sensitivity="RESTRICTED"))
+        raptor.build()
+        secret = first | {doc_id}
+        tokens = [f"zq{d}x" for d in secret]
+        for node in raptor.tree.nodes.values():
+            assert not any(t in node.summary for t in tokens)
+            assert not {leaf.doc_id for leaf in node.leaves} & secret
+        assert not any(t in prompt for t in tokens for prompt in provider.prompts)
+        query = "exports Europe revenue weather hired engineers"
+        for s in raptor.retrieve(query, top_k=8):
+            shown = [s["text"], *(m["text"] for m in s.get("members", []))]
+            assert not any(t in text for t in tokens for text in shown)
+            assert s["doc_id"] not in secret and not set(s.get("lineage", {}).get("doc_ids", [])) & secret
+        answer = ask(raptor, query, top_k=4)
+        summaries = {n.summary for n in raptor.tree.nodes.values()}
+        for c in answer.citations:
+            assert not c.get("is_synthesis") and c["doc_id"] and c["doc_id"] not in secret
+            assert c["text"] not in summaries or c["text"] == marked.get(c["doc_id"])  # a chunk, not a summary
+        assert not any(t in answer.text for t in tokens)
     finally:
         raptor.close(); raptor.index.close(); store.close()  # fmt: skip

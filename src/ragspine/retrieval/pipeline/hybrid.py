@@ -197,6 +197,10 @@ class HybridRetriever:
         masked before scoring, unless `include_restricted`)."""
         return self._source.chunks_at(self.index.active_positions().tolist())
 
+    def chunks_of_docs(self, doc_ids: Sequence[str]) -> list[Chunk]:
+        """The chunks of these documents this retriever ranks (as `chunks`), in index order."""
+        return self._source.chunks_at(self.index.active_positions_of_docs(doc_ids).tolist())
+
     def search(
         self,
         query: str,

@@ -9,7 +9,8 @@
 Invariants (see each module): deterministic threshold clustering per level; a node's summary is
 a synthesis (`is_synthesis`), never cited (`ask` cites its member chunks); RESTRICTED chunks are
 never members, so never in a summary or a summary prompt; updates touch only the clusters a
-change reaches and follow the store's data_version; the tree is stored beside a SQLite store.
+change reaches and follow the store's data_version (writes make it stale, never rebuild it); the
+tree is stored beside the chunks: a file beside a SQLite store, tables in a PostgreSQL store's schema.
 """
 
 from ragspine.retrieval.raptor.build import BuildReport, RaptorConfig, build_tree

@@ -88,12 +88,15 @@ def build_tree(
     ids = sorted(chunks)
     rows, present = vectors(ids) if ids else (np.zeros((0, 0)), np.zeros(0, dtype=bool))
     kept = [i for i, cid in enumerate(ids) if present[i]]
+    known = {} if full else tree.languages
+    codes = np.array([known[ids[i]] if ids[i] in known else language_code(chunks[ids[i]].text) for i in kept], dtype=np.int64)
+    kept_ids = [ids[i] for i in kept]
+    languages: dict[str, int | None] = {c: int(code) for c, code in zip(kept_ids, codes.tolist()) if c not in known}
+    languages.update({c: None for c in set(known) - set(kept_ids)})  # leaves gone
     if full or "centres" not in tree.meta:
-        tree.meta["centres"] = language_centres([chunks[ids[i]].text for i in kept], rows[kept])
+        tree.meta["centres"] = language_centres(codes, rows[kept])
     centres = {int(k): np.asarray(v) for k, v in tree.meta["centres"].items()}
-    member_vectors: dict[str, np.ndarray] = {
-        ids[i]: centre(rows[i], chunks[ids[i]].text, centres) for i in kept
-    }
+    member_vectors: dict[str, np.ndarray] = dict(zip(kept_ids, centre_rows(rows[kept], codes, centres), strict=True))
     leaves = len(member_vectors)
     changed: set[str] = set()  # members whose content changed (nodes re-summarised below)
     written: set[str] = set()
@@ -136,22 +139,22 @@ def build_tree(
     meta = {"data_version": version, "settings": settings, "next_id": counter[0], "seconds": round(seconds, 3),
             "centres": tree.meta["centres"],
             "summarizer": type(summarizer).__name__, "leaves": leaves, "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}  # fmt: skip
-    tree.save(written, meta, reset=full)
+    tree.save(written, meta, reset=full, languages=languages)
     return BuildReport(full, version, leaves, len(chunks) - leaves, nodes, summarised, seconds)
 
 
-def language_centres(texts: Sequence[str], rows: np.ndarray) -> dict[str, list[float]]:
+def language_centres(codes: np.ndarray, rows: np.ndarray) -> dict[str, list[float]]:
     """The mean vector of each language's chunks ("-1": of all), as the tree stores them; a
-    language with fewer than MIN_LANGUAGE_LEAVES chunks uses the overall mean, and a tree of
-    fewer than MIN_CENTRED_LEAVES leaves is not centred at all.
+    language (`language_code` of the chunk's text) with fewer than MIN_LANGUAGE_LEAVES chunks
+    uses the overall mean, and a tree of fewer than MIN_CENTRED_LEAVES leaves is not centred.
 
     Clustering and node ranking use vectors minus their language's mean, re-normalised (as the
     dense channel does for a mixed-language corpus): raw embeddings of one language sit close
     together whatever they say, and would cluster by language instead of by topic.
     """
-    if len(texts) < MIN_CENTRED_LEAVES:
+    if len(codes) < MIN_CENTRED_LEAVES:
         return {}  # too few vectors for a mean worth subtracting: plain cosine
-    codes = np.array([language_code(t) for t in texts])
+    codes = np.asarray(codes)
     out = {"-1": np.asarray(rows, dtype=np.float64).mean(axis=0).tolist()}
     for code in sorted(set(codes.tolist())):
         if np.count_nonzero(codes == code) >= MIN_LANGUAGE_LEAVES:
@@ -159,15 +162,29 @@ def language_centres(texts: Sequence[str], rows: np.ndarray) -> dict[str, list[f
     return out
 
 
+def centre_rows(rows: np.ndarray, codes: np.ndarray, centres: Mapping[int, np.ndarray]) -> np.ndarray:
+    """Each row minus the mean of its language code (the overall mean for a language the tree
+    has not seen), re-normalised (a row left at zero keeps its raw value); `rows` as float64
+    unchanged when the tree has no centres."""
+    out = np.asarray(rows, dtype=np.float64).copy()
+    if not centres or not len(out):
+        return out
+    overall = centres.get(-1)
+    means = np.zeros_like(out)
+    for code in np.unique(codes).tolist():
+        mean = centres.get(int(code), overall)
+        if mean is not None:
+            means[codes == code] = mean
+    moved = out - means
+    norms = np.linalg.norm(moved, axis=1)
+    ok = norms > 0
+    out[ok] = moved[ok] / norms[ok, None]
+    return out
+
+
 def centre(vector: np.ndarray, text: str, centres: Mapping[int, np.ndarray]) -> np.ndarray:
-    """`vector` minus the mean of `text`'s language (the overall mean for a language the tree has
-    not seen), re-normalised; unchanged when the tree has no centres."""
-    mean = centres.get(language_code(text), centres.get(-1))
-    if mean is None:
-        return np.asarray(vector, dtype=np.float64)
-    moved = np.asarray(vector, dtype=np.float64) - mean
-    norm = float(np.linalg.norm(moved))
-    return moved / norm if norm > 0 else np.asarray(vector, dtype=np.float64)
+    """`vector` minus the mean of `text`'s language, re-normalised (`centre_rows` of one row)."""
+    return centre_rows(np.asarray(vector)[None, :], np.array([language_code(text)]), centres)[0]
 
 
 def _node(

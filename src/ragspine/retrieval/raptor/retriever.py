@@ -7,13 +7,20 @@
 Invariants:
 - a node snippet is marked `is_synthesis: True, citable: False`; its `lineage` carries the union
   of its members' doc ids, chunk ids and locators, and `members` the member chunks its summary
-  drew on (read from the store at query time: active and not RESTRICTED, else left out), which
-  is what `ask` cites; leaf snippets are the base retriever's, unchanged;
+  drew on (read at query time, in one batch for all the nodes served, from the chunks the
+  pipeline ranks: active and not RESTRICTED, else left out), which is what `ask` cites; leaf
+  snippets are the base retriever's, unchanged;
 - nodes are served only from a tree built at the store's current data_version and only without
-  filters (a node spans documents a filter may exclude: filters narrow, never widen); otherwise
+  filters, given or read from the query by the filter extractor (a node spans documents a
+  filter may exclude: filters narrow, never widen); otherwise
   the leaves alone are returned and the lineage says why;
-- nodes are ranked by the cosine of the query vector with the node vectors; `collapsed` fuses
-  the leaf and node rankings by RRF, ties by (-score, id).
+- nodes are served only from a tree built at the store's current data_version (a tree another
+  process built since is re-read: one row read per stale query); the store's writes do not
+  rebuild it (`ragspine raptor build` does), so `status()["stale"]` / `behind` say how far off
+  it is;
+- nodes are ranked by the cosine of the query vector with the node vectors (the vector the
+  dense channel just computed for the same query, when there is one: embedded once); `collapsed`
+  fuses the leaf and node rankings by RRF, ties by (-score, id).
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ import numpy as np
 from ragspine.agent.agent import LLMProvider
 from ragspine.retrieval.filters import Filter
 from ragspine.retrieval.fusion.rrf import DEFAULT_RRF_K, rrf_fuse
+from ragspine.retrieval.model import Chunk
 from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever, SnippetRun
 from ragspine.retrieval.pipeline.hybrid import DEFAULT_TOP_K
 from ragspine.retrieval.raptor.build import BuildReport, RaptorConfig, build_tree, centre
@@ -34,6 +42,7 @@ from ragspine.retrieval.raptor.summary import ExtractiveSummarizer, LLMSummarize
 from ragspine.retrieval.raptor.tree import Node, RaptorTree
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.retrieval.vector.arrays import as_matrix, unit_rows
+from ragspine.retrieval.vector.dense.channel import recent_query_vector
 from ragspine.retrieval.vector.embeddings.support import embed_queries
 
 RAPTOR_MODES = ("leaves", "nodes", "collapsed")
@@ -84,7 +93,9 @@ class RaptorRetriever(NarrativeIndexRetriever):
 
     def status(self) -> dict[str, Any]:
         """The tree's state: built from which data_version, stale or not, nodes per level, size."""
+        self._reload_if_rebuilt()
         version = self.tree.data_version
+        current = self.index.store.data_version()
         levels: dict[int, int] = {}
         for node in self.tree.nodes.values():
             levels[node.level] = levels.get(node.level, 0) + 1
@@ -92,14 +103,15 @@ class RaptorRetriever(NarrativeIndexRetriever):
             "mode": self.mode,
             "built": version is not None,
             "data_version": version,
-            "store_data_version": self.index.store.data_version(),
-            "stale": version != self.index.store.data_version(),
+            "store_data_version": current,
+            "stale": version != current,
+            "behind": None if version is None else current - version,  # store writes since the build
             "nodes": dict(sorted(levels.items())),
             "leaves": self.tree.meta.get("leaves"),
             "build_seconds": self.tree.meta.get("seconds"),
             "built_at": self.tree.meta.get("built_at"),
             "summarizer": self.tree.meta.get("summarizer"),
-            "path": self.tree.path or ":memory:",
+            "path": self.tree.where,
             "bytes": self.tree.size_bytes(),
         }
 
@@ -122,28 +134,42 @@ class RaptorRetriever(NarrativeIndexRetriever):
         self, query: str, leaves: list[dict[str, Any]], filters: Any, where: Any, top_k: int
     ) -> list[dict[str, Any]]:
         why = self._why_no_nodes(filters, where)
+        if why is None and any(s["lineage"].get("extracted") for s in leaves):
+            why = "filtered query (a filter read from the query's words): synthesis nodes span documents it may exclude"
         if why is not None:
             _LOG.info("RAPTOR nodes not served: %s", why)
             return [{**s, "lineage": {**s["lineage"], "raptor": why}} for s in leaves]
         ranked = self._rank_nodes(query, top_k)
         if self.mode == "nodes":
-            return [self._snippet(node, score) for node, score in ranked]
+            return self._snippets(ranked)
         keys = [s["chunk_id"] or s["source_locator"] for s in leaves]  # a visual page pointer has no chunk_id
         fused = rrf_fuse([keys, [n.node_id for n, _ in ranked]], k=DEFAULT_RRF_K)
         order = sorted(fused, key=lambda cid: (-fused[cid], cid))[:top_k]
         by_id: dict[str, Any] = dict(zip(keys, leaves, strict=True))
-        nodes = {n.node_id: (n, score) for n, score in ranked if n.node_id in order}
-        by_id.update({cid: self._snippet(*nodes[cid]) for cid in nodes})  # members read only for these
+        nodes = [(n, score) for n, score in ranked if n.node_id in order]
+        by_id.update({n.node_id: s for (n, _), s in zip(nodes, self._snippets(nodes), strict=True)})  # members read only for these
         return [by_id[cid] for cid in order]
 
     def _why_no_nodes(self, filters: Any, where: Any) -> str | None:
         if filters or where:
             return "filtered query: synthesis nodes span documents a filter may exclude"
+        current = self.index.store.data_version()
+        if self.tree.data_version != current:
+            self._reload_if_rebuilt()
         if self.tree.data_version is None:
             return "no tree yet: run `ragspine raptor build`"
-        if self.tree.data_version != self.index.store.data_version():
+        if self.tree.data_version != current:
             return "tree is stale (the store changed since it was built): run `ragspine raptor build`"
         return None
+
+    def _reload_if_rebuilt(self) -> bool:
+        """Re-read the tree when its stored version is not the one loaded (another process
+        built it); whether it was re-read."""
+        if self.tree.stored_version() == self.tree.data_version:
+            return False
+        self.tree.load()
+        self._matrix = None
+        return True
 
     def _rank_nodes(self, query: str, top_k: int) -> list[tuple[Node, float]]:
         _, nodes, matrix = self._node_matrix()
@@ -151,11 +177,12 @@ class RaptorRetriever(NarrativeIndexRetriever):
             return []
         dense = self.index.dense
         assert dense is not None
-        q = unit_rows(as_matrix(embed_queries(dense.backend, [query]), what="query vector"))[0]
+        q = recent_query_vector(dense.backend, query)
+        if q is None:
+            q = unit_rows(as_matrix(embed_queries(dense.backend, [query]), what="query vector"))[0]
         centres = {int(k): np.asarray(v) for k, v in self.tree.meta.get("centres", {}).items()}
         scores = matrix @ centre(q, query, centres)
-        order = sorted(range(len(nodes)), key=lambda i: (-float(scores[i]), nodes[i].node_id))[:top_k]
-        return [(nodes[i], float(scores[i])) for i in order]
+        return [(nodes[i], float(scores[i])) for i in _top(scores, top_k)]
 
     def _node_matrix(self) -> tuple[int, list[Node], np.ndarray]:
         version = self.tree.data_version or 0
@@ -165,7 +192,11 @@ class RaptorRetriever(NarrativeIndexRetriever):
             self._matrix = (version, nodes, matrix)
         return self._matrix
 
-    def _snippet(self, node: Node, score: float) -> dict[str, Any]:
+    def _snippets(self, ranked: list[tuple[Node, float]]) -> list[dict[str, Any]]:
+        members = self._members([node for node, _ in ranked])
+        return [self._snippet(node, score, members) for node, score in ranked]
+
+    def _snippet(self, node: Node, score: float, chunks: Mapping[str, Chunk]) -> dict[str, Any]:
         docs = list(dict.fromkeys(leaf.doc_id for leaf in node.leaves))
         return {
             "text": node.summary,
@@ -180,7 +211,7 @@ class RaptorRetriever(NarrativeIndexRetriever):
             "version": None,
             "valid_as_of": "",
             "level": node.level,
-            "members": self._members(node),
+            "members": [_member(chunks[c], node.node_id) for c in node.sources if c in chunks],
             "scores": {"bm25": 0.0, "vector": score, "fused": score},  # nodes are ranked by vector only
             "lineage": {
                 "doc_ids": docs,
@@ -191,22 +222,27 @@ class RaptorRetriever(NarrativeIndexRetriever):
             },
         }  # fmt: skip
 
-    def _members(self, node: Node) -> list[dict[str, Any]]:
-        """The chunks the summary drew on, as citable snippet dicts read now (active, not RESTRICTED)."""
-        wanted = set(node.sources)
-        found: dict[str, dict[str, Any]] = {}
-        for doc_id in dict.fromkeys(leaf.doc_id for leaf in node.leaves if leaf.chunk_id in wanted):
-            for c in self.index.store.iter_chunks(doc_id=doc_id):
-                if c.chunk_id in wanted and not is_restricted(c.sensitivity):
-                    found[c.chunk_id] = {
-                        "text": c.text, "doc_id": c.doc_id, "title": c.title, "source_locator": c.source_locator,
-                        "chunk_id": c.chunk_id, "topic": c.topic, "entity": c.entity, "geography": c.geography,
-                        "period": c.period, "language": c.language, "sensitivity": c.sensitivity,
-                        "version": c.version, "valid_as_of": c.valid_as_of, "via": node.node_id,
-                        "scores": {"bm25": 0.0, "vector": None, "fused": 0.0},
-                        "lineage": {"via_synthesis_node": node.node_id},
-                    }  # fmt: skip
-        return [found[c] for c in node.sources if c in found]
+    def _members(self, nodes: list[Node]) -> dict[str, Chunk]:
+        """The chunks the nodes' summaries drew on, read now in one batch from the chunks the
+        pipeline ranks (active, RESTRICTED masked), by chunk id."""
+        wanted = {c for node in nodes for c in node.sources}
+        docs = list(dict.fromkeys(leaf.doc_id for node in nodes for leaf in node.leaves if leaf.chunk_id in wanted))
+        if not docs:
+            return {}
+        chunks = self.index.retriever().chunks_of_docs(docs)
+        return {c.chunk_id: c for c in chunks if c.chunk_id in wanted and not is_restricted(c.sensitivity)}
+
+
+def _member(c: Chunk, node_id: str) -> dict[str, Any]:
+    """A member chunk of a node as a citable snippet dict."""
+    return {
+        "text": c.text, "doc_id": c.doc_id, "title": c.title, "source_locator": c.source_locator,
+        "chunk_id": c.chunk_id, "topic": c.topic, "entity": c.entity, "geography": c.geography,
+        "period": c.period, "language": c.language, "sensitivity": c.sensitivity,
+        "version": getattr(c, "version", None), "valid_as_of": getattr(c, "valid_as_of", ""), "via": node_id,
+        "scores": {"bm25": 0.0, "vector": None, "fused": 0.0},
+        "lineage": {"via_synthesis_node": node_id},
+    }  # fmt: skip
 
 
 def make_raptor_retriever(
@@ -218,14 +254,30 @@ def make_raptor_retriever(
     summary_chars: int | None = None,
     tree: RaptorTree | None = None,
 ) -> RaptorRetriever:
-    """`base` with its store's RAPTOR tree (`<db>.raptor.sqlite`): summaries by `provider` when
+    """`base` with its store's RAPTOR tree (`<db>.raptor.sqlite`, or tables beside a PostgreSQL
+    store's): summaries by `provider` when
     given, else extractive. The tree is built by `.build()` (or `ragspine raptor build`)."""
     chars = summary_chars if summary_chars is not None else 600
     summarizer: Summarizer = LLMSummarizer(provider, chars) if provider is not None else ExtractiveSummarizer(chars)
     return RaptorRetriever(
-        base, tree if tree is not None else RaptorTree.beside(str(base.index.store.db_path)),
+        base, tree if tree is not None else RaptorTree.for_store(base.index.store),
         mode=mode, config=config, summarizer=summarizer,
     )  # fmt: skip
+
+
+def _top(scores: np.ndarray, k: int) -> list[int]:
+    """The indices of the `k` best scores, by (-score, index): rows are in node-id order, so
+    ties go to the smaller node id, as a full sort would; only the candidates are sorted.
+
+    >>> _top(np.array([0.5, 0.9, 0.5, 0.1]), 2), _top(np.array([0.2, 0.2, 0.2]), 2)
+    ([1, 0], [0, 1])
+    """
+    k = min(k, len(scores))
+    if k <= 0:
+        return []
+    kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+    candidates = np.flatnonzero(scores >= kth)  # every tie of the k-th score: the order decides
+    return candidates[np.lexsort((candidates, -scores[candidates]))][:k].tolist()
 
 
 def _strictest(labels: Any) -> str:

@@ -769,8 +769,23 @@ def unit_query_vectors(backend: EmbeddingBackend, texts: Sequence[str], centre: 
     matrix = unit_rows(as_matrix(embed_queries(backend, distinct), what="query vectors"))
     if len(matrix) != len(distinct):
         raise ValueError(f"the embedding backend returned {len(matrix)} vectors for {len(distinct)} queries")
+    _RECENT.last = (backend, dict(zip(distinct, matrix, strict=True)))
     vectors = {text: centre(row, text) for text, row in zip(distinct, matrix, strict=True)}
     return [vectors[text] for text in texts]
+
+
+_RECENT = threading.local()  # this thread's latest `unit_query_vectors` call: (backend, text → unit vector)
+
+
+def recent_query_vector(backend: EmbeddingBackend, text: str) -> np.ndarray | None:
+    """The unit (uncentred) vector this thread's latest `unit_query_vectors` call computed for
+    `text` with this very `backend`, or None: a second consumer of one query (RAPTOR ranking its
+    nodes after the dense channel ranked the chunks) need not embed it again."""
+    last = getattr(_RECENT, "last", None)
+    if last is None or last[0] is not backend:
+        return None
+    vector = last[1].get(text)
+    return None if vector is None else np.array(vector)
 
 
 def language_code(text: str) -> int:
