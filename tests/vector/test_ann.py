@@ -15,6 +15,7 @@ from ragspine.extras import MissingExtraError
 from ragspine.retrieval.chunking.chunking import Chunk
 from ragspine.retrieval.lexical.index.segment import SegmentBuilder
 from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot
+from ragspine.retrieval.model import index_field_values
 from ragspine.retrieval.pipeline.hybrid import ListChunks
 from ragspine.retrieval.vector.dense.ann import AnnConfig, AnnIndex
 from ragspine.retrieval.vector.dense.channel import DenseChannel, DenseView
@@ -217,3 +218,24 @@ def test_embedding_above_the_threshold_builds_and_saves_the_index(tmp_path: Path
         assert len(files) == 1, "the index is built by the embedding pass, not the first search"
         assert index.dense is not None and index.dense.ann_stats["builds"] == 1
         index.close()
+
+
+def test_restricted_vectors_neither_count_towards_the_threshold_nor_enter_the_index(tmp_path: Path) -> None:
+    chunks, _ = _corpus(N)
+    chunks = [
+        Chunk(c.chunk_id, c.doc_id, c.seq, c.text, c.source_locator, sensitivity="RESTRICTED" if i % 3 == 0 else "INTERNAL")
+        for i, c in enumerate(chunks)
+    ]
+    builder = SegmentBuilder(first=0)
+    builder.add([["text", str(i)] for i in range(N)], chunk_ids=[c.chunk_id for c in chunks],
+                fields=[index_field_values(c) for c in chunks])  # fmt: skip
+    snapshot = IndexSnapshot([builder.finish()])
+    visible = N - len(range(0, N, 3))
+    rows = _vectors(N)
+    with _write(tmp_path / "v.sqlite", chunks, rows) as vectors:
+        below = DenseChannel(BACKEND, vectors, ann=AnnConfig(min_vectors=visible + 1))
+        assert _view(below, snapshot, chunks).ann is None and below.ann_stats["builds"] == 0
+        at = DenseChannel(BACKEND, vectors, ann=AnnConfig(min_vectors=visible))
+        view = _view(at, snapshot, chunks)
+        assert view.ann is not None and at.ann_stats["builds"] == 1
+        assert len(at._ann) == visible  # type: ignore[arg-type]

@@ -203,7 +203,7 @@ class DenseChannel:
             centres, inverse_norms = self._centring(rows[shown], groups[shown], rows, groups)
             return DenseView(
                 self.backend, snapshot, rows, self._matrix, self._count, groups, centres, inverse_norms,
-                self._sync_ann(rows[active]),
+                self._sync_ann(rows[shown]),
             )
 
     def view_over(self, snapshot: IndexSnapshot, source: ChunkSource, allowed: np.ndarray) -> DenseRanking:
@@ -269,11 +269,15 @@ class DenseChannel:
     def _sync_ann(self, active_rows: np.ndarray) -> AnnCandidates | None:
         """The ANN index over the matrix, brought up to date (loaded from its file, else built;
         rows added since, added; rebuilt when dead labels pass DEAD_SHARE), or None below the
-        threshold or without the `ann` extra (logged once: the exact scan answers)."""
-        if not self.ann_config.applies(self._count) or self._ann_off is not None:
+        threshold or without the `ann` extra (logged once: the exact scan answers).
+        `active_rows`: the rows of the positions a caller may see, so RESTRICTED vectors neither
+        count towards the threshold nor enter the index (nor take its candidate slots)."""
+        if self._ann_off is not None:
             return None
-        live = np.zeros(self._count, dtype=bool)  # rows of active positions
+        live = np.zeros(self._count, dtype=bool)  # rows of active, visible positions
         live[active_rows[active_rows >= 0]] = True
+        if not self.ann_config.applies(int(np.count_nonzero(live))):
+            return None
         try:
             if self._ann is None:
                 self._open_ann(live)
