@@ -247,7 +247,8 @@ class HybridRetriever:
         if view is not None and self._dense is not None:
             dense_run, query_vectors = self._dense.rank_with(view, request)
             dense, vector_scores = dense_run.rankings, dense_run.best_scores()
-        extra = [(name, weight, ranker.rank(request)) for name, weight, ranker in self.extra_channels]
+        fused_extra = [] if self.channels == "vector" else self.extra_channels  # vector: the dense channel alone
+        extra = [(name, weight, ranker.rank(request)) for name, weight, ranker in fused_extra]
         if single:
             fused = {p: 1.0 / (self.rrf_k + r) for r, p in enumerate(lexical[0][:k], start=1)}
             order = lexical[0][:k]
