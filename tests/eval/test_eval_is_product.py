@@ -197,6 +197,19 @@ def test_the_cache_is_reused_only_for_the_same_corpus_and_settings(
     assert len(list(cache.iterdir())) == 2  # one workspace per settings, never a mix
 
 
+def test_the_cache_key_ignores_the_encoder_thread_count(beir: Path) -> None:
+    """RAGSPINE_EMBED_THREADS changes speed, not vectors: a rerun with other threads reuses the
+    workspace; any other embedding option still makes a new one."""
+    from ragspine.assembly import index_settings_for, load_settings
+    from ragspine.eval.product import cache_key
+
+    dataset, asked = load_beir(beir, "test"), index_settings_for(load_settings())
+    one = cache_key(dataset, asked, "e5", {"engine": "onnx", "threads": 1})
+    assert one == cache_key(dataset, asked, "e5", {"engine": "onnx", "threads": 2})
+    assert one == cache_key(dataset, asked, "e5", {"engine": "onnx"})
+    assert one != cache_key(dataset, asked, "e5", {"engine": "onnx-fp32", "threads": 1})
+
+
 def test_whole_entry_runs_stay_available_and_say_so(beir: Path) -> None:
     result = CliRunner().invoke(
         main, ["eval", str(beir), "--split", "test", "--whole-entries", "--json", "-"]
