@@ -128,11 +128,12 @@ bench-ray: $(STAMP)
 # product path once (FUSION_DIR keeps the workspaces and records), then LODO from the records,
 # then the policy's cost per query. FUSION_SETS: name:train-or-dev-split.
 FUSION_DIR ?= /tmp/ragspine-fusion
-FUSION_SETS ?= drcd_simplified:dev xling_ntrex_zh_en:dev cmrc2018:dev
+FUSION_SETS ?= drcd_simplified:dev xling_ntrex_zh_en:dev cmrc2018:dev scifact:train zh_med_dialogue:dev en_medquad:dev
 bench-fusion: $(STAMP)
 	for set in $(FUSION_SETS); do for split in $${set##*:} test; do PYTHONPATH=src:. RAGSPINE_E5_ENGINE=onnx-fp32 \
 		$(BIN)/python -m bench.fusion_learn record $(EVAL)/$${set%%:*} --split $$split --out $(FUSION_DIR) --limit 1000 || exit 1; done; done
 	PYTHONPATH=src:. $(BIN)/python -m bench.fusion_learn lodo $(FUSION_DIR)
+	PYTHONPATH=src:. $(BIN)/python -m bench.fusion_learn variants $(FUSION_DIR)
 	PYTHONPATH=src:. RAGSPINE_E5_ENGINE=onnx-fp32 $(BIN)/python -m bench.fusion_learn latency $(EVAL)/drcd_simplified --split dev --cache $(FUSION_DIR)/ws --queries 100
 
 clean:

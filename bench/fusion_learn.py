@@ -4,6 +4,7 @@
     python -m bench.fusion_learn lodo DIR [--write-model src/ragspine/data/fusion-model-v1.json]
     python -m bench.fusion_learn latency ../shared/eval/drcd_simplified --split dev --cache DIR/ws
     python -m bench.fusion_learn check DIR
+    python -m bench.fusion_learn variants DIR
 
 `record` runs `ragspine eval`'s default path (files -> `ragspine ingest` -> `Workspace.search`,
 `run_product_eval` with `--cache DIR/ws`; mode hybrid, embedding e5, RAGSPINE_E5_ENGINE as set in
@@ -20,7 +21,9 @@ single share on the other sets' train/dev), today's adaptive rule, and the learn
 the other sets (LODO), and `--write-model` fits the shipped model on every set's train/dev.
 `latency` times `Fusion.weights_for` + the signals against the channels on the product path;
 `check` replays each recorded query's fusion offline with the weights the product used and
-counts how often its top 10 equals the product's.
+counts how often its top 10 equals the product's. `variants` reads the train/dev records only
+and prints, per set, BM25 / dense / RRF / adaptive under other rank fusions (RRF k, a dense depth
+cut, documents fused instead of chunks) and the headroom of a per-query share.
 """
 
 from __future__ import annotations
@@ -472,6 +475,101 @@ def issue_conditions(rows: list[dict[str, Any]], c: str) -> list[str]:
     return out
 
 
+# -- rank-fusion variants (train/dev only) -------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """An offline change to how the two channels' rankings are fused: the RRF constant `k`, a cut
+    of the dense rankings at `dense_depth`, and `level` chunk (the product: chunks fused, then
+    documents by their best chunk) or doc (each channel's chunk ranking first turned into a
+    document ranking by best chunk, then the documents fused)."""
+
+    label: str
+    k: int = RRF_K
+    dense_depth: int | None = None
+    level: str = "chunk"
+
+
+VARIANTS = (
+    Variant("product: chunks, k 60"),
+    *(Variant(f"k {k}", k=k) for k in (10, 20, 30, 100)),
+    *(Variant(f"dense top {d} only", dense_depth=d) for d in (10, 20, 50)),
+    Variant("documents fused, k 60", level="doc"),
+    Variant("documents fused, k 20", k=20, level="doc"),
+)
+
+
+def ranks_of(contributions: np.ndarray) -> np.ndarray:
+    """The ranks (from 1; 0 where unranked) behind a `Query`'s 1 / (RRF_K + rank) matrix."""
+    ranks = np.zeros(contributions.shape, dtype=np.int64)
+    ranked = contributions > 0
+    ranks[ranked] = np.rint(1.0 / contributions[ranked] - RRF_K).astype(np.int64)
+    return ranks
+
+
+def document_ranks(ranks: np.ndarray, doc: np.ndarray, n_docs: int) -> np.ndarray:
+    """Per variant row, each document's rank by its best chunk (from 1; 0 where unranked)."""
+    out = np.zeros((ranks.shape[0], n_docs), dtype=np.int64)
+    for v, row in enumerate(ranks):
+        ranked = np.nonzero(row)[0]
+        docs = doc[ranked[np.argsort(row[ranked], kind="stable")]]
+        _, first = np.unique(docs, return_index=True)
+        out[v, docs[np.sort(first)]] = np.arange(1, len(first) + 1)
+    return out
+
+
+def variant_ndcg(q: Query, w_lexical: float, w_dense: float, variant: Variant) -> float:
+    """nDCG@10 of one query fused as `variant` says (ties by chunk id, or by document id)."""
+    if q.ideal == 0:
+        return 0.0
+    lexical, dense = ranks_of(q.lexical), ranks_of(q.dense)
+    if variant.level == "doc":
+        lexical, dense = document_ranks(lexical, q.doc, len(q.docs)), document_ranks(dense, q.doc, len(q.docs))
+    if variant.dense_depth is not None:
+        dense = np.where(dense <= variant.dense_depth, dense, 0)
+
+    def part(ranks: np.ndarray) -> np.ndarray:
+        return np.where(ranks > 0, 1.0 / (variant.k + np.maximum(ranks, 1)), 0.0).sum(axis=0)
+
+    w_lexical, w_dense = _tie((w_lexical, w_dense))
+    score = w_lexical * part(lexical) + w_dense * part(dense)
+    idx = np.nonzero(score > 0)[0]
+    order = idx[np.lexsort((idx, -score[idx]))]
+    if variant.level == "doc":
+        docs = order[:10]
+    else:
+        docs = q.doc[order[: q.k]]
+        _, first = np.unique(docs, return_index=True)
+        docs = docs[np.sort(first)][:10]
+    return float(np.sum(q.gains[docs] / np.log2(np.arange(len(docs)) + 2)) / q.ideal)
+
+
+def variants(folder: Path) -> None:
+    """For every set's train/dev records (never test): nDCG@10 of BM25, dense, plain RRF and the
+    adaptive rule under each `VARIANTS` entry, and (product fusion) the best single dense share
+    and the per-query best share (the headroom any per-query policy has)."""
+    from ragspine.retrieval.fusion.rrf import Fusion
+
+    adaptive = Fusion(method="adaptive")
+    for path in sorted((folder / "records").glob("*.pkl")):
+        data = pickle.loads(path.read_bytes())
+        if data["split"] not in TRAIN_SPLITS:
+            continue
+        if any("cross_share" not in q["signals"] for q in data["queries"].values()):
+            add_cross_share(data, chunk_languages(folder, data["name"]))
+        queries = load_queries(data)
+        grid = np.array([[at_share(q, a) for a in GRID] for q in queries])
+        print(f"{data['name']}/{data['split']}, {len(queries)} queries: best single share "
+              f"{GRID[int(np.argmax(grid.mean(axis=0)))]:.2f} ({grid.mean(axis=0).max():.4f}); "
+              f"per-query best share {grid.max(axis=1).mean():.4f}")  # fmt: skip
+        policies: dict[str, Callable[[Query], tuple[float, float]]] = {
+            "bm25": lambda q: (1.0, 0.0), "dense": lambda q: (0.0, 1.0), "rrf": lambda q: (1.0, 1.0),
+            "adaptive": lambda q: adaptive.weights_for(signals_of(q)),
+        }  # fmt: skip
+        for variant in VARIANTS:
+            scores = {name: np.mean([variant_ndcg(q, *policy(q), variant) for q in queries]) for name, policy in policies.items()}
+            print(f"  {variant.label:<24} " + "  ".join(f"{n} {v:.4f}" for n, v in scores.items()), flush=True)
+
+
 def check_replay(folder: Path) -> None:
     """Offline fusion with each query's recorded weights against the product's document ranking."""
     for path in sorted((folder / "records").glob("*.pkl")):
@@ -567,6 +665,8 @@ def main() -> None:
     lo = sub.add_parser("lodo")
     lo.add_argument("folder", type=Path)
     lo.add_argument("--write-model", type=Path)
+    va = sub.add_parser("variants")
+    va.add_argument("folder", type=Path)
     ch = sub.add_parser("check")
     ch.add_argument("folder", type=Path)
     la = sub.add_parser("latency")
@@ -580,6 +680,8 @@ def main() -> None:
         record(args.dataset, args.split, args.out, args.limit)
     elif args.command == "lodo":
         lodo(args.folder, args.write_model)
+    elif args.command == "variants":
+        variants(args.folder)
     elif args.command == "latency":
         latency(args.dataset, args.split, args.cache, args.queries, args.fusion)
     else:
