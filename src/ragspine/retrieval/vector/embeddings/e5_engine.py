@@ -243,14 +243,9 @@ class E5Engine:
         self._pos = floats("emb.pos").reshape(MAXP, H)
         self._type = floats("emb.type")[:H]
         self._eln = (floats("emb.ln.w"), floats("emb.ln.b"))
-        # each layer's 4-bit weights as (out, in/32) Q4_0 blocks: views of the mapped file
-        self.q4_layers = [
-            {t: blocks(f"l{i}.{t}.w", FF if t == "fi" else H, FF if t == "fo" else H) for t in _LAYER_TENSORS}
-            for i in range(NL)
-        ]
         self._layers = []
         for i in range(NL if layers else 0):
-            w = self.q4_layers[i]
+            w = {t: blocks(f"l{i}.{t}.w", FF if t == "fi" else H, FF if t == "fo" else H) for t in _LAYER_TENSORS}
             b = {t: floats(f"l{i}.{t}.b") for t in _LAYER_TENSORS}
             qkv = np.concatenate([w["q"], w["k"], w["v"]])  # (3H, H/32) blocks
             self._layers.append(
