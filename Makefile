@@ -49,7 +49,7 @@ bench-graph: $(STAMP)
 	PYTHONPATH=src:. $(BIN)/python -m bench.graph_bench --chunks 10000 100000
 
 bench-cold: $(STAMP)
-	PYTHONPATH=. $(BIN)/python -m bench.cold_search $(if $(BEFORE),--before $(BEFORE))
+	PYTHONPATH=. $(BIN)/python -m bench.cold_search $(if $(BEFORE),--before $(BEFORE)) $(if $(SCALE),--scale $(SCALE))
 
 # Reranker quality and cost on the product path (docs/benchmarks.md, "Rerankers"): the product's search
 # without and with RERANK_SPEC over the top 20 and 50 fused results. RERANK_SETS: BEIR folders.

@@ -1,6 +1,7 @@
 """Cold hybrid `ragspine search`: wall time, CPU time and peak RSS of a fresh process per query.
 
     python -m bench.cold_search [--runs 5] [--work DIR] [--before SRC] [--embedding auto]
+    python -m bench.cold_search --scale 100k [--runs 5] [--work DIR]
 
 Two stores are built with `ragspine ingest` (this checkout's code, the dense channel on: the
 default `auto` embedding, multilingual-e5 where `[embed-e5]` is installed): "one-chunk" (one
@@ -15,6 +16,16 @@ prints the ratios. Each side first runs one untimed search on its copy (a store 
 other version may be brought up to date once; the files are then in the page cache and Python's
 bytecode is cached). Data lives
 in --work (default: $TMPDIR/ragspine-cold), never in the repository.
+
+`--scale 100k` (or any `bench.prepare` size) times one store instead: the synthetic corpus of
+`bench.prepare` (bulk-loaded, fixed seed), with a vector for every chunk written under the
+identity a `ragspine search` process with these settings looks for (`_write_vectors`: the file
+name from RAGSPINE_CONTEXTUAL's index text, the model id of the backend the settings resolve,
+the store's index settings recorded as `ragspine ingest` records them). The vectors are random
+unit vectors (fixed seed: their values do not change the cost); each query is still embedded by
+the real model. A check process then searches through the product path and asserts that the
+dense channel covered every chunk. The timed runs interleave hybrid (the `--embedding` backend)
+and BM25 alone (RAGSPINE_EMBEDDING=none) on the same store.
 """
 
 from __future__ import annotations
@@ -94,6 +105,116 @@ def _search(db: Path, query: str, env: dict[str, str]) -> dict[str, float]:
     return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "rss_mb": usage.ru_maxrss / 1024}
 
 
+def _write_vectors(db: Path) -> None:
+    """Give every active chunk of `db` a random unit vector where this process's settings (a
+    `ragspine search` run's) look for them; a store without a record of its index settings gets
+    these settings' record, as `ragspine ingest` gives a new store (the synthetic chunks were not
+    cut by that chunker: their size is the corpus's)."""
+    import numpy as np
+
+    from ragspine.assembly import (
+        index_settings_for,
+        make_embedding,
+        make_index_text_for,
+    )
+    from ragspine.retrieval.chunking.contextual import index_text_tag
+    from ragspine.retrieval.lexical.index.identity import (
+        check_index_settings,
+        record_index_settings,
+        recorded_index_settings,
+    )
+    from ragspine.retrieval.store.sqlite import ChunkStore
+    from ragspine.retrieval.vector.dense.channel import vector_key
+    from ragspine.retrieval.vector.dense.chunk_vectors import (
+        VECTORS_SUFFIX,
+        ChunkVectors,
+        vector_metadata,
+    )
+    from ragspine.settings.config import load_settings
+
+    settings = load_settings(flags={"RAGSPINE_DB": str(db)})
+    backend = make_embedding(settings)
+    model_id, dim = vector_key(backend), getattr(backend, "dim", None)
+    if model_id is None or not isinstance(dim, int):
+        raise SystemExit("no embedding backend with a model id and dim resolves with these settings")
+    target = Path(str(db) + index_text_tag(make_index_text_for(settings)) + VECTORS_SUFFIX)
+    rng = np.random.default_rng(7)
+    with ChunkStore(db) as store, ChunkVectors(target, model_id=model_id, dim=dim) as vectors:
+        asked = index_settings_for(settings)
+        if recorded_index_settings(store) is None:  # bulk-loaded: record what a default ingest records
+            record_index_settings(store, asked)
+        check_index_settings(store, asked)
+        chunks = list(store.iter_chunks())
+        missing = set(vectors.missing([c.chunk_id for c in chunks]))
+        todo = [c for c in chunks if c.chunk_id in missing]
+        for i in range(0, len(todo), 10_000):
+            batch = todo[i : i + 10_000]
+            matrix = rng.standard_normal((len(batch), dim)).astype(np.float32)  # unit rows on write
+            vectors.upsert([c.chunk_id for c in batch], matrix, [vector_metadata(c) for c in batch])
+    print(json.dumps({"vectors": str(target), "model_id": model_id, "written": len(todo), "chunks": len(chunks)}))
+
+
+def _check_dense(db: Path) -> None:
+    """One search through the product path (`Workspace`, as `ragspine search`); print the dense
+    channel's coverage afterwards (untimed: this also builds the derived indexes once)."""
+    from ragspine.settings.config import load_settings
+    from ragspine.workspace import Workspace
+
+    with Workspace.from_settings(load_settings(flags={"RAGSPINE_DB": str(db)})) as workspace:
+        hits = workspace.search(QUERIES[0], top_k=5)
+        stats = workspace.stats()
+    print(json.dumps({"hits": len(hits), "chunks": stats["chunks"], "index": stats["index"]}, default=str))
+
+
+def _child(env: dict[str, str], flag: str, db: Path) -> dict[str, object]:
+    """Run `_write_vectors` / `_check_dense` in a fresh process with the search processes' env."""
+    env = {**env, "PYTHONPATH": f"{env['PYTHONPATH']}{os.pathsep}{ROOT}"}
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.cold_search", flag, str(db)],
+        env=env, cwd=ROOT, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if out.returncode:
+        raise SystemExit(f"{flag} failed ({out.returncode}): {out.stderr.strip()}")
+    result: dict[str, object] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _scale_store(work: Path, scale: str, env: dict[str, str]) -> Path:
+    """The `bench.prepare` corpus `scale` with a vector for every chunk; asserts that a search
+    with `env` ranks all of them densely."""
+    from bench.prepare import prepare
+
+    meta = prepare(work, scale)
+    db = work / scale / "chunks.db"
+    wrote = _child(env, "--write-vectors", db)
+    print(f"{scale}: {meta['n_chunks']:,} chunks; vectors {wrote}", flush=True)
+    check = _child(env, "--check-dense", db)
+    dense = check["index"]["dense"]  # type: ignore[index]
+    print(f"  check search: {check}", flush=True)
+    if not dense or dense["with_vector"] != meta["n_chunks"] or dense["problem"] is not None:
+        raise SystemExit(f"the dense channel did not cover the {meta['n_chunks']} chunks: {dense}")
+    return db
+
+
+def _time_scale(db: Path, scale: str, runs: int, env: dict[str, str]) -> dict[str, object]:
+    """Hybrid and BM25-alone cold searches on `db`, interleaved; their medians."""
+    sides = {"hybrid": env, "bm25": {**env, "RAGSPINE_EMBEDDING": "none"}}
+    for side_env in sides.values():
+        _search(db, QUERIES[0], side_env)  # untimed: page cache, bytecode
+    times: dict[str, list[dict[str, float]]] = {side: [] for side in sides}
+    for i in range(runs):
+        for side, side_env in sides.items():
+            times[side].append(_search(db, QUERIES[i % len(QUERIES)], side_env))
+    figures: dict[str, object] = {}
+    for side, values in times.items():
+        f = {key: round(_median(values, key), 3) for key in ("wall_s", "cpu_s", "rss_mb")}
+        f["wall_max_s"] = round(max(r["wall_s"] for r in values), 3)
+        figures[side] = f
+        print(f"  {scale} {side:6} median of {runs}: wall {f['wall_s']:.2f} s (max {f['wall_max_s']:.2f}), "
+              f"CPU {f['cpu_s']:.2f} s, peak RSS {f['rss_mb']:.0f} MB", flush=True)  # fmt: skip
+    return figures
+
+
 def _median(runs: list[dict[str, float]], key: str) -> float:
     return statistics.median(r[key] for r in runs)
 
@@ -105,9 +226,27 @@ def main() -> None:
     parser.add_argument("--before", type=Path, default=None, help="src folder of the code to compare with")
     parser.add_argument("--embedding", default="auto", help="RAGSPINE_EMBEDDING for ingest and search")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    parser.add_argument("--scale", default=None, help="time one bench.prepare corpus of this size (e.g. 100k)")
+    parser.add_argument("--write-vectors", type=Path, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--check-dense", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.write_vectors is not None:
+        _write_vectors(args.write_vectors)
+        return
+    if args.check_dense is not None:
+        _check_dense(args.check_dense)
+        return
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
+    if args.scale is not None:
+        if args.before is not None:
+            parser.error("--scale times this checkout only; drop --before")
+        env = _env(ROOT / "src", args.embedding)
+        db = _scale_store(work, args.scale, env)
+        scaled = _time_scale(db, args.scale, args.runs, env)
+        if args.json is not None:
+            args.json.write_text(json.dumps({args.scale: scaled}, indent=2), encoding="utf-8")
+        return
     sides = {"after": _env(ROOT / "src", args.embedding)}
     if args.before is not None:
         sides = {"before": _env(args.before.resolve(), args.embedding), **sides}
