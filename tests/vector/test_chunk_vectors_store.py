@@ -147,6 +147,31 @@ def test_damaged_record_is_skipped_reported_and_re_embedded(
         assert present[0] and vectors.damaged_ids() == []
 
 
+def test_loading_in_parts_equals_one_read_and_skips_a_damaged_record_in_a_middle_part(
+    store_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`load_all_with` reads LOAD_PART records at a time into one matrix: with parts of 2, the
+    12 records span six parts; the ids, rows and stored languages equal the one-part read, and a
+    damaged record in a middle part is left out (logged) without shifting its neighbours."""
+    from ragspine.retrieval.vector.dense import chunk_vectors as module
+
+    vectors_path = Path(str(store_path) + VECTORS_SUFFIX)
+    with ChunkVectors(vectors_path, model_id=BACKEND.model_id) as vectors:
+        whole = vectors.load_all_with("text_language")
+        victim = whole[0][5]
+    monkeypatch.setattr(module, "LOAD_PART", 2)
+    with ChunkVectors(vectors_path, model_id=BACKEND.model_id) as vectors:
+        ids, matrix, languages = vectors.load_all_with("text_language")
+    assert ids == whole[0] and languages == whole[2]
+    np.testing.assert_array_equal(matrix, whole[1])
+    _flip(vectors_path, victim, "flip")
+    with ChunkVectors(vectors_path, model_id=BACKEND.model_id) as vectors:
+        ids, matrix, languages = vectors.load_all_with("text_language")
+    keep = [i for i, chunk_id in enumerate(whole[0]) if chunk_id != victim]
+    assert ids == [whole[0][i] for i in keep] and languages == [whole[2][i] for i in keep]
+    np.testing.assert_array_equal(matrix, whole[1][keep])
+
+
 def test_damaged_file_searches_by_bm25_and_embed_moves_it_aside(store_path: Path) -> None:
     vectors_path = Path(str(store_path) + VECTORS_SUFFIX)
     before = _search(store_path)

@@ -421,11 +421,18 @@ class DenseChannel:
         if not len(ids):
             return
         matrix = np.asarray(matrix, dtype=np.float32)
-        if self._matrix.shape[1] == 0:
-            self._matrix = np.zeros((max(1024, len(ids)), matrix.shape[1]), dtype=np.float32)
-            self._row_language = np.full(len(self._matrix), -1, dtype=np.int8)
         codes = language_codes(languages) if languages is not None else np.full(len(ids), -1, dtype=np.int8)
         row_of = self._row_of
+        if self._matrix.shape[1] == 0:
+            if len(ids) >= 1024 and matrix.flags.c_contiguous and matrix.flags.writeable:
+                # first load of a large file: keep the loaded matrix (its rows are ids' order)
+                # instead of copying it into a new one of the same size
+                self._matrix, self._row_language = matrix, codes.copy()
+                row_of.update(zip(ids, range(len(ids)), strict=True))
+                self._row_ids, self._count = list(ids), len(ids)
+                return
+            self._matrix = np.zeros((max(1024, len(ids)), matrix.shape[1]), dtype=np.float32)
+            self._row_language = np.full(len(self._matrix), -1, dtype=np.int8)
         if not row_of and len(ids) <= len(self._matrix):  # first load: every id is new, set in bulk
             self._matrix[: len(ids)] = matrix
             self._row_language[: len(ids)] = codes

@@ -81,6 +81,9 @@ _FORMAT_V1 = "ragspine-chunk-vectors-v1"  # no checksums or metadata: upgraded i
 _IN_BATCH = 900  # ids per IN (...) query: below SQLite's oldest bound-parameter limit (999)
 
 
+LOAD_PART = 8192  # records per read when loading every vector (bounds the transient copies)
+
+
 def record_checksums(rows: np.ndarray) -> np.ndarray:
     """A 32-bit checksum per float32 row (int64 array): Σ word·w mod 2³², with w odd and
     different per column, so a flipped bit, a changed or zeroed word, or two swapped words change
@@ -341,19 +344,31 @@ class ChunkVectors:
         return self._load(key)
 
     def _load(self, key: str | None) -> tuple[list[str], np.ndarray, list[Any]]:
+        """Every intact record, read in parts of LOAD_PART rows straight into one (count, dim)
+        matrix: the peak is that matrix plus one part, not the whole file held as bytes, joined
+        and copied (three copies of the vectors at once)."""
         extra = ", json_extract(meta, ?)" if key is not None else ""
+        ids: list[str] = []
+        values: list[Any] = []
         with self._lock, _Snapshot(self._conn):
             self._refresh_dim()
-            records = self._conn.execute(
+            (count,) = self._conn.execute(f"SELECT COUNT(*) FROM {_VECTORS}").fetchone()
+            matrix = np.zeros((count, self.dim or 0), dtype=np.float32)
+            ok = np.zeros(count, dtype=bool)
+            cursor = self._conn.execute(
                 f"SELECT chunk_id, vec, crc{extra} FROM {_VECTORS} ORDER BY chunk_id", (f"$.{key}",) if key else ()
-            ).fetchall()
-        ok, matrix = self._verified(records)
-        values = [r[3] for r in records] if key is not None else []
+            )
+            while part := cursor.fetchmany(LOAD_PART):
+                start = len(ids)
+                ok[start : start + len(part)], matrix[start : start + len(part)] = self._verified(part)
+                ids.extend(r[0] for r in part)
+                if key is not None:
+                    values.extend(r[3] for r in part)
         if ok.all():
-            return [r[0] for r in records], matrix, values
+            return ids, matrix, values
         good = ok.tolist()
         kept = [v for v, g in zip(values, good, strict=True) if g] if key is not None else []
-        return [r[0] for r, g in zip(records, good, strict=True) if g], matrix[ok], kept
+        return [i for i, g in zip(ids, good, strict=True) if g], matrix[ok], kept
 
     def changed_since(self, version: int) -> tuple[int, list[str], list[str]]:
         """(current version, ids added or replaced after `version`, ids deleted after it), read
