@@ -195,6 +195,30 @@ def test_a_damaged_index_file_is_rebuilt(tmp_path: Path, caplog: pytest.LogCaptu
     assert AnnIndex.load(tmp_path / "v.sqlite.hnsw", model_id="another", dim=DIM, config=AnnConfig()) is None
 
 
+def test_a_truncated_index_inside_a_sound_archive_is_rebuilt(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The index is streamed out of its archive: a member cut short is a read error (logged,
+    None: the caller rebuilds), never a half-read index."""
+    import zipfile
+
+    chunks, snapshot = _corpus(1_500)
+    with _write(tmp_path / "v.sqlite", chunks, _vectors(1_500)) as vectors:
+        _view(DenseChannel(BACKEND, vectors, ann=AnnConfig(min_vectors=1_000)), snapshot, chunks)
+    path = tmp_path / "v.sqlite.hnsw"
+    config = AnnConfig(min_vectors=1_000)
+    assert AnnIndex.load(path, model_id=BACKEND.model_id, dim=DIM, config=config) is not None
+    with zipfile.ZipFile(path) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    members["index.faiss"] = members["index.faiss"][: len(members["index.faiss"]) // 2]
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    with caplog.at_level(logging.WARNING):
+        assert AnnIndex.load(path, model_id=BACKEND.model_id, dim=DIM, config=config) is None
+    assert "cannot be read" in caplog.text
+
+
 def test_bad_configuration_is_refused() -> None:
     with pytest.raises(ValueError, match="ef_search"):
         AnnConfig(ef_search=0)
