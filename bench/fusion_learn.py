@@ -200,7 +200,7 @@ def chunk_languages(folder: Path, name: str) -> dict[str, str]:
 
 def add_cross_share(record: dict[str, Any], languages: dict[str, str]) -> None:
     """Records made before `QuerySignals.cross_share` existed: compute it as `HybridRetriever`
-    does (`crosses_language` over the dense top CROSS_DEPTH, from the languages stored with the
+    does (`languages_crossed` over the dense top CROSS_DEPTH, from the languages stored with the
     vectors) and check the recomputed top-1 flag equals the recorded `crosses` on every query."""
     from ragspine.retrieval.fusion.signals import CROSS_DEPTH
     from ragspine.retrieval.language import detect_language
@@ -641,7 +641,7 @@ def latency(dataset_dir: Path, split: str, cache: Path, queries: int, method: st
             for _ in range(20):
                 best = sorted(top.values(), reverse=True)[:2]
                 match = owner.lexical_match(tokens, best[0] if best else 0.0)
-                crossing = bool(dense and dense[0]) and view.crosses_language(query, dense[0][0])
+                crossing = bool(dense and dense[0]) and view.languages_crossed(query, dense[0][:1])[0]
                 Fusion(method="adaptive").weights(0.0 if crossing else match, 1.0)
             before_ms.append((time.perf_counter() - began) * 1000 / 20)
     print(

@@ -326,7 +326,7 @@ class HybridRetriever:
         match, covered = self._lexical_coverage(tokens, best[0] if best else 0.0)
         ranked = dense[0] if dense else []
         cosines = vector_scores or {}
-        crossing = [view.crosses_language(query, p) for p in ranked[:CROSS_DEPTH]]
+        crossing = view.languages_crossed(query, ranked[:CROSS_DEPTH])
         return QuerySignals(
             query=query,
             tokens=len(tokens),

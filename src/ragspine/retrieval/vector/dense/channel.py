@@ -106,7 +106,7 @@ class DenseRanking(Protocol):
 
     def scores_at(self, query: np.ndarray, positions: Sequence[int]) -> dict[int, float]: ...
 
-    def crosses_language(self, text: str, position: int) -> bool: ...
+    def languages_crossed(self, text: str, positions: Sequence[int]) -> list[bool]: ...
 
 
 class DenseChannel:
@@ -562,11 +562,10 @@ class DenseView:
         norm = float(np.linalg.norm(centred))
         return centred / norm if norm > 0 else vector
 
-    def crosses_language(self, text: str, position: int) -> bool:
-        """Whether `text` and the chunk at `position` are in different languages (both known)."""
-        query, chunk = language_code(text), int(self.groups[position])
-        unknown = LANGUAGES.index("")
-        return query != unknown and chunk != unknown and query != chunk
+    def languages_crossed(self, text: str, positions: Sequence[int]) -> list[bool]:
+        """Per position: whether `text` and that chunk are in different languages (both known);
+        `text`'s language is detected once."""
+        return crossed(language_code(text), [int(self.groups[p]) for p in positions])
 
     def _scores(self, query: np.ndarray, positions: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Cosines (centred or plain) of positions whose matrix rows are `rows`."""
@@ -754,11 +753,12 @@ class StoreDenseView:
         scores = np.round((matrix @ query).astype(np.float64), SCORE_DECIMALS)
         return dict(zip([p for p, _ in chosen], scores.tolist(), strict=True))
 
-    def crosses_language(self, text: str, position: int) -> bool:
-        query = language_code(text)
-        chunk = language_code(self.source.chunks_at([position])[0].text)
-        unknown = LANGUAGES.index("")
-        return query != unknown and chunk != unknown and query != chunk
+    def languages_crossed(self, text: str, positions: Sequence[int]) -> list[bool]:
+        """As `DenseView.languages_crossed`; the chunks are read in one call."""
+        if not positions:
+            return []
+        chunks = self.source.chunks_at(list(positions))
+        return crossed(language_code(text), [language_code(c.text) for c in chunks])
 
 
 class _ChunkIds:
@@ -797,6 +797,12 @@ def recent_query_vector(backend: EmbeddingBackend, text: str) -> np.ndarray | No
         return None
     vector = last[1].get(text)
     return None if vector is None else np.array(vector)
+
+
+def crossed(query: int, chunks: Sequence[int]) -> list[bool]:
+    """Per chunk language code: whether it and the query's are both known and differ."""
+    unknown = LANGUAGES.index("")
+    return [query != unknown and chunk != unknown and query != chunk for chunk in chunks]
 
 
 def language_code(text: str) -> int:
