@@ -81,25 +81,27 @@ def batches(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-def length_batches(lengths: Sequence[int], max_items: int, budget: int) -> list[list[int]]:
+def length_batches(lengths: Sequence[int], max_items: int | None, budget: int) -> list[list[int]]:
     """Indices of items cut into batches by length, shortest first: a batch holds at most
-    `max_items` items, and adds an item only while (items + 1) × that item's length (the
-    longest so far: lengths ascend) stays within `budget`; an item longer than `budget` goes
-    alone. Padding to a batch's longest item then wastes little, and long items come in smaller
-    batches. Equal lengths keep their order; every index appears once.
+    `max_items` items (None: no cap), and adds an item only while (items + 1) × that item's
+    length (the longest so far: lengths ascend) stays within `budget`; an item longer than
+    `budget` goes alone. Padding to a batch's longest item then wastes little, and long items
+    come in smaller batches. Equal lengths keep their order; every index appears once. (The
+    e5 backend batches texts by characters with it; the BERT engines group token ids by it.)
 
     >>> length_batches([5, 1, 3, 1, 9], max_items=2, budget=100)
     [[1, 3], [2, 0], [4]]
     >>> length_batches([10, 10, 10, 60], max_items=8, budget=40)
     [[0, 1, 2], [3]]
     """
-    if max_items < 1 or budget < 1:
+    if (max_items is not None and max_items < 1) or budget < 1:
         raise ValueError(f"max_items and budget must be at least 1, got {max_items} and {budget}")
+    cap = len(lengths) if max_items is None else max_items
     order = sorted(range(len(lengths)), key=lengths.__getitem__)
     out: list[list[int]] = []
     batch: list[int] = []
     for i in order:
-        if batch and (len(batch) >= max_items or (len(batch) + 1) * max(1, lengths[i]) > budget):
+        if batch and (len(batch) >= cap or (len(batch) + 1) * max(1, lengths[i]) > budget):
             out.append(batch)
             batch = []
         batch.append(i)

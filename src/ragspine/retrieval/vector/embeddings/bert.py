@@ -80,18 +80,3 @@ def encode_layers(
         mid = x.reshape(n * width, H) @ ly.wi + ly.bi
         x = layernorm(x + (gelu(mid) @ ly.wf + ly.bf).reshape(n, width, H), *ly.ln2, eps)
     return x
-
-
-def length_groups(lengths: list[int], token_budget: int) -> list[list[int]]:
-    """Indexes grouped by length (shortest first) so that each group's padded size
-    (width × count) stays within `token_budget` (a longer text gets a group of its own)."""
-    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
-    groups: list[list[int]] = []
-    start = 0
-    while start < len(order):
-        end = start + 1
-        while end < len(order) and lengths[order[end]] * (end - start + 1) <= token_budget:
-            end += 1
-        groups.append(order[start:end])
-        start = end
-    return groups

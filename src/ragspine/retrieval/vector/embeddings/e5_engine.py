@@ -34,7 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from ragspine.retrieval.vector.embeddings.bert import BertLayer, encode_layers, layernorm, length_groups
+from ragspine.retrieval.vector.arrays import length_batches
+from ragspine.retrieval.vector.embeddings.bert import BertLayer, encode_layers, layernorm
 
 _MAGIC = b"E5S1"
 _QK = 32  # weights per 4-bit block
@@ -295,7 +296,7 @@ class E5Engine:
         """(len(texts), dim) float32 unit rows, in the order given."""
         ids = self.token_ids(list(texts), is_query)
         out = np.zeros((len(ids), self.dim), dtype=np.float32)
-        for group in length_groups([len(row) for row in ids], token_budget):
+        for group in length_batches([len(row) for row in ids], None, token_budget):
             out[group] = self._forward([ids[i] for i in group])
         return out
 

