@@ -133,6 +133,26 @@ def test_the_built_model_is_cached_by_the_weights_hash(cache: Path, int8: Multil
     assert not [p for p in cache.iterdir() if p.name.startswith(".build-")], "no temporary files left"
 
 
+def test_the_weights_digest_is_remembered_and_redone_when_the_file_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragspine.retrieval.vector.embeddings import e5_onnx
+
+    weights, cache = tmp_path / "w.bin", tmp_path / "cache"
+    weights.write_bytes(b"first weights")
+    first = e5_onnx.weights_sha256(weights, cache)
+    assert first == e5_onnx.file_sha256(weights)
+
+    def unread(path: object) -> str:
+        raise AssertionError("hashed again")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(e5_onnx, "file_sha256", unread)
+        assert e5_onnx.weights_sha256(weights, cache) == first  # remembered: the file is not read
+    weights.write_bytes(b"other weights, another size")
+    assert e5_onnx.weights_sha256(weights, cache) == e5_onnx.file_sha256(weights) != first
+
+
 def test_auto_falls_back_to_numpy_loudly_without_onnxruntime(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -21,7 +21,8 @@ Invariants:
   g<GRAPH_REVISION>.onnx` under `cache_dir` (default: `$XDG_CACHE_HOME/ragspine`, else
   `~/.cache/ragspine`), written to a temporary name and renamed,
   so concurrent builders never see half a file. A different weights file, precision or graph
-  revision is a different file; `model_id` carries the same three.
+  revision is a different file; `model_id` carries the same three. The weights' digest is
+  remembered beside the models (`weights_sha256`, keyed by the file's path, size and mtime).
 - onnx (to build) and onnxruntime (to run) are imported lazily; without them the error names the
   `[embed-e5-onnx]` extra.
 """
@@ -68,6 +69,30 @@ def file_sha256(path: str | Path) -> str:
     return digest.hexdigest()
 
 
+def weights_sha256(path: str | Path, cache_dir: Path) -> str:
+    """`file_sha256(path)`, remembered in `cache_dir` under the file's path, size and mtime: the
+    68 MB weights file is hashed once (0.15 s), not by every process that builds the engine. A
+    file replaced in place (another size or mtime) is hashed again."""
+    stat = Path(path).stat()
+    stamp = hashlib.sha256(f"{Path(path).resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode()).hexdigest()[:16]
+    memo = cache_dir / f"weights-{stamp}.sha256"
+    try:
+        known = memo.read_text(encoding="ascii").strip()
+        if len(known) == 64:
+            return known
+    except (OSError, UnicodeDecodeError):
+        pass
+    digest = file_sha256(path)
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        partial = memo.with_name(f".{memo.name}.{os.getpid()}")
+        partial.write_text(digest, encoding="ascii")
+        os.replace(partial, memo)
+    except OSError:  # a read-only cache: hash again next time
+        pass
+    return digest
+
+
 class E5OnnxEngine(E5Engine):
     """`E5Engine` with its encoder layers in ONNX Runtime. `encode(texts, is_query)` → (n, 384)
     float32 unit rows."""
@@ -85,8 +110,8 @@ class E5OnnxEngine(E5Engine):
             raise ValueError(f"unknown e5 ONNX precision {precision!r}; valid: {', '.join(PRECISIONS)}")
         ort = require("onnxruntime", extra=_EXTRA, backend="E5OnnxEngine")
         self.precision = precision
-        self.weights_sha256 = file_sha256(model_path)
         folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        self.weights_sha256 = weights_sha256(model_path, folder)
         self.onnx_path = folder / f"e5-{self.weights_sha256[:16]}-{precision}-g{GRAPH_REVISION}.onnx"
         if not self.onnx_path.is_file():
             log.info("building the %s ONNX model of %s into %s (once)", precision, model_path, self.onnx_path)
