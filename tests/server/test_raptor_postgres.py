@@ -1,8 +1,8 @@
-"""The RAPTOR tree of a PostgreSQL store lives in that store's schema (tables raptor_cluster and
-raptor_meta), so every replica over the database reads the one tree: built by one, served by
-all; an update from a changed document touches only its clusters; a replica holding an older
-tree re-reads it once the store's version is the new tree's. A real PostgreSQL with pgvector
-(tests/server/conftest.py)."""
+"""The RAPTOR tree of a PostgreSQL store lives in that store's schema (tables raptor_cluster,
+raptor_meta and raptor_leaf), so every replica over the database reads the one tree: built by
+one, served by all; an update from a changed document touches only its clusters; a replica
+holding an older tree re-reads it once the store's version is the new tree's. A real PostgreSQL
+with pgvector (tests/server/conftest.py)."""
 
 from __future__ import annotations
 

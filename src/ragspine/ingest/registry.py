@@ -21,6 +21,7 @@ from types import TracebackType
 from typing import Any
 
 from ragspine.retrieval.store.factory import is_postgres_url
+from ragspine.retrieval.store.postgres import connect
 
 TABLE = "ragspine_document"
 ACTIVE, WITHDRAWN = "active", "withdrawn"
@@ -88,7 +89,7 @@ class DocumentRegistry:
         self.db_path = str(db_path)
         self._postgres = is_postgres_url(self.db_path)
         if self._postgres:
-            self._conn = _connect_postgres(self.db_path)
+            self._conn = connect(self.db_path)  # autocommit; a failure names the server, never the URL
             self._mark = "%s"
             with self._conn.transaction():
                 self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
@@ -169,11 +170,3 @@ class DocumentRegistry:
         tb: TracebackType | None,
     ) -> None:
         self.close()
-
-
-def _connect_postgres(url: str) -> Any:
-    """An autocommit psycopg connection to `url` (the `postgres` extra), or a ValueError naming
-    the server (never the URL, which may hold a password)."""
-    from ragspine.retrieval.store.postgres import connect
-
-    return connect(url)

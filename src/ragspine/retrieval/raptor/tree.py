@@ -25,9 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from ragspine.extras import require
 from ragspine.retrieval.store.factory import is_postgres_url
-from ragspine.retrieval.store.postgres import qmark_to_format
+from ragspine.retrieval.store.postgres import connect, qmark_to_format
 
 RAPTOR_SUFFIX = ".raptor.sqlite"
 _FORMAT = "ragspine-raptor-v1"
@@ -70,15 +69,10 @@ class _Database:
     """The tree's connection: SQLite (a file or memory) or PostgreSQL (psycopg 3), one dialect."""
 
     def __init__(self, location: str | None) -> None:
-        self.postgres = location is not None and is_postgres_url(location)
         self.location = location
-        if self.postgres:
-            psycopg = require("psycopg", extra="postgres", purpose="the RAPTOR tree of a PostgreSQL store")
-            try:
-                self.conn: Any = psycopg.connect(location, autocommit=True)
-            except psycopg.OperationalError as exc:
-                detail = str(exc).replace(str(location), "<url>").strip().splitlines()[0]
-                raise ValueError(f"cannot connect to the PostgreSQL store for its RAPTOR tree: {detail}") from None
+        self.postgres = location is not None and is_postgres_url(location)
+        if location is not None and self.postgres:
+            self.conn: Any = connect(location)
             with self.write():
                 for sql in _TABLES:
                     self.conn.execute(sql.format(blob="BYTEA"))
