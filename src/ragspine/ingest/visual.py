@@ -101,9 +101,7 @@ def _documents(
         with ExitStack() as stack:
             try:
                 pages = _pages(record, version, chunks, dpi, stack, report)
-            except (OSError, ValueError, ImportError) as exc:
-                if isinstance(exc, ImportError):
-                    raise  # a missing extra stops the pass: every PDF would fail the same way
+            except (OSError, ValueError) as exc:  # a missing extra (ImportError) stops the pass: every PDF would fail
                 report.failures.append(FileFailure(Path(record.source_path), f"visual: {exc}"))
                 continue
             if pages is not None:
