@@ -6,9 +6,10 @@ Run on a machine with a GPU, the weights in a local folder and `pip install 'rag
     PYTHONPATH=src:. python -m bench.visual_gpu --model-dir models/colqwen2-v1.0 --family colqwen2 \
         --device cuda --pages 64 --index-pages 1000,10000 --queries 20
 
-Without a checkpoint (`--model-dir` not given) it times the scorer alone on the device: MaxSim of
-ColPali-shaped random vectors (1030 patches x 128; bfloat16 on CUDA) with torch on `--device`,
-against the numpy scorer the index uses, so a GPU run still says what search costs there.
+Without a checkpoint (`--model-dir` not given) it times the scorer alone: MaxSim of ColPali-shaped
+random vectors (1030 patches x 128; bfloat16 on CUDA) with torch on `--device`, beside the numpy
+scorer the index uses. The torch figure is what an on-device scorer would cost: the shipped index
+does not have one (`VisualIndex.search` scores with numpy on the CPU, whatever the device).
 Pages are a generated PDF (fpdf2, fixed text) rendered at `--dpi` by pypdfium2. Prints one JSON
 object. This measures cost only: quality needs a labelled set (docs/visual.md).
 """

@@ -183,3 +183,15 @@ def test_a_filter_sees_each_page_s_own_record(tmp_path: Path) -> None:
     query = vectors(0)
     assert sorted(k for k, _ in index.search(query, 9, parse_filter({"sensitivity": "PUBLIC"}))) == ["a.pdf#page=1", "a.pdf#page=3"]
     assert sorted(k for k, _ in index.search(query, 9, parse_filter({"page": {"gte": 2}}))) == ["a.pdf#page=2", "a.pdf#page=3"]
+
+
+@pytest.mark.parametrize("k", [1, 2, 5, 30])
+def test_accept_gives_the_k_best_accepted_pages(k: int) -> None:
+    """Pages `accept` refuses take no place: the answer is the brute ranking without them, cut to k."""
+    index = VisualIndex(None, model_id="m", dim=16)
+    pages = {f"d{d}.pdf#page=1": vectors(d, n=2) for d in range(20)}
+    index.write([(record(key.split("#")[0], 1), v) for key, v in pages.items()])
+    query = vectors(3, n=3)
+    refused = {key for key, _ in brute(pages, query)[:7]}  # the best pages are the refused ones
+    got = index.search(query, k, accept=lambda r: r.key not in refused)
+    assert [key for key, _ in got] == [key for key, _ in brute(pages, query) if key not in refused][:k]

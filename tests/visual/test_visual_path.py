@@ -98,6 +98,29 @@ def test_a_page_of_an_older_version_is_not_shown(docs: Path, tmp_path: Path) -> 
         assert [s["page"] for s in ws.search("report", top_k=10) if s.get("is_visual")] == [1]
 
 
+def test_stale_pages_of_a_document_now_restricted_change_nothing(docs: Path, tmp_path: Path) -> None:
+    """A text-only ingest that relabels a document RESTRICTED leaves its older pages in the page
+    index until the next visual pass. They are never shown, and they take no place in the visual
+    ranking either: every search (pointers, order, scores) is what it is once the visual pass
+    has removed them."""
+    write_pdf(docs / "other.pdf", ["Other report: revenue rose.", "Other chart: revenue by quarter."])
+    settings = load_settings(env(tmp_path, RAGSPINE_VISUAL_EMBEDDER="tiny"))
+    ingest_files([docs], settings)
+    (docs / "report.pdf.meta.json").write_text(json.dumps({"sensitivity": "RESTRICTED"}), "utf-8")
+    ingest_files([docs], load_settings(env(tmp_path)))  # text only: report.pdf's PUBLIC-era pages are now stale
+
+    def seen() -> list[list[tuple[Any, ...]]]:
+        with Workspace.from_settings(settings) as ws:
+            return [[(s["doc_id"], s.get("page"), s["chunk_id"], s["scores"]["fused"]) for s in ws.search(q, top_k=k)]
+                    for q in ("quarterly revenue chart", "report", "revenue fell", "board") for k in (1, 2, 3)]  # fmt: skip
+
+    before = seen()
+    assert not any(doc == "report.pdf" for run in before for doc, *_ in run)
+    report, _ = ingest_files([docs], settings)  # the visual pass removes the stale pages
+    assert report.visual is not None and "report.pdf" in report.visual.cleared
+    assert seen() == before
+
+
 def test_cli_ingest_and_search_visual(docs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for name, value in env(tmp_path).items():
         monkeypatch.setenv(name, value)

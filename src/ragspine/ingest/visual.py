@@ -73,37 +73,37 @@ def ingest_visual(
         pdfs = {r.doc_id: r for r in registry.all() if r.status == ACTIVE and r.loader == "pdf"}
         indexed = index.doc_versions()
         gone = [doc_id for doc_id in indexed if doc_id not in pdfs]
-        todo: list[tuple[DocumentRecord, int, list[StoredChunk]]] = []
+        todo: list[tuple[DocumentRecord, int]] = []
         for doc_id, record in sorted(pdfs.items()):
-            chunks = store.iter_chunks(doc_id=doc_id)
-            version = chunks[0].version if chunks else None
+            version = store.active_version(doc_id)  # the chunks are read only for a document to index
             if version is None:
                 gone.append(doc_id)
             elif force or indexed.get(doc_id) != version:
-                todo.append((record, version, chunks))
+                todo.append((record, version))
             else:
                 report.unchanged += 1
         if gone:
             index.write([], remove=gone)
             report.cleared.extend(gone)
         hide = None if progress is None else not progress
-        documents = _documents(tqdm(todo, desc="pages", unit="doc", disable=hide), dpi, report)
+        documents = _documents(tqdm(todo, desc="pages", unit="doc", disable=hide), store, dpi, report)
         index_pages(documents, embedder, index, batch_size=batch_size, report=report)
     report.seconds = time.perf_counter() - started
     return report
 
 
 def _documents(
-    todo: Sequence[tuple[DocumentRecord, int, list[StoredChunk]]] | tqdm, dpi: int, report: VisualIngestReport
+    todo: Sequence[tuple[DocumentRecord, int]] | tqdm, store: ChunkStore, dpi: int, report: VisualIngestReport
 ) -> Iterator[tuple[str, list[PageSource]]]:
     """(doc_id, pages) for each document to index; a PDF stays open while its pages are taken."""
-    for record, version, chunks in todo:
+    for record, version in todo:
+        chunks = [c for c in store.iter_chunks(doc_id=record.doc_id) if c.version == version]
+        if not chunks:
+            continue  # withdrawn or re-ingested since the pass began: the next pass sees it
         with ExitStack() as stack:
             try:
                 pages = _pages(record, version, chunks, dpi, stack, report)
-            except (OSError, ValueError, ImportError) as exc:
-                if isinstance(exc, ImportError):
-                    raise  # a missing extra stops the pass: every PDF would fail the same way
+            except (OSError, ValueError) as exc:  # a missing extra (ImportError) stops the pass: every PDF would fail
                 report.failures.append(FileFailure(Path(record.source_path), f"visual: {exc}"))
                 continue
             if pages is not None:

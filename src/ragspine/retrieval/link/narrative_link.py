@@ -184,8 +184,7 @@ class NarrativeIndexRetriever:
         if self.visual is not None and run.refusal is None:  # local hook: page pointers fused in
             kwargs, typed = split_filters(filters)
             wanted = parse_filter([{k: v} for k, v in kwargs.items()] + [f for f in (typed, parse_filter(where)) if f])
-            hits = self.visual.search(query, top_k, wanted)
-            snippets = fuse_visual(snippets, hits, self.visual, self.index.store, top_k=top_k,
+            snippets = fuse_visual(snippets, query, self.visual, self.index.store, top_k=top_k, filters=wanted,
                                    member=lambda chunk: _to_snippet(RetrievalResult(chunk, 0.0, None, 0.0), {}),
                                    lineage={"filters": to_dict(wanted) or None})  # fmt: skip
         return SnippetRun(snippets, run.lineage, run.refusal)

@@ -37,7 +37,7 @@ def maxsim_packed(query: np.ndarray, rows: np.ndarray, offsets: Sequence[int] | 
     """`maxsim(query, rows[offsets[i]:offsets[i + 1]])` for every document i, from one matrix
     product: the documents' vectors are packed one after another in `rows` and `offsets` (length
     documents + 1, starting at 0, non-decreasing, ending at len(rows)) says where each lies.
-    Rows of any float dtype (float16 on disk) are scored in float32. An empty document scores 0.0.
+    Rows of any float dtype (e.g. float16) are scored in float32. An empty document scores 0.0.
 
     >>> q = np.array([[1.0, 0.0], [0.0, 1.0]]); rows = np.array([[0.5, 0.5], [1.0, 0.0], [0.0, 2.0]])
     >>> maxsim_packed(q, rows, [0, 2, 3]).tolist()

@@ -9,6 +9,7 @@ record carrying that label is never returned. The channel knows nothing of chunk
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ragspine.retrieval.filters import Filter
@@ -39,14 +40,17 @@ class VisualChannel:
             )
         self.embedder, self.index = embedder, index
 
-    def search(self, query: str, k: int, filters: Filter | None = None) -> list[tuple[str, float]]:
-        """The `k` best (page key, score) pairs for `query` among the pages `filters` allow."""
+    def search(
+        self, query: str, k: int, filters: Filter | None = None, *, accept: Callable[[PageRecord], bool] | None = None
+    ) -> list[tuple[str, float]]:
+        """The `k` best (page key, score) pairs for `query` among the pages `filters` allow
+        (and `accept` accepts: `VisualIndex.search`)."""
         if not len(self.index):
             self.index.refresh()
             if not len(self.index):
                 return []
         (vectors,) = self.embedder.embed_queries([query])
-        return self.index.search(vectors, k, filters)
+        return self.index.search(vectors, k, filters, accept=accept)
 
     def record(self, key: str) -> PageRecord | None:
         """The page record behind a key this channel returned."""

@@ -25,7 +25,7 @@ import io
 import json
 import os
 import shutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -131,8 +131,13 @@ class VisualIndex:
         """doc_id → the document version its indexed pages belong to."""
         return {e.record.doc_id: e.record.version for e in self._entries.values()}
 
-    def search(self, query: np.ndarray, k: int, where: Filter | None = None) -> list[tuple[str, float]]:
-        """The `k` best pages for the (tokens, dim) query vectors: (page key, MaxSim), best first."""
+    def search(
+        self, query: np.ndarray, k: int, where: Filter | None = None, *, accept: Callable[[PageRecord], bool] | None = None
+    ) -> list[tuple[str, float]]:
+        """The `k` best pages for the (tokens, dim) query vectors: (page key, MaxSim), best first.
+        `accept`: a check on a scored page's record (the link's: is its document version still
+        the active one?); the answer is then the `k` best pages it accepts, so a page it refuses
+        takes no place in the ranking."""
         self.refresh()
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
@@ -147,12 +152,15 @@ class VisualIndex:
                 rows, offsets = self._gather(segment, block, view)
                 scores[block] = maxsim_packed(query, rows, offsets)
         chosen = np.flatnonzero(keep)
-        if len(chosen) > k:
-            top = np.argpartition(-scores[chosen], k - 1)[:k]
-            cut = scores[chosen[top]].min()
-            chosen = chosen[scores[chosen] >= cut]  # every page tied with the k-th stays for the tie-break
-        order = sorted(chosen.tolist(), key=lambda i: (-float(scores[i]), view.keys[i]))[:k]
-        return [(view.keys[i], float(scores[i])) for i in order]
+        if accept is None:
+            return _best(scores, chosen, k, view.keys)
+        want = k
+        while True:  # scored once; the cut widens only while `accept` refuses pages
+            ranked = _best(scores, chosen, want, view.keys)
+            taken = [(key, score) for key, score in ranked if accept(view.entries[key].record)]
+            if len(taken) >= k or len(ranked) < want:
+                return taken[:k]
+            want *= 2
 
     def _view(self) -> _View:
         if self._cached is None or self._cached.entries is not self._entries:
@@ -323,6 +331,16 @@ def _as_json(record: PageRecord) -> dict[str, Any]:
     out = {name: getattr(record, name) for name in _RECORD_FIELDS}
     out["fields"] = dict(record.fields)
     return out
+
+
+def _best(scores: np.ndarray, chosen: np.ndarray, k: int, keys: list[str]) -> list[tuple[str, float]]:
+    """The `k` best of the `chosen` positions: (key, score), best first, ties by key."""
+    if len(chosen) > k:
+        top = np.argpartition(-scores[chosen], k - 1)[:k]
+        cut = scores[chosen[top]].min()
+        chosen = chosen[scores[chosen] >= cut]  # every page tied with the k-th stays for the tie-break
+    order = sorted(chosen.tolist(), key=lambda i: (-float(scores[i]), keys[i]))[:k]
+    return [(keys[i], float(scores[i])) for i in order]
 
 
 def _blocks(chosen: np.ndarray, counts: np.ndarray) -> Iterable[np.ndarray]:
