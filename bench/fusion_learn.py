@@ -244,7 +244,7 @@ def load_queries(record: dict[str, Any]) -> list[Query]:
                                   "dense_top": tuple(q["signals"]["dense_top"])})
         out.append(
             Query(
-                features=np.array(query_features(signals)), crosses=signals.crosses or signals.cross_share > 0,
+                features=np.array(query_features(signals)), crosses=signals.crossing,
                 signals=q["signals"], lexical=matrix(q["lexical"]), dense=matrix(q["dense"]),
                 order_key=np.arange(len(chunks)), doc=np.array([doc_index[doc_of_chunk[c]] for c in chunks]),
                 gains=gains, ideal=sum(g / math.log2(i + 2) for i, g in enumerate(ideal_gains)),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +20,8 @@ from ragspine.retrieval.fusion.signals import (
     top_overlap,
 )
 from ragspine.retrieval.language import detect_language
+from ragspine.retrieval.link.narrative_link import build_narrative_retriever
+from ragspine.retrieval.model import DocumentMeta
 from ragspine.retrieval.pipeline.hybrid import HybridRetriever
 from ragspine.retrieval.vector.embeddings.deterministic import (
     DeterministicEmbeddingBackend,
@@ -102,10 +105,16 @@ class Spy(LearnedFusion):
         return super().dense_share(signals)
 
 
+def spy_of(model: LearnedFusion) -> Spy:
+    """A spy with `model`'s parameters and nothing seen yet."""
+    spy = Spy(**{k: v for k, v in model.__dict__.items()})
+    object.__setattr__(spy, "seen", [])
+    return spy
+
+
 def test_the_signals_are_what_the_channels_returned() -> None:
     backend = DeterministicEmbeddingBackend()
-    spy = Spy(**{k: v for k, v in constant(0.0).__dict__.items()})
-    object.__setattr__(spy, "seen", [])
+    spy = spy_of(constant(0.0))
     hybrid = HybridRetriever(chunks(), embedding_backend=backend, fusion=Fusion(method="learned", model=spy))
     bm25 = HybridRetriever(chunks())
     vector = HybridRetriever(chunks(), embedding_backend=backend, channels="vector")
@@ -146,9 +155,9 @@ def test_weight_extremes_are_the_single_channel_orders(query: str) -> None:
 def test_restricted_chunks_stay_masked_under_the_learned_fusion() -> None:
     backend = DeterministicEmbeddingBackend()
     hidden = Chunk("s:0", "s", 0, "revenue export 营收 出口 secret", "s#p1@0-24", sensitivity="RESTRICTED")
-    fusion = Fusion(method="learned")
-    with_hidden = HybridRetriever([*chunks(), hidden], embedding_backend=backend, fusion=fusion)
-    without = HybridRetriever(chunks(), embedding_backend=backend, fusion=fusion)
+    spies = (spy_of(load_model()), spy_of(load_model()))
+    with_hidden = HybridRetriever([*chunks(), hidden], embedding_backend=backend, fusion=Fusion(method="learned", model=spies[0]))
+    without = HybridRetriever(chunks(), embedding_backend=backend, fusion=Fusion(method="learned", model=spies[1]))
     for query in [*QUERIES, "secret"]:
         got = with_hidden.search(query, top_k=10)
         assert "s:0" not in ids(got)
@@ -156,3 +165,29 @@ def test_restricted_chunks_stay_masked_under_the_learned_fusion() -> None:
         assert [(r.chunk.chunk_id, r.bm25_score, r.vector_score, r.fused_score) for r in got] == [
             (r.chunk.chunk_id, r.bm25_score, r.vector_score, r.fused_score) for r in expected
         ]
+    # the fusion read the same signals (hence features, weights, order) with or without it
+    assert spies[0].seen == spies[1].seen and len(spies[0].seen) == len(QUERIES) + 1
+
+
+def test_restricted_chunks_change_no_signal_on_the_store_path(tmp_path: Path) -> None:
+    """`ragspine search`'s path: a SQLite store whose dense channel is attached to every chunk
+    (RESTRICTED ones included) and masks them per query."""
+    seen: list[list[QuerySignals]] = []
+    public = [(f"d{i}", text) for i, text in enumerate(TEXTS)]
+    for name, docs in (("without", public), ("with", [*public[:4], ("s", "revenue export 营收 出口 secret orders"), *public[4:]])):
+        spy = spy_of(load_model())
+        retriever, store = build_narrative_retriever(
+            tmp_path / f"{name}.db", embedding_backend=DeterministicEmbeddingBackend(),
+            fusion=Fusion(method="learned", model=spy), query_rewriter=None,
+        )  # fmt: skip
+        try:
+            for doc_id, text in docs:
+                retriever.index.ingest(text, DocumentMeta(doc_id=doc_id, sensitivity="RESTRICTED" if doc_id == "s" else "PUBLIC"))
+            for query in [*QUERIES, "secret orders"]:
+                assert all(r.chunk.doc_id != "s" for r in retriever.index.retrieve(query, top_k=10, rerank=False))
+        finally:
+            if retriever.index.dense is not None:
+                retriever.index.dense.vectors.close()
+            store.close()
+        seen.append([signals for signals, _ in spy.seen])
+    assert seen[0] == seen[1] and len(seen[0]) == len(QUERIES) + 1

@@ -69,7 +69,7 @@ class LearnedFusion:
 
     def dense_share(self, signals: QuerySignals) -> float:
         """a in [0, 1] for one query (1.0 across languages when the model says so)."""
-        if self.dense_alone_across_languages and (signals.crosses or signals.cross_share > 0):
+        if self.dense_alone_across_languages and signals.crossing:
             return 1.0
         return self.dense_share_of(query_features(signals))
 

@@ -121,8 +121,7 @@ class Fusion:
         language than the query: BM25 cannot see a translation) and gap."""
         if self.method == "learned":
             return (self.model or load_model()).weights(signals)
-        crossing = signals.crosses or signals.cross_share > 0
-        return self.weights(0.0 if crossing else signals.match, signals.gap)
+        return self.weights(0.0 if signals.crossing else signals.match, signals.gap)
 
     def weights(self, match: float, gap: float = 1.0) -> tuple[float, float]:
         """(lexical weight, dense weight) for a query whose lexical match and gap are given

@@ -57,6 +57,12 @@ class QuerySignals:
         """(best − second best) / best BM25 score (1.0 with one hit, 0.0 with none)."""
         return lexical_gap(self.lexical_top)
 
+    @property
+    def crossing(self) -> bool:
+        """A chunk among the dense top `CROSS_DEPTH` is in another language than the query (BM25
+        cannot see a translation: both fusions then let the vectors decide)."""
+        return self.crosses or self.cross_share > 0
+
 
 def lexical_gap(best: Sequence[float]) -> float:
     """(best − second best) / best of the top BM25 scores given (1.0 with one hit, 0.0 with none).
