@@ -191,3 +191,23 @@ def test_restricted_chunks_change_no_signal_on_the_store_path(tmp_path: Path) ->
             store.close()
         seen.append([signals for signals, _ in spy.seen])
     assert seen[0] == seen[1] and len(seen[0]) == len(QUERIES) + 1
+
+
+@pytest.mark.parametrize("method", ["rrf", "weighted"])
+def test_fixed_weight_fusions_compute_no_signals(method: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """rrf and weighted read no query signal, so the retriever computes none (a coverage pass,
+    a language check and, over a vector store, a chunk read per query); the fused order is the
+    one their fixed weights give."""
+    backend = DeterministicEmbeddingBackend()
+    fusion = Fusion(method=method)
+    expected = {q: ids(HybridRetriever(chunks(), embedding_backend=backend, fusion=fusion).search(q, top_k=8)) for q in QUERIES}
+
+    def unwanted(*args: object, **kwargs: object) -> None:
+        raise AssertionError("signals computed for a fixed-weight fusion")
+
+    monkeypatch.setattr(HybridRetriever, "_signals", unwanted)
+    retriever = HybridRetriever(chunks(), embedding_backend=backend, fusion=fusion)
+    assert {q: ids(retriever.search(q, top_k=8)) for q in QUERIES} == expected
+    adaptive = HybridRetriever(chunks(), embedding_backend=backend, fusion=Fusion(method="adaptive"))
+    with pytest.raises(AssertionError, match="signals computed"):
+        adaptive.search(QUERIES[0], top_k=8)  # the adaptive fusion does read them

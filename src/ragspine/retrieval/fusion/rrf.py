@@ -115,6 +115,12 @@ class Fusion:
         if not 0.0 < self.gap_high <= 1.0:
             raise ValueError(f"need 0 < gap_high <= 1, got {self.gap_high}")
 
+    @property
+    def reads_signals(self) -> bool:
+        """Whether the weights depend on the query (adaptive, learned): only then does the
+        retriever compute its `QuerySignals`; rrf and weighted have fixed weights."""
+        return self.method in ("adaptive", "learned")
+
     def weights_for(self, signals: QuerySignals) -> tuple[float, float]:
         """(lexical weight, dense weight) for one query: the learned model's, or `weights` with
         the query's match (0 when a chunk among the dense top `signals.CROSS_DEPTH` is in another

@@ -257,9 +257,11 @@ class HybridRetriever:
                 w_lexical, w_dense = 0.0, 1.0  # the dense rankings alone, whatever the fusion
             elif view is None:
                 w_lexical, w_dense = 1.0, 0.0
-            else:
+            elif self.fusion.reads_signals:
                 signals = self._signals(query, scored[0], lexical[0], dense, vector_scores, view)
                 w_lexical, w_dense = self.fusion.weights_for(signals)
+            else:  # fixed weights (rrf, weighted): no signal is computed
+                w_lexical, w_dense = self.fusion.weights(1.0)
             # A zero weight becomes a tiny one: that channel then only orders the chunks the
             # other did not rank (a chunk without a vector still comes back, behind the rest).
             if self.channels == "vector":
