@@ -41,7 +41,7 @@ import math
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -57,6 +57,8 @@ from ragspine.retrieval.vector.embeddings.support import can_embed, embed_querie
 from ragspine.extras import MissingExtraError
 from ragspine.retrieval.vector.dense.ann import DEAD_SHARE, AnnConfig, AnnIndex, ann_path
 from ragspine.retrieval.vector.dense.chunk_vectors import TEXT_LANGUAGE, ChunkVectors, vector_metadata
+from ragspine.retrieval.vector.dense import matrix_cache
+from ragspine.retrieval.vector.dense.matrix_cache import Centring, MatrixKey, SegmentKey
 from ragspine.retrieval.vector.errors import VectorModelMismatch, VectorStoreError
 from ragspine.retrieval.vector.stores.inprocess import SCORE_DECIMALS, ChunkVectorStore, top_k_rows
 from ragspine.retrieval.vector.arrays import as_matrix, unit_rows
@@ -141,8 +143,20 @@ class DenseChannel:
         problem: str | None = None,
         index_text: IndexTextFn | None = None,
         ann: AnnConfig | None = None,
+        cache_min_vectors: int | None = matrix_cache.DEFAULT_MIN_VECTORS,
     ) -> None:
         self.backend = backend
+        # at and above this many vectors, a vectors file gets a memory-mapped matrix cache
+        # beside it (`matrix_cache`; None: never)
+        self.cache_min_vectors = cache_min_vectors
+        self._cache_id: str | None = None  # the `.matrix` file this state equals (None: none does)
+        self._read_rows: Callable[[np.ndarray], np.ndarray] | None = None  # while the matrix is that file's mmap
+        self._preset: dict[SegmentKey, tuple[np.ndarray, np.ndarray]] = {}  # from the `.align` file
+        self._preset_centring: Centring | None = None
+        self._align_looked = False  # the `.align` file is read at most once per channel
+        self._preset_stale = False  # vectors were added to the matrix the presets were made for
+        self._align_saved: tuple[Any, ...] | None = None  # what the `.align` file on disk holds
+        self.cache_stats = {"matrix_loads": 0, "matrix_writes": 0, "align_loads": 0, "align_writes": 0, "records_read": 0}
         self.ann_config = ann if ann is not None else AnnConfig()
         self._ann: AnnIndex | None = None
         self._ann_rows = np.zeros(0, dtype=np.int64)  # matrix row of each ANN label (-1: none)
@@ -189,6 +203,7 @@ class DenseChannel:
             if not isinstance(self.vectors, ChunkVectors):
                 return self._store_view(snapshot, source, snapshot.active_positions(), self.lazy_limit)
             readable = self._load_new()
+            self._load_alignment()
             rows, groups = self._align(snapshot, source)
             active = snapshot.active_positions()
             missing = active[rows[active] == _NO_VECTOR]
@@ -200,10 +215,12 @@ class DenseChannel:
                 len(self.vectors.damaged_ids()), self._open_problem or self._problem,
             )  # fmt: skip
             shown = snapshot.visible().active_positions()  # RESTRICTED never shapes the centring
-            centres, inverse_norms = self._centring(rows[shown], groups[shown], rows, groups)
+            centring = self._cached_centring(rows[shown], groups[shown], rows, groups)
+            centres, inverse_norms = centring.centres, centring.inverse_norms
+            self._save_alignment(snapshot, centring)
             return DenseView(
                 self.backend, snapshot, rows, self._matrix, self._count, groups, centres, inverse_norms,
-                self._sync_ann(rows[shown]),
+                self._sync_ann(rows[shown]), self._read_rows,
             )
 
     def view_over(self, snapshot: IndexSnapshot, source: ChunkSource, allowed: np.ndarray) -> DenseRanking:
@@ -223,7 +240,7 @@ class DenseChannel:
             centres, inverse_norms = self._centring(rows[allowed], groups[allowed], rows, groups)
             return DenseView(
                 self.backend, snapshot, rows, self._matrix, self._count, groups, centres, inverse_norms,
-                self._sync_ann(rows[snapshot.active_positions()]),
+                self._sync_ann(rows[snapshot.active_positions()]), self._read_rows,
             )
 
     def _centring(
@@ -362,10 +379,13 @@ class DenseChannel:
         assert isinstance(vectors, ChunkVectors)
         try:
             if self._version < 0:
-                version = vectors.version()  # before reading: a write in between is re-read next time
-                ids, matrix, languages = vectors.load_all_with(TEXT_LANGUAGE)
-                self._version = version
-                self._add_rows(ids, matrix, languages)
+                if not self._load_matrix_cache(vectors):
+                    version = vectors.version()  # before reading: a write in between is re-read next time
+                    ids, matrix, languages = vectors.load_all_with(TEXT_LANGUAGE)
+                    self.cache_stats["records_read"] += len(ids)
+                    self._version = version
+                    self._add_rows(ids, matrix, languages)
+                    self._save_matrix()
             else:
                 version, added, _deleted = vectors.changed_since(self._version)
                 if added:
@@ -382,6 +402,126 @@ class DenseChannel:
             return False
         self._problem = None
         return True
+
+    # -- the memory-mapped matrix cache (`matrix_cache`) -------------------------------------------
+    def _load_matrix_cache(self, vectors: ChunkVectors) -> bool:
+        """Adopt the `.matrix` file beside `vectors` when it is fresh: made from this file
+        (`file_id`), model and dimension at its current version, or at an earlier version with
+        only vectors added or rewritten since (those few are read and added, and a new cache
+        written). False (the caller reads every record) when there is none or it is stale."""
+        path = matrix_cache.matrix_path(vectors.path)
+        if path is None or self.cache_min_vectors is None:
+            return False
+        cached = matrix_cache.read_matrix(path)
+        if cached is None:
+            return False
+        file_id, version = vectors.identity()
+        key = cached.key
+        if (key.model_id, key.dim, key.file_id) != (vectors.model_id, vectors.dim, file_id) or key.version > version:
+            log.info("matrix cache %s was made for other vectors (%s): rebuilding it", path, key)
+            return False
+        added: list[str] = []
+        rows = np.zeros((0, key.dim), dtype=np.float32)
+        if key.version < version:
+            version, added, deleted = vectors.changed_since(key.version)
+            if deleted:
+                log.info("matrix cache %s: %d vectors deleted since it was made: rebuilding it", path, len(deleted))
+                return False
+            rows, present = vectors.get(added)
+            self.cache_stats["records_read"] += len(added)
+            if not present.all():  # damaged since: the full read decides what is kept
+                return False
+        self._matrix, self._row_ids, self._count = cached.matrix, cached.ids, len(cached.ids)
+        self._row_of = dict(zip(cached.ids, range(len(cached.ids)), strict=True))
+        self._row_language = np.array(cached.languages)
+        self._read_rows = cached.read_rows
+        vectors.note_damaged(cached.damaged)
+        self._cache_id, self._version = cached.cache_id, version
+        self.cache_stats["matrix_loads"] += 1
+        if added:
+            # the rows keep their numbers (new ones are appended): the alignment made for this
+            # matrix still holds, once the positions of the added ids are looked up again
+            self._load_alignment()
+            self._preset_stale = True
+            self._add_rows(added, rows)
+            self._save_matrix()
+        return True
+
+    def _save_matrix(self) -> None:
+        """Write the `.matrix` file of the current state (at `cache_min_vectors` vectors and
+        above); a folder that cannot be written to is logged, never an error."""
+        vectors = self.vectors
+        if not isinstance(vectors, ChunkVectors) or self.cache_min_vectors is None or self._count < self.cache_min_vectors:
+            return
+        path = matrix_cache.matrix_path(vectors.path)
+        if path is None:
+            return
+        started = time.perf_counter()
+        try:
+            key = MatrixKey(str(vectors.model_id), int(self._matrix.shape[1]), vectors.identity()[0], self._version)
+            cache_id = matrix_cache.write_matrix(
+                path, key, self._row_ids, self._matrix[: self._count], self._row_language[: self._count],
+                vectors.damaged_ids(),
+            )  # fmt: skip
+        except OSError as exc:
+            log.warning("cannot write the matrix cache %s (%s); the next process reads every vector again", path, exc)
+            return
+        if cache_id is not None:
+            self._cache_id = cache_id
+            self.cache_stats["matrix_writes"] += 1
+            log.info("wrote the matrix cache %s (%d vectors) in %.2fs", path, self._count, time.perf_counter() - started)
+
+    def _load_alignment(self) -> None:
+        """Once per channel, when its state is a `.matrix` file's: read the `.align` file made
+        for that matrix (segments' rows and language codes, the centring), if any."""
+        if self._align_looked or self._cache_id is None:
+            return
+        self._align_looked = True
+        path = matrix_cache.align_path(self.vectors.path) if isinstance(self.vectors, ChunkVectors) else None
+        found = matrix_cache.read_alignment(path, self._cache_id) if path else None
+        if found is None:
+            return
+        self._preset, self._preset_centring = dict(found.segments), found.centring
+        self._align_saved = (found.cache_id, tuple(found.segments), found.centring.key if found.centring else None)
+        self.cache_stats["align_loads"] += 1
+
+    def _cached_centring(
+        self, active_rows: np.ndarray, active_groups: np.ndarray, rows: np.ndarray, groups: np.ndarray
+    ) -> Centring:
+        """`_centring`, or the `.align` file's result when it was computed from exactly these
+        inputs over this very matrix (key "": the state is no cache file's, nothing to reuse)."""
+        key = ""
+        if self._cache_id is not None:
+            key = matrix_cache.centring_key(self._cache_id, [active_rows, active_groups, rows, groups])
+            preset = self._preset_centring
+            if preset is not None and preset.key == key:
+                return preset
+        centres, inverse_norms = self._centring(active_rows, active_groups, rows, groups)
+        return Centring(key, centres, inverse_norms)
+
+    def _save_alignment(self, snapshot: IndexSnapshot, centring: Centring) -> None:
+        """Write the `.align` file for this attach (each written segment's rows and language
+        codes, and `centring`) when the state is a `.matrix` file's and the file on disk holds
+        something else. An index in memory (unnamed segments) is not written."""
+        path = matrix_cache.align_path(self.vectors.path) if isinstance(self.vectors, ChunkVectors) else None
+        if path is None or self._cache_id is None or not centring.key:
+            return
+        segments: list[tuple[SegmentKey, np.ndarray, np.ndarray]] = []
+        for segment in snapshot.segments:
+            if not segment.name:
+                return
+            _, rows, groups = self._segment_rows[id(segment)]
+            segments.append(((segment.name, segment.first, segment.n_docs), rows, groups))
+        state = (self._cache_id, tuple(k for k, _, _ in segments), centring.key)
+        if state == self._align_saved:
+            return
+        try:
+            matrix_cache.write_alignment(path, self._cache_id, segments, centring)
+        except OSError as exc:
+            log.warning("cannot write the alignment cache %s (%s)", path, exc)
+            return
+        self._align_saved = state
+        self.cache_stats["align_writes"] += 1
 
     # -- a store that ranks for us (pgvector, Qdrant, …) -------------------------------------------
     def _store_view(
@@ -420,6 +560,9 @@ class DenseChannel:
         """Store each id's vector (and its stored TEXT_LANGUAGE, when known) in the matrix."""
         if not len(ids):
             return
+        self._cache_id = None  # the state is no longer any matrix cache file's
+        if not self._matrix.flags.writeable:  # memory-mapped from the cache: copied once, with room to grow
+            self._grow(max(2 * self._count, self._count + len(ids)))
         matrix = np.asarray(matrix, dtype=np.float32)
         codes = language_codes(languages) if languages is not None else np.full(len(ids), -1, dtype=np.int8)
         row_of = self._row_of
@@ -444,12 +587,7 @@ class DenseChannel:
             row = row_of.get(chunk_id)
             if row is None:
                 if self._count == len(self._matrix):
-                    grown = np.zeros((2 * len(self._matrix), self._matrix.shape[1]), dtype=np.float32)
-                    grown[: self._count] = self._matrix[: self._count]
-                    self._matrix = grown
-                    grown_codes = np.full(len(grown), -1, dtype=np.int8)
-                    grown_codes[: self._count] = self._row_language[: self._count]
-                    self._row_language = grown_codes
+                    self._grow(2 * len(self._matrix))
                 row = row_of[chunk_id] = self._count
                 self._row_ids.append(chunk_id)
                 self._count += 1
@@ -459,17 +597,31 @@ class DenseChannel:
             if code >= 0:
                 self._row_language[row] = code
 
+    def _grow(self, capacity: int) -> None:
+        """A new writable matrix (and language codes) of `capacity` rows holding the current ones."""
+        grown = np.zeros((capacity, self._matrix.shape[1]), dtype=np.float32)
+        grown[: self._count] = self._matrix[: self._count]
+        grown_codes = np.full(capacity, -1, dtype=np.int8)
+        grown_codes[: self._count] = self._row_language[: self._count]
+        self._matrix, self._row_language, self._read_rows = grown, grown_codes, None
+
     def _align(self, snapshot: IndexSnapshot, source: ChunkSource) -> tuple[np.ndarray, np.ndarray]:
-        """(matrix row, language code) of every position; segments seen before are reused."""
+        """(matrix row, language code) of every position; segments seen before (in this
+        process, or in the `.align` file of the matrix in use) are reused."""
         parts, langs = [], []
         kept: dict[int, tuple[Any, np.ndarray, np.ndarray]] = {}
         row_of = self._row_of
         for segment in snapshot.segments:
             cached = self._segment_rows.get(id(segment))
+            stale = self._cache_id is None  # vectors may have arrived since these rows were found
+            if (cached is None or cached[0] is not segment) and segment.name:
+                preset = self._preset.pop((segment.name, segment.first, segment.n_docs), None)
+                cached = None if preset is None else (segment, *preset)
+                stale = stale or self._preset_stale
             if cached is not None and cached[0] is segment:
                 _, rows, groups = cached
                 unknown = rows < 0
-                if unknown.any():  # vectors may have arrived since
+                if stale and unknown.any():
                     ids = segment.chunk_ids
                     for i in np.flatnonzero(unknown).tolist():
                         rows[i] = row_of.get(ids[i], rows[i])
@@ -481,6 +633,7 @@ class DenseChannel:
             parts.append(rows)
             langs.append(groups)
         self._segment_rows = kept
+        self._preset = {}  # what this snapshot did not use is not needed again
         if not parts:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         return np.concatenate(parts).copy(), np.concatenate(langs)
@@ -541,6 +694,9 @@ class DenseView:
     centres: np.ndarray | None = None  # per-language mean vectors; None: plain cosine
     inverse_norms: np.ndarray | None = None  # 1 / |v - centre| per position
     ann: AnnCandidates | None = None  # the HNSW index at and above the size threshold
+    # reads chosen rows of `matrix` when it is a memory-mapped cache file (`matrix_cache`):
+    # scoring a few candidates then maps none of the file's pages; None: index `matrix`
+    read_rows: Callable[[np.ndarray], np.ndarray] | None = None
     _position_of_row: list[np.ndarray] = field(default_factory=list, compare=False, repr=False)
 
     def embed_query(self, text: str) -> np.ndarray:
@@ -572,7 +728,7 @@ class DenseView:
         if len(rows) * 2 >= self.count:
             raw = (self.matrix[: self.count] @ query)[rows]
         else:
-            raw = self.matrix[rows] @ query
+            raw = (self.matrix[rows] if self.read_rows is None else self.read_rows(rows)) @ query
         if self.centres is not None and self.inverse_norms is not None:
             offsets = self.centres @ query
             raw = (raw - offsets[self.groups[positions]]) * self.inverse_norms[positions]

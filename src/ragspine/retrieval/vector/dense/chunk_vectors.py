@@ -38,6 +38,7 @@ import sqlite3
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -406,6 +407,18 @@ class ChunkVectors:
         with self._lock:
             return int(self._meta("version") or 0)
 
+    def identity(self) -> tuple[str, int]:
+        """(file_id, version), read together: `file_id` names this file (a new one for a file
+        re-created under the same path), `version` is `version()`."""
+        with self._lock, _Snapshot(self._conn):
+            return str(self._meta("file_id") or ""), int(self._meta("version") or 0)
+
+    def note_damaged(self, ids: Iterable[str]) -> None:
+        """Remember ids found damaged by an earlier read of this file's records (a derived copy
+        made then, read instead of the records): `damaged_ids()` reports them as a read would."""
+        with self._lock:
+            self._damaged.update(ids)
+
     def count(self) -> int:
         """How many vector records are stored (damaged ones included until `repair`)."""
         with self._lock:
@@ -529,6 +542,11 @@ class ChunkVectors:
                 self._set_meta("dim", str(self.dim))
             self._conn.execute(
                 f"INSERT OR IGNORE INTO {_META} (key, value) VALUES ('version', '0')"
+            )
+            # names this file: a file re-created under the same path restarts `version` at 0,
+            # so a derived copy (the dense channel's matrix cache) is keyed by both
+            self._conn.execute(
+                f"INSERT OR IGNORE INTO {_META} (key, value) VALUES ('file_id', ?)", (uuid.uuid4().hex,)
             )
 
     def _upgrade_v1(self) -> None:
