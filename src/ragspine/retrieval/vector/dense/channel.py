@@ -323,7 +323,11 @@ class DenseChannel:
             return
         self.ann_stats["loads"] += 1
         self._ann = loaded
-        self._ann_rows = np.fromiter((self._row_of.get(i, -1) for i in loaded.ids), dtype=np.int64, count=len(loaded.ids))
+        labels = len(loaded.ids)
+        if labels <= self._count and loaded.ids == self._row_ids[:labels]:  # built in row order: label = row
+            self._ann_rows = np.arange(labels, dtype=np.int64)
+        else:
+            self._ann_rows = np.fromiter((self._row_of.get(i, -1) for i in loaded.ids), dtype=np.int64, count=labels)
         self._ann_covered = np.zeros(self._count, dtype=bool)
         self._ann_covered[self._ann_rows[self._ann_rows >= 0]] = True
         self._ann_catch_up(live)

@@ -386,20 +386,20 @@ class ChunkVectors:
                     f"version {version} is newer than this vectors file ({current}); it came from "
                     "another file or one that was re-created: reload everything with load_all()"
                 )
-            added = [
+            # sorted here, not by ORDER BY: with it SQLite walks the whole table in chunk_id
+            # order (0.1-0.14 s at 100k records, on every attach) instead of the version index
+            added = sorted(
                 row[0]
                 for row in self._conn.execute(
-                    f"SELECT chunk_id FROM {_VECTORS} WHERE version > ? ORDER BY chunk_id",
-                    (version,),
+                    f"SELECT chunk_id FROM {_VECTORS} WHERE version > ?", (version,)
                 )
-            ]
-            deleted = [
+            )
+            deleted = sorted(
                 row[0]
                 for row in self._conn.execute(
-                    f"SELECT chunk_id FROM {_TOMBSTONES} WHERE version > ? ORDER BY chunk_id",
-                    (version,),
+                    f"SELECT chunk_id FROM {_TOMBSTONES} WHERE version > ?", (version,)
                 )
-            ]
+            )
         return current, added, deleted
 
     def version(self) -> int:
