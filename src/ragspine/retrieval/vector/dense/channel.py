@@ -183,7 +183,7 @@ class DenseChannel:
         self._id_at: list[str] = []  # chunk id of every position of `_positions_segments`
         self._positions_segments: list[Any] = []
         self._lock = threading.Lock()
-        self._row_of: dict[str, int] = {}
+        self._row_of_map: dict[str, int] | None = {}  # chunk id → matrix row; None: build from `_row_ids`
         self._row_ids: list[str] = []  # chunk id of each matrix row
         self._matrix = np.zeros((0, 0), dtype=np.float32)
         self._row_language = np.zeros(0, dtype=np.int8)  # language code per matrix row; -1 unknown
@@ -281,6 +281,13 @@ class DenseChannel:
 
     def coverage(self) -> DenseCoverage:
         return self._coverage
+
+    @property
+    def _row_of(self) -> dict[str, int]:
+        """Chunk id → matrix row (built from `_row_ids` when first asked after a cache load)."""
+        if self._row_of_map is None:
+            self._row_of_map = dict(zip(self._row_ids, range(len(self._row_ids)), strict=True))
+        return self._row_of_map
 
     # -- the HNSW index above the size threshold -----------------------------------------------
     def _sync_ann(self, active_rows: np.ndarray) -> AnnCandidates | None:
@@ -436,7 +443,7 @@ class DenseChannel:
             if not present.all():  # damaged since: the full read decides what is kept
                 return False
         self._matrix, self._row_ids, self._count = cached.matrix, cached.ids, len(cached.ids)
-        self._row_of = dict(zip(cached.ids, range(len(cached.ids)), strict=True))
+        self._row_of_map = None  # 100k ids: built on first need (a fresh alignment needs none)
         self._row_language = np.array(cached.languages)
         self._read_rows = cached.read_rows
         vectors.note_damaged(cached.damaged)
@@ -614,7 +621,6 @@ class DenseChannel:
         process, or in the `.align` file of the matrix in use) are reused."""
         parts, langs = [], []
         kept: dict[int, tuple[Any, np.ndarray, np.ndarray]] = {}
-        row_of = self._row_of
         for segment in snapshot.segments:
             cached = self._segment_rows.get(id(segment))
             stale = self._cache_id is None  # vectors may have arrived since these rows were found
@@ -626,11 +632,11 @@ class DenseChannel:
                 _, rows, groups = cached
                 unknown = rows < 0
                 if stale and unknown.any():
-                    ids = segment.chunk_ids
+                    ids, row_of = segment.chunk_ids, self._row_of
                     for i in np.flatnonzero(unknown).tolist():
                         rows[i] = row_of.get(ids[i], rows[i])
             else:
-                ids = segment.chunk_ids.to_list()
+                ids, row_of = segment.chunk_ids.to_list(), self._row_of
                 rows = np.fromiter((row_of.get(c, _NO_VECTOR) for c in ids), dtype=np.int64, count=len(ids))
                 groups = self._languages(source, segment.first, rows)
             kept[id(segment)] = (segment, rows, groups)
