@@ -12,7 +12,9 @@ peak RSS (ru_maxrss) come from os.wait4. The queries go through the glossary (se
 
 `--before SRC` (the `src` folder of another checkout, e.g. a `git worktree` of an older commit)
 times that code on a copy of the same store, interleaved run by run with this checkout's, and
-prints the ratios. Each side first runs one untimed search on its copy (a store written by the
+prints the ratios (with `--scale`: hybrid searches by that code on the same store, interleaved
+with this checkout's hybrid and BM25-alone runs; derived files one version writes, such as the
+dense matrix cache, are ignored by a version that does not know them). Each side first runs one untimed search on its copy (a store written by the
 other version may be brought up to date once; the files are then in the page cache and Python's
 bytecode is cached). Data lives
 in --work (default: $TMPDIR/ragspine-cold), never in the repository.
@@ -196,9 +198,12 @@ def _scale_store(work: Path, scale: str, env: dict[str, str]) -> Path:
     return db
 
 
-def _time_scale(db: Path, scale: str, runs: int, env: dict[str, str]) -> dict[str, object]:
-    """Hybrid and BM25-alone cold searches on `db`, interleaved; their medians."""
+def _time_scale(db: Path, scale: str, runs: int, env: dict[str, str], before: dict[str, str] | None = None) -> dict[str, object]:
+    """Hybrid and BM25-alone cold searches on `db`, interleaved; their medians. `before`: also
+    hybrid searches by that code (another checkout's `src`) on the same store, interleaved."""
     sides = {"hybrid": env, "bm25": {**env, "RAGSPINE_EMBEDDING": "none"}}
+    if before is not None:
+        sides = {"before-hybrid": before, **sides}
     for side_env in sides.values():
         _search(db, QUERIES[0], side_env)  # untimed: page cache, bytecode
     times: dict[str, list[dict[str, float]]] = {side: [] for side in sides}
@@ -210,8 +215,14 @@ def _time_scale(db: Path, scale: str, runs: int, env: dict[str, str]) -> dict[st
         f = {key: round(_median(values, key), 3) for key in ("wall_s", "cpu_s", "rss_mb")}
         f["wall_max_s"] = round(max(r["wall_s"] for r in values), 3)
         figures[side] = f
-        print(f"  {scale} {side:6} median of {runs}: wall {f['wall_s']:.2f} s (max {f['wall_max_s']:.2f}), "
+        print(f"  {scale} {side:13} median of {runs}: wall {f['wall_s']:.2f} s (max {f['wall_max_s']:.2f}), "
               f"CPU {f['cpu_s']:.2f} s, peak RSS {f['rss_mb']:.0f} MB", flush=True)  # fmt: skip
+    if before is not None:
+        b, a = figures["before-hybrid"], figures["hybrid"]
+        ratios = {key: round(b[key] / a[key], 2) for key in ("wall_s", "cpu_s", "rss_mb")}  # type: ignore[index]
+        figures["before/after"] = ratios
+        print(f"  before/after (hybrid): wall {ratios['wall_s']}x, CPU {ratios['cpu_s']}x, RSS {ratios['rss_mb']}x")
+    print(f"  load average (1, 5, 15 min) at the end: {os.getloadavg()}", flush=True)
     return figures
 
 
@@ -239,11 +250,10 @@ def main() -> None:
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
     if args.scale is not None:
-        if args.before is not None:
-            parser.error("--scale times this checkout only; drop --before")
         env = _env(ROOT / "src", args.embedding)
         db = _scale_store(work, args.scale, env)
-        scaled = _time_scale(db, args.scale, args.runs, env)
+        before = _env(args.before.resolve(), args.embedding) if args.before is not None else None
+        scaled = _time_scale(db, args.scale, args.runs, env, before)
         if args.json is not None:
             args.json.write_text(json.dumps({args.scale: scaled}, indent=2), encoding="utf-8")
         return

@@ -23,7 +23,9 @@ from ragspine.retrieval.vector.dense import matrix_cache
 from ragspine.retrieval.vector.dense.ann import AnnConfig
 from ragspine.retrieval.vector.dense.channel import DenseChannel, DenseView
 from ragspine.retrieval.vector.dense.chunk_vectors import TEXT_LANGUAGE, ChunkVectors
-from ragspine.retrieval.vector.embeddings.deterministic import DeterministicEmbeddingBackend
+from ragspine.retrieval.vector.embeddings.deterministic import (
+    DeterministicEmbeddingBackend,
+)
 
 DIM = 32
 N = 1_200

@@ -279,8 +279,7 @@ def _write(path: str, magic: bytes, header: Mapping[str, Any], sections: Mapping
             for name, array in sections.items():
                 handle.write(b"\0" * (base + layout[name]["offset"] - handle.tell()))
                 data = np.ascontiguousarray(array).data.cast("B")
-                for start in range(0, len(data), _WRITE_PIECE):
-                    handle.write(data[start : start + _WRITE_PIECE])
+                handle.writelines(data[start : start + _WRITE_PIECE] for start in range(0, len(data), _WRITE_PIECE))
             handle.write(b"\0" * (base + at - handle.tell()))
             handle.flush()
             os.fsync(handle.fileno())
@@ -293,7 +292,7 @@ def _read(path: str, magic: bytes) -> tuple[dict[str, Any], dict[str, np.ndarray
     """(header, sections as read-only arrays over one mmap, each section's offset in the file,
     the open file), or None when absent or unusable."""
     try:
-        handle = open(path, "rb")
+        handle = open(path, "rb")  # noqa: SIM115 - kept open by the matrix's RowReader
     except FileNotFoundError:
         return None
     except OSError as exc:
