@@ -23,6 +23,12 @@ Invariants:
   and ranked the same way, so scores are exact and only recall can differ; a selective filter,
   a depth near the allowed count, or too few allowed candidates fall back to the exact scan.
   Below the threshold no index exists and the results are the exact scan's.
+- Instant start (`matrix_cache`): from `cache_min_vectors` vectors on, a process's first load
+  writes the matrix (`<vectors>.matrix`) and each attach the alignment and centring
+  (`<vectors>.align`) beside the vectors file; a later process maps them instead of reading
+  every record, only when they were made from this very file, model, dimension and version
+  (or an earlier version with only additions since: those are read and added). Otherwise the
+  records are read as without a cache. Rankings and scores are the same either way.
 - Language centring: small multilingual encoders place texts of one language near each other
   whatever they say, so in a mixed corpus a Chinese question prefers any Chinese passage to the
   English passage that answers it. When at least two languages (`detect_language` on the chunk

@@ -189,6 +189,7 @@ def read_matrix(path: str) -> CachedMatrix | None:
             key, str(header["cache_id"]), ids, matrix, languages, damaged_text.split("\n") if damaged_text else [], reader
         )
     except (KeyError, TypeError, ValueError, UnicodeDecodeError) as exc:
+        handle.close()
         log.warning("matrix cache %s cannot be used (%s): ignored; it is rebuilt from the vectors file", path, exc)
         return None
 
