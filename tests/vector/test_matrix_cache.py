@@ -291,3 +291,36 @@ def test_a_cache_written_under_a_reader_leaves_the_reader_intact(store: tuple[Pa
         _view(_channel(vectors, cache=True), snapshot, chunks)
     assert np.array_equal(reader.matrix[:5], before) and np.array_equal(reader.read_rows(np.arange(5)), before)
     assert not list(path.parent.glob("*.tmp-*")), "no temporary file left behind"
+
+
+def test_the_product_path_writes_and_uses_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through `NarrativeIndex` on a persisted store (segments written to disk, named): a second
+    process maps the cache and ranks as a process without it."""
+    from ragspine.retrieval.model import DocumentMeta
+    from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex
+    from ragspine.retrieval.store.sqlite import ChunkStore
+
+    db = tmp_path / "chunks.db"
+    texts = {f"d{i}": (f"营收 下滑 原因 {i} 海外 需求" if i % 2 else f"revenue fell in quarter {i} because demand weakened") for i in range(40)}
+
+    def ranked(min_vectors: int | None) -> tuple[list[tuple[str, float | None]], dict[str, int]]:
+        with ChunkStore(db) as store:
+            index = NarrativeIndex(store, embedding_backend=BACKEND)
+            assert index.dense is not None
+            index.dense.cache_min_vectors = min_vectors
+            hits = [(r.chunk.chunk_id, r.vector_score) for q in ("revenue demand", "营收 下滑") for r in index.retrieve(q, top_k=8)]
+            return hits, dict(index.dense.cache_stats)
+
+    with ChunkStore(db) as store:
+        store.init_schema()
+        index = NarrativeIndex(store, embedding_backend=BACKEND)
+        for doc_id, text in texts.items():
+            index.ingest(text, DocumentMeta(doc_id))
+    expected, _ = ranked(None)
+    first, stats = ranked(1)
+    assert stats["matrix_writes"] == 1 and stats["align_writes"] == 1 and first == expected
+    with monkeypatch.context() as patch:
+        _no_full_read(patch)
+        again, stats = ranked(1)
+    assert stats["matrix_loads"] == 1 and stats["align_loads"] == 1 and stats["records_read"] == 0
+    assert again == expected
