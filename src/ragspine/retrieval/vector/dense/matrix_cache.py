@@ -78,11 +78,14 @@ class RowReader:
     over it later is not seen): a few hundred re-ranked candidates cost a few hundred small
     reads and map no page of the file into the process."""
 
-    def __init__(self, handle: BinaryIO, offset: int, dim: int) -> None:
-        self._handle, self._offset, self._dim = handle, offset, dim
+    def __init__(self, handle: BinaryIO, offset: int, matrix: np.ndarray) -> None:
+        self._handle, self._offset, self._matrix = handle, offset, matrix
+        self._dim = int(matrix.shape[1])
 
     def __call__(self, rows: np.ndarray) -> np.ndarray:
         """The (len(rows), dim) float32 rows `rows` (any order, repeats allowed)."""
+        if not hasattr(os, "preadv"):  # Windows: through the mapping
+            return np.array(self._matrix[rows])
         out = np.empty((len(rows), self._dim), dtype=np.float32)
         fd, stride, offset = self._handle.fileno(), 4 * self._dim, self._offset
         for i, row in enumerate(rows.tolist()):
@@ -184,7 +187,7 @@ def read_matrix(path: str) -> CachedMatrix | None:
         if len(ids) != count or matrix.shape != (count, dim) or languages.shape != (count,):
             raise ValueError(f"sections do not match {count} rows of dimension {dim}")
         key = MatrixKey(str(header["model_id"]), dim, str(header["file_id"]), int(header["version"]))
-        reader = RowReader(handle, offsets["matrix"], dim)
+        reader = RowReader(handle, offsets["matrix"], matrix)
         return CachedMatrix(
             key, str(header["cache_id"]), ids, matrix, languages, damaged_text.split("\n") if damaged_text else [], reader
         )
