@@ -5,7 +5,11 @@ The encoder layers of `E5Engine` (the numpy reference) are written out as an ONN
 float32 weights dequantised from the file, the GELU as ONNX Runtime's fused contrib operator
 `FastGelu` (the same tanh form). `precision="int8"` runs that
 graph through ONNX Runtime's dynamic quantisation (int8 weights, per output channel; activations
-quantised per run), which uses the CPU's VNNI/AMX int8 instructions.
+quantised per run, one scale per tensor), which uses the CPU's VNNI/AMX int8 instructions. Before
+quantising, the int8 graph is channel-smoothed (SmoothQuant, `Smoothing`): each quantised
+product's input channels are divided by per-channel scales and its weight rows multiplied by
+them, from activation maxima calibrated on the bundled sample corpus, so the few outlier
+channels no longer set the one activation scale (float32 function unchanged; a test checks).
 
 Invariants:
 - Tokenisation, the word/position/type embedding lookup, batching by length and pooling are
@@ -18,7 +22,7 @@ Invariants:
   same in any batch. (Measured: batching barely helps int8 here, the kernels dominate; a graph
   with per-token activation scales, batch-independent and batched, ran slower.)
 - The built model is cached on disk as `e5-<sha256 of the weights file, 16 hex>-<precision>-
-  g<GRAPH_REVISION>.onnx` under `cache_dir` (default: `$XDG_CACHE_HOME/ragspine`, else
+  g<GRAPH_REVISIONS[precision]>.onnx` under `cache_dir` (default: `$XDG_CACHE_HOME/ragspine`, else
   `~/.cache/ragspine`), written to a temporary name and renamed,
   so concurrent builders never see half a file. A different weights file, precision or graph
   revision is a different file; `model_id` carries the same three. The weights' digest is
