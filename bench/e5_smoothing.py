@@ -27,6 +27,7 @@ from ragspine.retrieval.chunking.chunking import chunk_document
 from ragspine.retrieval.model import DocumentMeta
 from ragspine.retrieval.vector.embeddings import e5_onnx
 from ragspine.retrieval.vector.embeddings.e5_engine import E5Engine, packaged_model_path, pool
+from ragspine.retrieval.vector.embeddings.support import require
 
 
 def chunks_from(path: Path, start: int, n: int) -> list[str]:
@@ -46,9 +47,9 @@ def chunks_from(path: Path, start: int, n: int) -> list[str]:
 
 def int8_session(model: Any) -> Any:
     """An ONNX Runtime session (one thread, the engine's options) of `model` quantised."""
-    import onnx
-    import onnxruntime as ort
-    from onnxruntime import quantization  # type: ignore[import-untyped]
+    onnx = require("onnx", extra="embed-e5-onnx", backend="bench.e5_smoothing")
+    ort = require("onnxruntime", extra="embed-e5-onnx", backend="bench.e5_smoothing")
+    quantization = require("onnxruntime.quantization", extra="embed-e5-onnx", backend="bench.e5_smoothing")
 
     with tempfile.TemporaryDirectory() as work:
         fp32, int8 = Path(work) / "fp32.onnx", Path(work) / "int8.onnx"
