@@ -210,9 +210,10 @@ def run_product_eval(
 def cache_key(
     dataset: BeirDataset, asked: Any, backend: str | None, options: Mapping[str, Any]
 ) -> str:
-    """A digest of everything that changes what a cached workspace holds. The encoder's thread
-    count (RAGSPINE_EMBED_THREADS) is left out: it changes how fast vectors are made, not which
-    (the backend's model id ignores it too), so a rerun with other threads reuses the workspace."""
+    """A digest of everything that changes what a cached workspace holds, for e5 the engine its
+    setting resolves to (with the engine's revision). The encoder's thread count
+    (RAGSPINE_EMBED_THREADS) is left out: it changes how fast vectors are made, not which (the
+    backend's model id ignores it too), so a rerun with other threads reuses the workspace."""
     from ragspine import __version__
     from ragspine.ingest.document import INGEST_FORMAT
 
@@ -221,6 +222,11 @@ def cache_key(
         "ingest_format": INGEST_FORMAT, "index": dataclasses.asdict(asked), "embedding": backend,
         "embedding_options": {k: str(v) for k, v in sorted(options.items()) if k != "threads"},
     }  # fmt: skip
+    if backend in ("e5", "multilingual"):  # the engine it runs (auto resolved), with its revision
+        from ragspine.retrieval.vector.embeddings.e5 import engine_tag, resolve_engine
+
+        data["e5_engine"] = engine_tag(resolve_engine(str(options.get("engine", "auto"))))
+        data["embedding_options"].pop("engine", None)
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:12]
 
 
