@@ -210,6 +210,26 @@ def test_the_cache_key_ignores_the_encoder_thread_count(beir: Path) -> None:
     assert one != cache_key(dataset, asked, "e5", {"engine": "onnx-fp32", "threads": 1})
 
 
+def test_the_cache_key_follows_the_e5_engine_auto_resolves_to_and_its_revision(
+    beir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An unset engine means auto: the workspace of another engine (or of an older revision of
+    the same engine's numerics) is never reused for it."""
+    from ragspine.assembly import index_settings_for, load_settings
+    from ragspine.eval.product import cache_key
+    from ragspine.retrieval.vector.embeddings import e5
+
+    dataset, asked = load_beir(beir, "test"), index_settings_for(load_settings())
+    monkeypatch.setattr(e5, "resolve_engine", lambda engine: "onnx" if engine == "auto" else engine)
+    auto = cache_key(dataset, asked, "e5", {})
+    assert auto == cache_key(dataset, asked, "e5", {"engine": "onnx"})
+    monkeypatch.setattr(e5, "resolve_engine", lambda engine: "numpy" if engine == "auto" else engine)
+    numpy_key = cache_key(dataset, asked, "e5", {})
+    assert numpy_key == cache_key(dataset, asked, "e5", {"engine": "numpy"}) != auto
+    monkeypatch.setattr(e5, "ENGINE_REVISION", e5.ENGINE_REVISION + 1)
+    assert cache_key(dataset, asked, "e5", {"engine": "numpy"}) != numpy_key
+
+
 def test_whole_entry_runs_stay_available_and_say_so(beir: Path) -> None:
     result = CliRunner().invoke(
         main, ["eval", str(beir), "--split", "test", "--whole-entries", "--json", "-"]

@@ -220,3 +220,47 @@ def test_the_setting_lists_the_engines_and_reaches_the_backend() -> None:
     assert embedding_options(settings, "e5") == {"engine": "onnx-fp32"}
     with pytest.raises(config.ConfigError, match="RAGSPINE_E5_ENGINE is set but"):
         config.load_settings({"RAGSPINE_EMBEDDING": "deterministic", "RAGSPINE_E5_ENGINE": "onnx"})
+
+
+def test_the_default_engine_is_the_int8_onnx_engine(cache: Path) -> None:
+    """No engine named (the product default, RAGSPINE_E5_ENGINE unset): auto → int8 ONNX."""
+    backend = MultilingualE5EmbeddingBackend(cache_dir=cache)
+    assert backend.engine == "onnx" and ";engine=onnx-int8-g" in backend.model_id
+
+
+def test_auto_falls_back_to_numpy_loudly_when_the_model_cannot_be_cached(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    with caplog.at_level(logging.WARNING, logger=e5_module.__name__):
+        backend = MultilingualE5EmbeddingBackend(engine="auto", cache_dir=blocker / "cache")
+    assert backend.engine == "numpy" and ";engine=numpy-r" in backend.model_id
+    assert "engine auto runs the numpy engine (the onnx engine failed" in caplog.text
+    with pytest.raises(OSError):  # asked for by name, the failure is the user's to see
+        MultilingualE5EmbeddingBackend(engine="onnx", cache_dir=blocker / "cache")
+
+
+def test_a_store_of_another_engine_names_the_engine_that_reads_it(
+    tmp_path: Path, numpy_e5: MultilingualE5EmbeddingBackend, int8: MultilingualE5EmbeddingBackend
+) -> None:
+    from ragspine.retrieval.store.sqlite import ChunkStore
+    from ragspine.retrieval.vector.dense.chunk_vectors import ChunkVectors
+    from ragspine.retrieval.vector.errors import VectorModelMismatch
+
+    with ChunkStore(tmp_path / "chunks.db") as store:
+        store.init_schema()
+        with ChunkVectors.beside(store, model_id=numpy_e5.model_id, dim=384):
+            pass
+        with pytest.raises(VectorModelMismatch) as raised:
+            ChunkVectors.beside(store, model_id=int8.model_id, dim=384)
+    message = str(raised.value)
+    assert "RAGSPINE_E5_ENGINE=numpy keeps using them" in message and "--reembed" in message
+    assert e5_module.keep_vectors_hint(int8.model_id, numpy_e5.model_id).startswith(
+        "They were made by the e5 onnx engine: RAGSPINE_E5_ENGINE=onnx"
+    )
+    # a graph revision this code no longer builds, another variant, or not e5: no engine reads them
+    stale = int8.model_id.replace(";engine=onnx-int8-g", ";engine=onnx-int8-g0")
+    assert e5_module.keep_vectors_hint(stale, numpy_e5.model_id) == ""
+    assert e5_module.keep_vectors_hint(numpy_e5.model_id.replace("variant=original", "variant=enpt"), int8.model_id) == ""
+    assert e5_module.keep_vectors_hint("onnx:minilm", int8.model_id) == ""

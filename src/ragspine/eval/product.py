@@ -210,17 +210,24 @@ def run_product_eval(
 def cache_key(
     dataset: BeirDataset, asked: Any, backend: str | None, options: Mapping[str, Any]
 ) -> str:
-    """A digest of everything that changes what a cached workspace holds. The encoder's thread
-    count (RAGSPINE_EMBED_THREADS) is left out: it changes how fast vectors are made, not which
-    (the backend's model id ignores it too), so a rerun with other threads reuses the workspace."""
+    """A digest of everything that changes what a cached workspace holds, for e5 the engine its
+    setting resolves to (with the engine's revision). The encoder's thread count
+    (RAGSPINE_EMBED_THREADS) is left out: it changes how fast vectors are made, not which (the
+    backend's model id ignores it too), so a rerun with other threads reuses the workspace."""
     from ragspine import __version__
     from ragspine.ingest.document import INGEST_FORMAT
 
-    data = {
+    embedding_options = {k: str(v) for k, v in sorted(options.items()) if k != "threads"}
+    data: dict[str, Any] = {
         "corpus_sha256": dataset.corpus_sha256, "layout": FILE_LAYOUT, "ragspine": __version__,
         "ingest_format": INGEST_FORMAT, "index": dataclasses.asdict(asked), "embedding": backend,
-        "embedding_options": {k: str(v) for k, v in sorted(options.items()) if k != "threads"},
+        "embedding_options": embedding_options,
     }  # fmt: skip
+    if backend in ("e5", "multilingual"):  # the engine it runs (auto resolved), with its revision
+        from ragspine.retrieval.vector.embeddings.e5 import engine_tag, resolve_engine
+
+        data["e5_engine"] = engine_tag(resolve_engine(str(options.get("engine", "auto"))))
+        embedding_options.pop("engine", None)
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:12]
 
 

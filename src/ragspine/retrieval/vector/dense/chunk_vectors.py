@@ -522,11 +522,13 @@ class ChunkVectors:
             )
             stored_model, stored_dim = self._meta("model_id"), self._meta("dim")
             if stored_model is not None and stored_model != self.model_id:
+                from ragspine.retrieval.vector.embeddings.e5 import keep_vectors_hint
+
                 raise VectorModelMismatch(
                     f"the vectors in {self.path!r} were made by model {stored_model!r} "
                     f"(dim {stored_dim}), but the embedding backend in use is {self.model_id!r} "
                     f"(dim {self.dim}); vectors of different models cannot be compared. "
-                    f"{self._reembed_hint()}"
+                    f"{keep_vectors_hint(stored_model, self.model_id)}{self._reembed_hint()}"
                 )
             if stored_dim is not None and self.dim is not None and int(stored_dim) != self.dim:
                 raise VectorModelMismatch(

