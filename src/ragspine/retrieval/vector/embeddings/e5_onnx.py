@@ -127,7 +127,11 @@ class E5OnnxEngine(E5Engine):
         self.graph_revision = GRAPH_REVISIONS[precision]
         self.onnx_path = folder / f"e5-{self.weights_sha256[:16]}-{precision}-g{self.graph_revision}.onnx"
         if not self.onnx_path.is_file():
-            log.info("building the %s ONNX model of %s into %s (once)", precision, model_path, self.onnx_path)
+            # a warning so that the one long pause a user sees (first use on a machine) is explained
+            log.warning(
+                "e5: building the %s ONNX model once into %s (about half a minute; later processes load it)",
+                precision, self.onnx_path,
+            )  # fmt: skip
             _build_cached(model_path, self.onnx_path, precision)
         super().__init__(model_path, max_tokens=max_tokens, layers=False)
         options = ort.SessionOptions()
