@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import sqlite3
 from pathlib import Path
 
 import numpy as np
@@ -324,3 +325,50 @@ def test_the_product_path_writes_and_uses_the_cache(tmp_path: Path, monkeypatch:
         again, stats = ranked(1)
     assert stats["matrix_loads"] == 1 and stats["align_loads"] == 1 and stats["records_read"] == 0
     assert again == expected
+
+
+def test_positions_found_without_a_vector_are_looked_up_again_once_vectors_load(
+    store: tuple[Path, list[Chunk], IndexSnapshot], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first load that fails (a locked file) aligns every position to "no vector"; the next
+    attach loads the vectors and writes the cache, and the same segments must then find them."""
+    path, chunks, snapshot = store
+    real, calls = ChunkVectors.load_all_with, []
+
+    def locked_once(self: ChunkVectors, *args: object, **kwargs: object) -> object:
+        calls.append(1)
+        if len(calls) == 1:
+            raise sqlite3.OperationalError("database is locked")
+        return real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ChunkVectors, "load_all_with", locked_once)
+    with ChunkVectors(path, model_id=BACKEND.model_id) as vectors:
+        channel = DenseChannel(BACKEND, vectors, ann=NO_ANN, cache_min_vectors=1, lazy_limit=10)
+        first = channel.attach(snapshot, ListChunks(chunks))
+        assert channel.coverage().with_vector == 0 and channel.coverage().problem is not None
+        view = channel.attach(snapshot, ListChunks(chunks))
+        assert channel.cache_stats["matrix_writes"] == 1 and first is not view
+        assert channel.coverage().with_vector == N and isinstance(view, DenseView) and (view.rows >= 0).all()
+
+
+def test_a_damaged_vector_rewritten_since_the_cache_is_no_longer_reported(
+    store: tuple[Path, list[Chunk], IndexSnapshot],
+) -> None:
+    path, chunks, snapshot = store
+    broken = chunks[1].chunk_id
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE chunk_vector SET crc = crc + 1 WHERE chunk_id = ?", (broken,))
+    def reader(vectors: ChunkVectors) -> DenseChannel:  # no lazy embedding: it would repair it
+        return DenseChannel(BACKEND, vectors, ann=NO_ANN, cache_min_vectors=1, lazy_limit=0)
+
+    with ChunkVectors(path, model_id=BACKEND.model_id) as vectors:
+        channel = reader(vectors)
+        _view(channel, snapshot, chunks)
+        assert channel.coverage().damaged == 1 and channel.cache_stats["matrix_writes"] == 1
+    with ChunkVectors(path, model_id=BACKEND.model_id) as vectors:  # another process re-embeds it
+        _write(vectors, [chunks[1]], _rows(2, 9)[:1])
+    with ChunkVectors(path, model_id=BACKEND.model_id) as vectors:
+        channel = reader(vectors)
+        _view(channel, snapshot, chunks)
+        assert channel.cache_stats["matrix_loads"] == 1 and channel.cache_stats["records_read"] == 1
+        assert channel.coverage().damaged == 0

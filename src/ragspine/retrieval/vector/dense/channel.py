@@ -197,6 +197,10 @@ class DenseChannel:
         self._version = -1
         # id(segment) → (segment, matrix row per position, language code per position)
         self._segment_rows: dict[int, tuple[Any, np.ndarray, np.ndarray]] = {}
+        # bumped whenever rows join the matrix: a segment's positions without a row are looked up
+        # again when the generation they were aligned at is older
+        self._generation = 0
+        self._aligned_at: dict[int, int] = {}  # id(segment) → generation its rows were looked up at
         self._coverage = DenseCoverage(0, 0, 0)
 
     # -- keeping up with the store ---------------------------------------------------------------
@@ -449,10 +453,11 @@ class DenseChannel:
             if not present.all():  # damaged since: the full read decides what is kept
                 return False
         self._matrix, self._row_ids, self._count = cached.matrix, cached.ids, len(cached.ids)
+        self._generation += 1
         self._row_of_map = None  # 100k ids: built on first need (a fresh alignment needs none)
         self._row_language = np.array(cached.languages)
         self._read_rows = cached.read_rows
-        vectors.note_damaged(cached.damaged)
+        vectors.note_damaged(set(cached.damaged) - set(added))  # a rewritten vector is whole again
         self._cache_id, self._version = cached.cache_id, version
         self.cache_stats["matrix_loads"] += 1
         if added:
@@ -578,6 +583,7 @@ class DenseChannel:
         if not len(ids):
             return
         self._cache_id = None  # the state is no longer any matrix cache file's
+        self._generation += 1
         if not self._matrix.flags.writeable:  # memory-mapped from the cache: copied once, with room to grow
             self._grow(max(2 * self._count, self._count + len(ids)))
         matrix = np.asarray(matrix, dtype=np.float32)
@@ -627,13 +633,15 @@ class DenseChannel:
         process, or in the `.align` file of the matrix in use) are reused."""
         parts, langs = [], []
         kept: dict[int, tuple[Any, np.ndarray, np.ndarray]] = {}
+        aligned_at: dict[int, int] = {}
         for segment in snapshot.segments:
             cached = self._segment_rows.get(id(segment))
-            stale = self._cache_id is None  # vectors may have arrived since these rows were found
+            # rows may have joined the matrix since these positions were looked up
+            stale = self._aligned_at.get(id(segment), -1) != self._generation
             if (cached is None or cached[0] is not segment) and segment.name:
                 preset = self._preset.pop((segment.name, segment.first, segment.n_docs), None)
                 cached = None if preset is None else (segment, *preset)
-                stale = stale or self._preset_stale
+                stale = self._preset_stale  # made for the matrix in use: stale once rows were added to it
             if cached is not None and cached[0] is segment:
                 _, rows, groups = cached
                 unknown = rows < 0
@@ -646,9 +654,10 @@ class DenseChannel:
                 rows = np.fromiter((row_of.get(c, _NO_VECTOR) for c in ids), dtype=np.int64, count=len(ids))
                 groups = self._languages(source, segment.first, rows)
             kept[id(segment)] = (segment, rows, groups)
+            aligned_at[id(segment)] = self._generation
             parts.append(rows)
             langs.append(groups)
-        self._segment_rows = kept
+        self._segment_rows, self._aligned_at = kept, aligned_at
         self._preset = {}  # what this snapshot did not use is not needed again
         if not parts:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
