@@ -372,3 +372,20 @@ def test_a_damaged_vector_rewritten_since_the_cache_is_no_longer_reported(
         _view(channel, snapshot, chunks)
         assert channel.cache_stats["matrix_loads"] == 1 and channel.cache_stats["records_read"] == 1
         assert channel.coverage().damaged == 0
+
+
+def test_a_cache_written_by_code_that_encodes_languages_otherwise_is_rebuilt(
+    store: tuple[Path, list[Chunk], IndexSnapshot], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragspine.retrieval.vector.dense import channel as channel_module
+
+    path, chunks, snapshot = store
+    with ChunkVectors(path, model_id=BACKEND.model_id) as vectors:
+        _view(_channel(vectors, cache=True), snapshot, chunks)
+    monkeypatch.setattr(channel_module, "CACHE_MEANING", channel_module.CACHE_MEANING + ";another-language-table")
+    with ChunkVectors(path, model_id=BACKEND.model_id) as vectors:
+        channel = _channel(vectors, cache=True)
+        _view(channel, snapshot, chunks)
+        assert channel.cache_stats["matrix_loads"] == 0 and channel.cache_stats["records_read"] == N
+    cached = matrix_cache.read_matrix(f"{path}.matrix")
+    assert cached is not None and cached.key.meaning.endswith(";another-language-table")

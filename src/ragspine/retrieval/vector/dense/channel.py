@@ -81,6 +81,9 @@ _LEXICAL_ONLY = -2  # RESTRICTED on a remote backend: never embedded
 LANGUAGES = ("zh", "en", "other", "")  # detect_language's answers; the index is the group code
 MIN_LANGUAGE_SHARE = 0.05  # of the active vectors, for a language to count towards centring
 MIN_LANGUAGE_VECTORS = 10
+# how a matrix cache written by this code encodes rows' languages and decides centring (part of
+# its key: a cache of other code is rebuilt, never read with another meaning)
+CACHE_MEANING = f"languages={','.join(LANGUAGES)};share={MIN_LANGUAGE_SHARE};min={MIN_LANGUAGE_VECTORS};centring-r1"
 _TEXT_BATCH = 5_000  # chunk texts read at a time to find their language
 
 
@@ -438,7 +441,8 @@ class DenseChannel:
             return False
         file_id, version = vectors.identity()
         key = cached.key
-        if (key.model_id, key.dim, key.file_id) != (vectors.model_id, vectors.dim, file_id) or key.version > version:
+        mine = (vectors.model_id, vectors.dim, file_id, CACHE_MEANING)
+        if (key.model_id, key.dim, key.file_id, key.meaning) != mine or key.version > version:
             log.info("matrix cache %s was made for other vectors (%s): rebuilding it", path, key)
             return False
         added: list[str] = []
@@ -480,7 +484,9 @@ class DenseChannel:
             return
         started = time.perf_counter()
         try:
-            key = MatrixKey(str(vectors.model_id), int(self._matrix.shape[1]), vectors.identity()[0], self._version)
+            key = MatrixKey(
+                str(vectors.model_id), int(self._matrix.shape[1]), vectors.identity()[0], self._version, CACHE_MEANING
+            )
             cache_id = matrix_cache.write_matrix(
                 path, key, self._row_ids, self._matrix[: self._count], self._row_language[: self._count],
                 vectors.damaged_ids(),

@@ -65,12 +65,15 @@ SegmentKey = tuple[str, int, int]  # a written segment's (storage name, first po
 
 @dataclass(frozen=True)
 class MatrixKey:
-    """What a cached matrix reflects: the vectors file (`file_id`) at `version`, for one model."""
+    """What a cached matrix reflects: the vectors file (`file_id`) at `version`, for one model;
+    `meaning` names how the caller encodes what it stores (its language codes, its centring
+    rules), so a cache written by code that reads them otherwise is never used."""
 
     model_id: str
     dim: int
     file_id: str
     version: int
+    meaning: str = ""
 
 
 class RowReader:
@@ -158,7 +161,7 @@ def write_matrix(
     cache_id = uuid.uuid4().hex
     header = {
         "format": "ragspine-matrix-v1", "model_id": key.model_id, "dim": key.dim, "file_id": key.file_id,
-        "version": key.version, "count": len(ids), "cache_id": cache_id,
+        "version": key.version, "meaning": key.meaning, "count": len(ids), "cache_id": cache_id,
     }  # fmt: skip
     sections = {
         "ids": np.frombuffer(blob, dtype=np.uint8),
@@ -186,7 +189,9 @@ def read_matrix(path: str) -> CachedMatrix | None:
         matrix, languages = sections["matrix"], sections["languages"]
         if len(ids) != count or matrix.shape != (count, dim) or languages.shape != (count,):
             raise ValueError(f"sections do not match {count} rows of dimension {dim}")
-        key = MatrixKey(str(header["model_id"]), dim, str(header["file_id"]), int(header["version"]))
+        key = MatrixKey(
+            str(header["model_id"]), dim, str(header["file_id"]), int(header["version"]), str(header.get("meaning", ""))
+        )
         reader = RowReader(handle, offsets["matrix"], matrix)
         return CachedMatrix(
             key, str(header["cache_id"]), ids, matrix, languages, damaged_text.split("\n") if damaged_text else [], reader
