@@ -236,7 +236,7 @@ def test_auto_falls_back_to_numpy_loudly_when_the_model_cannot_be_cached(
     with caplog.at_level(logging.WARNING, logger=e5_module.__name__):
         backend = MultilingualE5EmbeddingBackend(engine="auto", cache_dir=blocker / "cache")
     assert backend.engine == "numpy" and ";engine=numpy-r" in backend.model_id
-    assert "engine auto runs the numpy engine (the onnx engine failed" in caplog.text
+    assert "engine auto runs the numpy engine (the onnx engine failed: " in caplog.text
     with pytest.raises(OSError):  # asked for by name, the failure is the user's to see
         MultilingualE5EmbeddingBackend(engine="onnx", cache_dir=blocker / "cache")
 
@@ -264,3 +264,19 @@ def test_a_store_of_another_engine_names_the_engine_that_reads_it(
     assert e5_module.keep_vectors_hint(stale, numpy_e5.model_id) == ""
     assert e5_module.keep_vectors_hint(numpy_e5.model_id.replace("variant=original", "variant=enpt"), int8.model_id) == ""
     assert e5_module.keep_vectors_hint("onnx:minilm", int8.model_id) == ""
+
+
+def test_the_int8_calibration_set_is_the_one_its_graph_revision_names() -> None:
+    """The int8 model's smoothing is calibrated on the sample corpus's chunks, and stored vectors
+    are keyed by the graph revision only: editing the corpus or the chunker changes int8 vectors
+    under the same model id unless the revision is bumped with it."""
+    import hashlib
+
+    from ragspine.retrieval.vector.embeddings import e5_onnx
+
+    texts = e5_onnx.calibration_texts()
+    digest = hashlib.sha256("\0".join(texts).encode()).hexdigest()
+    assert digest == e5_onnx.CALIBRATION_SHA256, (
+        "the int8 calibration texts changed: bump GRAPH_REVISIONS['int8'] in e5_onnx.py and set "
+        f"CALIBRATION_SHA256 = {digest!r}"
+    )

