@@ -729,6 +729,7 @@ class DenseView:
     # scoring a few candidates then maps none of the file's pages; None: index `matrix`
     read_rows: Callable[[np.ndarray], np.ndarray] | None = None
     _position_of_row: list[np.ndarray] = field(default_factory=list, compare=False, repr=False)
+    _has_vector: list[np.ndarray] = field(default_factory=list, compare=False, repr=False)
 
     def embed_query(self, text: str) -> np.ndarray:
         """The unit query vector (the backend's query side when it has one), centred on its
@@ -767,43 +768,58 @@ class DenseView:
 
     def rank(self, query: np.ndarray, allowed: np.ndarray, depth: int) -> tuple[list[int], dict[int, float]]:
         """The best `depth` allowed positions with a vector, and their cosines."""
-        rows = self.rows[allowed]
-        has = rows >= 0
-        positions, rows = allowed[has], rows[has]
-        if not len(rows) or depth <= 0:
-            return [], {}
-        if self.matrix.shape[1] != len(query):
-            raise ValueError(f"query vector has dimension {len(query)}, stored vectors {self.matrix.shape[1]}")
-        if self.ann is not None:
-            found = self._ann_candidates(query, positions, depth)
-            if found is not None:
-                positions, rows = found
+        found = None
+        if self.ann is not None:  # the allowed positions with a vector are only counted here
+            if not self._has_vector:
+                self._has_vector.append(self.rows >= 0)
+            with_vector = int(np.count_nonzero(self._has_vector[0][allowed]))
+            if not with_vector or depth <= 0:
+                return [], {}
+            self._check_dimension(query)
+            found = self._ann_candidates(query, allowed, with_vector, depth)
+        if found is not None:
+            positions, rows = found
+        else:
+            rows = self.rows[allowed]
+            has = rows >= 0
+            positions, rows = allowed[has], rows[has]
+            if not len(rows) or depth <= 0:
+                return [], {}
+            self._check_dimension(query)
         scores = self._scores(query, positions, rows)
         best = top_k_rows(positions, scores, depth, _ChunkIds(self.snapshot))
         return [p for p, _ in best], dict(best)
 
-    def _ann_candidates(self, query: np.ndarray, positions: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray] | None:
-        """(positions, rows) of the ANN candidates among the allowed `positions` (sorted
-        ascending, as every mask gives them), or None when the exact scan should answer: a
-        selective filter, a depth near the allowed count, or fewer than `depth` candidates left
-        after dropping the ones not allowed."""
+    def _check_dimension(self, query: np.ndarray) -> None:
+        if self.matrix.shape[1] != len(query):
+            raise ValueError(f"query vector has dimension {len(query)}, stored vectors {self.matrix.shape[1]}")
+
+    def _ann_candidates(
+        self, query: np.ndarray, allowed: np.ndarray, with_vector: int, depth: int
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """(positions, rows) of the ANN candidates among the `allowed` positions (sorted
+        ascending, as every mask gives them; `with_vector` of them have a vector), or None when
+        the exact scan should answer: a selective filter, a depth near the allowed count, or
+        fewer than `depth` candidates left after dropping the ones not allowed. Every candidate
+        has a vector (it comes from a matrix row), so the allowed positions are never gathered
+        whole: at a million positions that gather cost more than the graph search."""
         ann = self.ann
         assert ann is not None
         labelled = len(ann.label_rows)
         config = ann.config
-        if not labelled or len(positions) < config.min_fraction * labelled:
+        if not labelled or with_vector < config.min_fraction * labelled:
             return None
         # the search beam finds ef_search candidates whatever k is: ask for all of them
         want = max(depth * config.oversample, config.ef_search) * (2 if self.centres is not None else 1)
-        if want * 2 >= len(positions):
+        if want * 2 >= with_vector:
             return None
-        k = min(labelled, math.ceil(want * labelled / len(positions)))
+        k = min(labelled, math.ceil(want * labelled / with_vector))
         labels = ann.index.search(query, k)
         rows = np.unique(ann.label_rows[labels[labels < labelled]])
         rows = rows[rows >= 0]
         candidates = self._positions_of(rows)
-        at = np.minimum(np.searchsorted(positions, candidates), len(positions) - 1)
-        keep = (candidates >= 0) & (positions[at] == candidates)
+        at = np.minimum(np.searchsorted(allowed, candidates), len(allowed) - 1)
+        keep = (candidates >= 0) & (allowed[at] == candidates)
         if np.count_nonzero(keep) < depth:
             return None
         return candidates[keep], rows[keep]
