@@ -280,3 +280,14 @@ def test_the_int8_calibration_set_is_the_one_its_graph_revision_names() -> None:
         "the int8 calibration texts changed: bump GRAPH_REVISIONS['int8'] in e5_onnx.py and set "
         f"CALIBRATION_SHA256 = {digest!r}"
     )
+
+
+def test_the_quantiser_s_pre_processing_advice_is_not_shown_to_users(caplog: pytest.LogCaptureFixture) -> None:
+    from ragspine.retrieval.vector.embeddings import e5_onnx
+
+    with caplog.at_level(logging.WARNING), e5_onnx._quiet_root_logger():
+        logging.warning("Please consider to run pre-processing before quantization. Refer to example: …")
+        logging.warning("another warning")
+    assert [r.getMessage() for r in caplog.records] == ["another warning"]
+    logging.warning("Please consider to run pre-processing before quantization.")  # outside: untouched
+    assert len(caplog.records) == 2

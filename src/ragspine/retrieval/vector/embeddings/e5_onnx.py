@@ -33,6 +33,7 @@ Invariants:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -40,6 +41,7 @@ import tempfile
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -155,6 +157,24 @@ class E5OnnxEngine(E5Engine):
         return pool(np.asarray(hidden, dtype=np.float32), mask)
 
 
+class _DropAdvice(logging.Filter):
+    """Drops ONNX Runtime's "consider to run pre-processing before quantization" warning: this
+    graph is quantised without shape inference on purpose (its contrib operators have none)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "pre-processing before quantization" not in record.getMessage()
+
+
+@contextlib.contextmanager
+def _quiet_root_logger() -> Iterator[None]:
+    root, advice = logging.getLogger(), _DropAdvice()
+    root.addFilter(advice)
+    try:
+        yield
+    finally:
+        root.removeFilter(advice)
+
+
 def _build_cached(model_path: str | Path, target: Path, precision: str) -> None:
     """Write the float32 graph (for int8: smoothed with `calibration_texts`, then quantised) to
     `target`, atomically."""
@@ -171,10 +191,11 @@ def _build_cached(model_path: str | Path, target: Path, precision: str) -> None:
         if precision == "int8":
             quantization = require("onnxruntime.quantization", extra=_EXTRA, backend="E5OnnxEngine")
             quantized = Path(work) / "int8.onnx"
-            quantization.quantize_dynamic(
-                str(built), str(quantized), weight_type=quantization.QuantType.QInt8, per_channel=True,
-                extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},  # contrib ops: no shape inference
-            )  # fmt: skip
+            with _quiet_root_logger():  # ORT's advice to pre-process (shape inference) on the root logger
+                quantization.quantize_dynamic(
+                    str(built), str(quantized), weight_type=quantization.QuantType.QInt8, per_channel=True,
+                    extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},  # contrib ops: no shape inference
+                )  # fmt: skip
             built = quantized
         os.replace(built, target)
 
