@@ -11,6 +11,9 @@ backend maps a query text to a vector drawn the same way (seeded by the text), s
 near neighbours as real ones do. Embedding 1M chunks with a real model would take days here.
 Every vector is stored with `text_language` "en" (the corpus is about half Chinese), so the
 dense channel does not centre by language and asks the index for 1×, not 2×, the candidates.
+`--languages detect` stores each vector with its chunk text's detected language instead and
+shifts the two languages' vectors apart (±0.5 along one fixed direction, as real multilingual
+embeddings lean by language), so the channel centres by language and asks for 2× the candidates.
 
 Measured, in this order: writing the vectors (once; reused when present), opening the exact
 channel (load + align), building the index (what `ragspine embed` does past the threshold),
@@ -40,6 +43,7 @@ from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex
 from ragspine.retrieval.store.sqlite import ChunkStore
 from ragspine.retrieval.vector.dense.ann import AnnConfig, ann_path
 from ragspine.retrieval.vector.dense.channel import DenseView
+from ragspine.retrieval.language import detect_language
 from ragspine.retrieval.vector.dense.chunk_vectors import TEXT_LANGUAGE, ChunkVectors
 
 DIM = 384
@@ -70,15 +74,24 @@ class ClusteredQueries:
         return out
 
 
-def fill_vectors(store: ChunkStore, vectors: ChunkVectors, centres: np.ndarray) -> float:
-    ids = [r[0] for r in store.execute_read("SELECT chunk_id FROM narrative_chunk WHERE active = 1 ORDER BY row_id")]
-    missing = vectors.missing(ids)
+def fill_vectors(store: ChunkStore, vectors: ChunkVectors, centres: np.ndarray, languages: str = "en") -> float:
+    """Write the missing vectors; each stored with language "en" (`languages="en"`: centring
+    off) or with its chunk text's detected language (`"detect"`: a mixed corpus, centred)."""
+    found = store.execute_read("SELECT chunk_id, text FROM narrative_chunk WHERE active = 1 ORDER BY row_id")
+    text_of = {r[0]: r[1] for r in found}
+    missing = vectors.missing(list(text_of))
     started = time.perf_counter()
     rng = np.random.default_rng(7)
     for i in range(0, len(missing), 20_000):
         batch = missing[i : i + 20_000]
         rows = centres[rng.integers(0, len(centres), len(batch))] + NOISE * rng.standard_normal((len(batch), DIM)).astype(np.float32)
-        vectors.upsert(batch, rows, [{TEXT_LANGUAGE: "en"}] * len(batch))
+        if languages == "detect":
+            meta = [{TEXT_LANGUAGE: detect_language(text_of[c])} for c in batch]
+            offset = np.where(np.array([m[TEXT_LANGUAGE] == "zh" for m in meta])[:, None], 0.5, -0.5).astype(np.float32)
+            rows = rows + offset * centres[0] / np.linalg.norm(centres[0])  # each language leans its own way
+        else:
+            meta = [{TEXT_LANGUAGE: "en"}] * len(batch)
+        vectors.upsert(batch, rows, meta)
     return time.perf_counter() - started
 
 
@@ -101,6 +114,8 @@ def main() -> None:
     parser.add_argument("--passes", type=int, default=1)
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--ef-search", type=int, default=AnnConfig().ef_search)
+    parser.add_argument("--languages", choices=("en", "detect"), default="en",
+                        help="store every vector as English (centring off) or with its chunk's detected language (centred)")  # fmt: skip
     parser.add_argument("--keep-index", action="store_true",
                         help="reuse the saved index of an earlier run (no build timed): query latency and recall only")  # fmt: skip
     args = parser.parse_args()
@@ -115,7 +130,8 @@ def main() -> None:
     with ChunkStore(folder / "chunks.db") as store:
         store.init_schema()
         with ChunkVectors.beside(store, model_id=backend.model_id, dim=DIM) as vectors:
-            out["vectors_written_s"] = fill_vectors(store, vectors, centres)
+            out["vectors_written_s"] = fill_vectors(store, vectors, centres, args.languages)
+            out["languages"] = args.languages
             index_file = ann_path(vectors.path)
         assert index_file is not None
         keep = args.keep_index and Path(index_file).is_file()
