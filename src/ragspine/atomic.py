@@ -8,15 +8,23 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Iterable
 from pathlib import Path
 
+Bytes = bytes | bytearray | memoryview
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write `data` to a temporary sibling, fsync it, rename it over `path`, fsync the folder."""
+
+def write_atomic(path: Path, data: Bytes | Iterable[Bytes]) -> None:
+    """Write `data` (bytes, or pieces of bytes written one after another: a large file need not
+    be joined in memory first) to a temporary sibling, fsync it, rename it over `path`, fsync
+    the folder."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     try:
         with open(tmp, "wb") as handle:
-            handle.write(data)
+            if isinstance(data, (bytes, bytearray, memoryview)):
+                handle.write(data)
+            else:
+                handle.writelines(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)

@@ -291,7 +291,7 @@ def test_a_cache_written_under_a_reader_leaves_the_reader_intact(store: tuple[Pa
         _write(vectors, chunks[:5], _rows(5, 3))  # a rewrite, then a new cache renamed over the old
         _view(_channel(vectors, cache=True), snapshot, chunks)
     assert np.array_equal(reader.matrix[:5], before) and np.array_equal(reader.read_rows(np.arange(5)), before)
-    assert not list(path.parent.glob("*.tmp-*")), "no temporary file left behind"
+    assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")], "no temporary file left behind"
 
 
 def test_the_product_path_writes_and_uses_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -2,8 +2,8 @@
 without reading every vector record (issue 20, "instant start").
 
 The SQLite vectors file (`ChunkVectors`) stays the source of truth. Beside it live two derived
-files, each written whole under a temporary name, fsynced and renamed over the old one (a reader
-never sees half a file; one that already mapped the old file keeps reading it):
+files, each written whole by `ragspine.atomic.write_atomic` (temporary name, fsync, rename, folder
+fsync: a reader never sees half a file; one that already mapped the old file keeps reading it):
 
 - `<vectors>.matrix`: the float32 rows (one per chunk id, in the order the dense channel numbers
   them), each row's chunk id and language code, and the ids the vectors file reported damaged.
@@ -35,15 +35,16 @@ import logging
 import mmap
 import os
 import struct
-import threading
 import uuid
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import numpy as np
+
+from ragspine.atomic import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -270,7 +271,7 @@ def read_alignment(path: str, cache_id: str) -> CachedAlignment | None:
 
 # -- the container: magic, header (JSON, crc32), 64-byte aligned sections ---------------------------
 def _write(path: str, magic: bytes, header: Mapping[str, Any], sections: Mapping[str, np.ndarray]) -> None:
-    """Write the container to a temporary name, fsync it and rename it over `path`."""
+    """Write the container atomically (`write_atomic`), the sections in `_WRITE_PIECE` pieces."""
     layout: dict[str, dict[str, Any]] = {}
     at = 0  # offsets are relative to the first section, which follows the header, aligned
     for name, array in sections.items():
@@ -279,22 +280,18 @@ def _write(path: str, magic: bytes, header: Mapping[str, Any], sections: Mapping
         at = _aligned(at + array.nbytes)
     encoded = json.dumps(dict(header, sections=layout, data_size=at)).encode("utf-8")
     base = _aligned(_PREFIX.size + len(encoded))
-    target = Path(path)
-    temporary = target.with_name(f"{target.name}.tmp-{os.getpid()}-{threading.get_ident()}")
-    try:
-        with open(temporary, "wb") as handle:
-            handle.write(_PREFIX.pack(magic, len(encoded), zlib.crc32(encoded)))
-            handle.write(encoded)
-            for name, array in sections.items():
-                handle.write(b"\0" * (base + layout[name]["offset"] - handle.tell()))
-                data = np.ascontiguousarray(array).data.cast("B")
-                handle.writelines(data[start : start + _WRITE_PIECE] for start in range(0, len(data), _WRITE_PIECE))
-            handle.write(b"\0" * (base + at - handle.tell()))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, target)
-    finally:
-        temporary.unlink(missing_ok=True)
+
+    def pieces() -> Iterator[bytes | memoryview]:
+        yield _PREFIX.pack(magic, len(encoded), zlib.crc32(encoded)) + encoded
+        written = _PREFIX.size + len(encoded)
+        for name, array in sections.items():
+            yield b"\0" * (base + layout[name]["offset"] - written)
+            data = np.ascontiguousarray(array).data.cast("B")
+            yield from (data[start : start + _WRITE_PIECE] for start in range(0, len(data), _WRITE_PIECE))
+            written = base + layout[name]["offset"] + len(data)
+        yield b"\0" * (base + at - written)
+
+    write_atomic(Path(path), pieces())
 
 
 def _read(path: str, magic: bytes) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, int], BinaryIO] | None:

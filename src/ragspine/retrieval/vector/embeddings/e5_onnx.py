@@ -40,12 +40,13 @@ import os
 import tempfile
 from dataclasses import dataclass, replace
 from importlib import resources
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ragspine.atomic import write_atomic
 from ragspine.retrieval.chunking.chunking import chunk_document
 from ragspine.retrieval.model import DocumentMeta
 from ragspine.retrieval.vector.embeddings.bert import BertLayer
@@ -99,9 +100,7 @@ def weights_sha256(path: str | Path, cache_dir: Path) -> str:
     digest = file_sha256(path)
     try:
         cache_dir.mkdir(parents=True, exist_ok=True)
-        partial = memo.with_name(f".{memo.name}.{os.getpid()}")
-        partial.write_text(digest, encoding="ascii")
-        os.replace(partial, memo)
+        write_atomic(memo, digest.encode("ascii"))
     except OSError:  # a read-only cache: hash again next time
         pass
     return digest
