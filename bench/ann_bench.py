@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from bench.prepare import prepare
+from ragspine.retrieval.fusion.rrf import FUSION_METHODS, Fusion
 from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex
 from ragspine.retrieval.store.sqlite import ChunkStore
 from ragspine.retrieval.vector.dense.ann import AnnConfig, ann_path
@@ -118,6 +119,8 @@ def main() -> None:
                         help="store every vector as English (centring off) or with its chunk's detected language (centred)")  # fmt: skip
     parser.add_argument("--keep-index", action="store_true",
                         help="reuse the saved index of an earlier run (no build timed): query latency and recall only")  # fmt: skip
+    parser.add_argument("--compare-fusion", choices=FUSION_METHODS,
+                        help="also time the hybrid ANN search under this fusion method (another index opened beside)")  # fmt: skip
     args = parser.parse_args()
     load = os.getloadavg()
     meta = prepare(args.work, args.scale)
@@ -143,9 +146,9 @@ def main() -> None:
         lexical.refresh()
         out["rss_lexical_mb"] = rss_mb()
 
-        def opened(config: AnnConfig) -> tuple[NarrativeIndex, float]:
+        def opened(config: AnnConfig, fusion: Fusion | None = None) -> tuple[NarrativeIndex, float]:
             started = time.perf_counter()
-            index = NarrativeIndex(store, embedding_backend=backend, ann=config)
+            index = NarrativeIndex(store, embedding_backend=backend, ann=config, fusion=fusion)
             index.refresh()
             return index, time.perf_counter() - started
 
@@ -174,6 +177,10 @@ def main() -> None:
             "dense exact (rank 100)": lambda q: views["exact"].rank(vectors_of[q], allowed, DEPTH),
             "dense ANN (rank 100)": lambda q: views["ann"].rank(vectors_of[q], allowed, DEPTH),
         }
+        if args.compare_fusion:
+            other, _ = opened(config, Fusion(method=args.compare_fusion))
+            runs[f"hybrid ANN, fusion {args.compare_fusion}"] = lambda q: other.retrieve(q, top_k=10, rerank=False)
+            out["fusion"] = Fusion().method
         for run in runs.values():  # one warm-up query each
             run(queries[0])
         times: dict[str, list[float]] = {name: [] for name in runs}

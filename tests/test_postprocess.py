@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragspine.assembly import build_retriever, load_settings, make_postprocessor_for
+from ragspine.retrieval.fusion.rrf import Fusion
 from ragspine.retrieval.link.narrative_link import build_narrative_retriever
 from ragspine.retrieval.model import Chunk, DocumentMeta
 from ragspine.retrieval.postprocess import make_postprocessor
@@ -202,8 +203,11 @@ def test_restricted_never_surfaces_and_citations_stay_whole(chain: str, vectors:
 
 def test_mmr_in_the_retriever_fetches_a_wider_pool_and_brings_other_documents() -> None:
     backend = DeterministicEmbeddingBackend(dim=256)
-    retriever, store = build_narrative_retriever(":memory:", embedding_backend=backend, postprocessor=make_postprocessor("mmr", mmr={"lambda_mult": 0.5, "fetch_k": 6}))
-    plain, plain_store = build_narrative_retriever(":memory:", embedding_backend=backend)
+    # RRF: MMR's relevance is the fused scores min-max scaled over its pool, and under score
+    # fusion the three copies stand so far above the rest that lambda 0.5 keeps a second copy
+    rrf = Fusion(method="rrf")
+    retriever, store = build_narrative_retriever(":memory:", embedding_backend=backend, fusion=rrf, postprocessor=make_postprocessor("mmr", mmr={"lambda_mult": 0.5, "fetch_k": 6}))
+    plain, plain_store = build_narrative_retriever(":memory:", embedding_backend=backend, fusion=rrf)
     try:
         _ingest(retriever)
         _ingest(plain)

@@ -293,6 +293,8 @@ def make_fusion(settings: Settings) -> Fusion:
     """The `Fusion` of the settings: RAGSPINE_FUSION with its weights; whatever is unset keeps
     the `Fusion` dataclass default. ValueError (from `Fusion`) on values it refuses."""
     options: dict[str, Any] = {"method": settings.fusion}
+    if settings.fusion_dense_share is not None:
+        options["dense_share"] = settings.fusion_dense_share
     if settings.fusion_weights is not None:
         options["lexical_weight"], options["dense_weight"] = settings.fusion_weights
     if settings.fusion_adaptive is not None:
@@ -303,6 +305,12 @@ def make_fusion(settings: Settings) -> Fusion:
 
 def describe_fusion(fusion: Fusion) -> str:
     """One line for `config show` and /stats, e.g. "adaptive (k=60; dense weight 0.3-3 ...)"."""
+    if fusion.method == "zscore":
+        lexical, dense = fusion.weights(1.0)
+        return (
+            f"zscore (dense share {fusion.dense_share:g}: z-scores of each channel's scores, lexical "
+            f"{lexical:g} + dense {dense:g}; the vectors alone when their head is in another language)"
+        )
     if fusion.method == "learned":
         return f"learned (k={fusion.k}; per-query weights from the shipped logistic model, docs/dense.md)"
     if fusion.method == "rrf":

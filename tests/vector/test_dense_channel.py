@@ -123,7 +123,7 @@ def test_vector_mode_and_fusion_methods(db_path: Path) -> None:
         scores = [r.vector_score for r in dense_only]
         assert scores == sorted(scores, reverse=True), "vector mode ranks by cosine alone"
         assert order[0] == "rev"
-        for method in ("rrf", "weighted", "adaptive"):
+        for method in ("zscore", "rrf", "weighted", "adaptive"):
             index = NarrativeIndex(store, embedding_backend=backend, fusion=Fusion(method=method))
             assert index.retrieve("export demand", top_k=1)[0].chunk.doc_id == "rev"
 
@@ -133,7 +133,7 @@ def test_cross_lingual_query_leans_on_vectors(db_path: Path) -> None:
     fusion gives the dense ranking its highest weight."""
     with ChunkStore(db_path) as store:
         store.init_schema()
-        index = NarrativeIndex(store, embedding_backend=Recording())
+        index = NarrativeIndex(store, embedding_backend=Recording(), fusion=Fusion(method="adaptive"))
         _ingest(index)
         retriever = index.retriever()
         tokens = retriever.analyzer("完全没有出现过的词语")

@@ -67,7 +67,7 @@ LOCAL_MODEL_PATH = frozenset({"onnx", "fastembed", "minilm", "st", "sentence-tra
 REMOTE_EMBEDDINGS = frozenset({"openai"})  # take RAGSPINE_EMBEDDING_BASE_URL / _API_KEY
 FILTER_EXTRACTORS = ("none", "rules", "llm")
 # The names of retrieval.fusion.rrf.FUSION_METHODS (a test keeps them equal).
-FUSION_METHODS = ("learned", "adaptive", "weighted", "rrf")
+FUSION_METHODS = ("zscore", "learned", "adaptive", "weighted", "rrf")
 # The first names of each stage's registry (a test keeps them equal; dotted paths are accepted too).
 CHUNKERS = ("paragraph", "layout", "parent_child", "sentence_window", "semantic", "laws", "book", "qa", "auto")
 QUERY_REWRITERS = ("none", "glossary")
@@ -270,8 +270,12 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "RAGSPINE_FUSION",
-        "adaptive",
-        "How the BM25 and dense rankings are fused (weighted RRF). learned: a small logistic "
+        "zscore",
+        "How the BM25 and dense rankings are fused. zscore: each channel's scores become "
+        "z-scores over its own ranking and are summed, BM25's weighted 1 − s and the dense "
+        "channel's s (RAGSPINE_FUSION_DENSE_SHARE); a query whose best dense hits are in another "
+        "language is ranked by the vectors alone (docs/dense.md#fusion). The others fuse ranks "
+        "(weighted RRF). learned: a small logistic "
         "model shipped with the package sets each query's two weights from signals the channels "
         "already give (BM25 match and gap, dense top cosine and gap, agreement of the two top 10s, "
         "query length and language, whether the best dense hit is in another language; "
@@ -297,6 +301,14 @@ SETTINGS: tuple[Setting, ...] = (
         "LEXICAL,DENSE ranking weights of weighted fusion, e.g. `1,0.5`; only with "
         "RAGSPINE_FUSION=weighted. Unset: the `Fusion` defaults (shown by `ragspine config show`).",
         float_list(2, "LEXICAL,DENSE", minimum=0.0),
+    ),
+    Setting(
+        "RAGSPINE_FUSION_DENSE_SHARE",
+        None,
+        "The dense channel's share s of zscore fusion, from 0 (BM25 decides, the vectors break "
+        "its ties) to 1 (the reverse); only with RAGSPINE_FUSION=zscore. Unset: the `Fusion` "
+        "default, 0.45, chosen on the shared sets' train/dev splits (docs/benchmarks.md).",
+        float_range(0.0, 1.0),
     ),
     Setting(
         "RAGSPINE_FUSION_ADAPTIVE",
@@ -690,7 +702,8 @@ class Settings:
     embed_threads: int | None = None
     embedding_base_url: str | None = None
     embedding_api_key: Secret | None = None
-    fusion: str = "adaptive"
+    fusion: str = "zscore"
+    fusion_dense_share: float | None = None
     fusion_weights: tuple[float, ...] | None = None
     fusion_adaptive: tuple[float, ...] | None = None
     extra_channels: str = "none"
@@ -1017,6 +1030,7 @@ def _check_embedding(settings: Settings, sources: Mapping[str, str]) -> None:
 
 def _check_fusion(settings: Settings) -> None:
     for var, value, method in (
+        ("RAGSPINE_FUSION_DENSE_SHARE", settings.fusion_dense_share, "zscore"),
         ("RAGSPINE_FUSION_WEIGHTS", settings.fusion_weights, "weighted"),
         ("RAGSPINE_FUSION_ADAPTIVE", settings.fusion_adaptive, "adaptive"),
     ):

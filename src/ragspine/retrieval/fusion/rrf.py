@@ -45,7 +45,11 @@ def weighted_rrf(rankings: Iterable[tuple[Sequence[K], float]], k: int = DEFAULT
     return fused
 
 
-FUSION_METHODS = ("learned", "adaptive", "weighted", "rrf")
+FUSION_METHODS = ("zscore", "learned", "adaptive", "weighted", "rrf")
+# zscore's dense share, chosen by `python -m bench.fusion_learn lodo` on every shared set's
+# train/dev records (never test): the share whose worst set is best against that set's BM25
+# order and its plain RRF (docs/benchmarks.md, "Score fusion").
+DEFAULT_DENSE_SHARE = 0.45
 
 
 def _ramp(value: float, high: float, low: float) -> float:
@@ -59,8 +63,16 @@ def _ramp(value: float, high: float, low: float) -> float:
 
 @dataclass(frozen=True)
 class Fusion:
-    """How the lexical and dense rankings are combined (weighted RRF in every method).
+    """How the lexical and dense rankings are combined.
 
+    - zscore (the default): score fusion, not RRF. Each ranking's own scores (BM25, cosines)
+      become z-scores over that ranking and are summed with weights 2 · (1 − `dense_share`) for
+      the lexical rankings and 2 · `dense_share` for the dense ones (`zscore.zscore_fuse`). A
+      query whose dense head holds a chunk in another language than the query is ranked by the
+      vectors alone (BM25 cannot see a translation; it then only orders what they did not rank).
+      A clear BM25 winner stands far above the other BM25 scores and keeps its place; a close
+      BM25 race (many chunks that contain every query word) leaves the vectors to decide.
+    Every other method is weighted RRF over the ranks:
     - learned: the weights a logistic model gives this query from its `QuerySignals`
       (`learned.LearnedFusion`; `model`, else the one shipped with the package).
     - rrf: every ranking weight 1.0 (`rrf_fuse`).
@@ -80,7 +92,7 @@ class Fusion:
       and BM25's matches on common words stop outvoting them.
     """
 
-    method: str = "adaptive"
+    method: str = "zscore"
     k: int = DEFAULT_RRF_K
     lexical_weight: float = 1.0
     dense_weight: float = 1.0
@@ -99,6 +111,7 @@ class Fusion:
     gap_high: float = 0.15
     lexical_low: float = 0.0
     model: LearnedFusion | None = None  # learned only; None: the shipped model
+    dense_share: float = DEFAULT_DENSE_SHARE  # zscore only
 
     def __post_init__(self) -> None:
         if self.method not in FUSION_METHODS:
@@ -114,12 +127,19 @@ class Fusion:
             )
         if not 0.0 < self.gap_high <= 1.0:
             raise ValueError(f"need 0 < gap_high <= 1, got {self.gap_high}")
+        if not 0.0 <= self.dense_share <= 1.0:
+            raise ValueError(f"need 0 <= dense_share <= 1, got {self.dense_share}")
 
     @property
     def reads_signals(self) -> bool:
-        """Whether the weights depend on the query (adaptive, learned): only then does the
-        retriever compute its `QuerySignals`; rrf and weighted have fixed weights."""
-        return self.method in ("adaptive", "learned")
+        """Whether the weights depend on the query (zscore, adaptive, learned): only then does
+        the retriever compute its `QuerySignals`; rrf and weighted have fixed weights."""
+        return self.method in ("zscore", "adaptive", "learned")
+
+    @property
+    def fuses_scores(self) -> bool:
+        """Whether the rankings' scores are fused (zscore) rather than their ranks (RRF)."""
+        return self.method == "zscore"
 
     def weights_for(self, signals: QuerySignals) -> tuple[float, float]:
         """(lexical weight, dense weight) for one query: the learned model's, or `weights` with
@@ -127,6 +147,8 @@ class Fusion:
         language than the query: BM25 cannot see a translation) and gap."""
         if self.method == "learned":
             return (self.model or load_model()).weights(signals)
+        if self.method == "zscore":
+            return (0.0, 2.0) if signals.crossing else self.weights(signals.match)
         return self.weights(0.0 if signals.crossing else signals.match, signals.gap)
 
     def weights(self, match: float, gap: float = 1.0) -> tuple[float, float]:
@@ -136,6 +158,8 @@ class Fusion:
             raise ValueError("the learned fusion reads every query signal: call weights_for(signals)")
         if self.method == "rrf":
             return 1.0, 1.0
+        if self.method == "zscore":
+            return 2.0 * (1.0 - self.dense_share), 2.0 * self.dense_share
         if self.method == "weighted":
             return self.lexical_weight, self.dense_weight
         t_match = _ramp(match, self.match_high, self.match_low)

@@ -14,9 +14,10 @@ query: only the query is embedded, every variant in one backend call, each disti
 a retriever built from a list with only an `embedding_backend` embeds lazily: per query, only
 the chunks its metadata filter allows that have no vector yet, kept by chunk_id for later
 queries (the store-backed index, `over_snapshot`, embeds at ingest); rankings are combined by
-weighted RRF (`Fusion`; plain `rrf_fuse` when every weight is 1); ties break by
-(-fused_score, chunk_id); without an embedding backend a chunk that shares no token with any
-query variant is never returned.
+`Fusion`: by default their scores as z-scores (`fusion.zscore`), else weighted RRF (plain
+`rrf_fuse` when every weight is 1); without a dense channel, and in channels="vector", always
+RRF (one channel: its own order); ties break by (-fused_score, chunk_id); without an embedding
+backend a chunk that shares no token with any query variant is never returned.
 channels="vector" ranks by the dense channel alone (BM25 scores are still reported). When a
 chunk among the dense channel's top 3 is in another language than the query, the query counts
 as one BM25 did not match (`match` 0 for the adaptive fusion): BM25 cannot find a translation.
@@ -37,17 +38,28 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from ragspine.retrieval.model import RESERVED_FIELDS, Chunk, index_field_values
 from ragspine.retrieval.filters import CORE_FIELDS, Filter, fields_of, parse_filter
 from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1, bm25_idf
 from ragspine.retrieval.fusion.rrf import DEFAULT_RRF_K, Fusion, weighted_rrf
 from ragspine.retrieval.fusion.signals import CROSS_DEPTH, QuerySignals, top_overlap
+from ragspine.retrieval.fusion.zscore import WINDOW, zscore_fuse
 from ragspine.retrieval.lexical.index.segment import SegmentBuilder
 from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot
 from ragspine.retrieval.types import ChunkSource, EmbeddingBackend, QueryRewriter, RetrievalResult
 from ragspine.retrieval.lexical.tokenize import tokenize
-from ragspine.retrieval.pipeline.channels import Channel, ChannelQuery, DenseRanker, DenseSlot, LexicalChannel
-from ragspine.retrieval.vector.dense.channel import DenseChannel, DenseRanking
+from ragspine.retrieval.pipeline.channels import (
+    Channel,
+    ChannelQuery,
+    ChannelRanking,
+    DenseRanker,
+    DenseSlot,
+    LexicalChannel,
+)
+from ragspine.retrieval.vector.dense.channel import ChunkIds, DenseChannel, DenseRanking
+from ragspine.retrieval.vector.stores.inprocess import top_k_rows
 
 CHANNELS = ("hybrid", "vector")
 TIE_WEIGHT = 1e-6  # stands in for a fusion weight of 0
@@ -233,7 +245,9 @@ class HybridRetriever:
         variants = list(variants)
         # One ranking alone: RRF keeps its order, so its first k are the answer.
         single = self._dense is None and not self.extra_channels and len(variants) == 1
-        depth = k if single else max(k, self.rank_depth)
+        # score fusion reads each ranking's statistics over its best WINDOW, whatever k is
+        fuses_scores = self._dense is not None and self.channels != "vector" and self.fusion.fuses_scores
+        depth = k if single else max(k, self.rank_depth, WINDOW if fuses_scores else 0)
         index = self.index
         request = ChannelQuery(index, variants, depth, filters, typed)
         token_lists = [self.analyzer(variant) for variant in variants]
@@ -244,6 +258,7 @@ class HybridRetriever:
         dense: list[list[int]] = []
         vector_scores: dict[int, float] | None = None
         query_vectors: list[Any] = []
+        dense_run: ChannelRanking | None = None
         if view is not None and self._dense is not None:
             dense_run, query_vectors = self._dense.rank_with(view, request)
             dense, vector_scores = dense_run.rankings, dense_run.best_scores()
@@ -265,13 +280,20 @@ class HybridRetriever:
             # A zero weight becomes a tiny one: that channel then only orders the chunks the
             # other did not rank (a chunk without a vector still comes back, behind the rest).
             if self.channels == "vector":
-                runs = [(r, w_dense) for r in dense]
+                fused = weighted_rrf([(r, w_dense) for r in dense], k=self.rrf_k)
+            elif fuses_scores and view is not None and dense_run is not None:
+                scored_runs = [(sc, max(w_lexical, TIE_WEIGHT), WINDOW) for sc in lexical_run.scores]
+                scored_runs += [(sc, max(w_dense, TIE_WEIGHT), WINDOW) for sc in dense_run.scores]
+                scored_runs += [(sc, weight, WINDOW) for _, weight, run in extra for sc in run.scores]
+                fused = zscore_fuse(scored_runs)
             else:
                 runs = [(r, max(w_lexical, TIE_WEIGHT)) for r in lexical]
                 runs += [(r, max(w_dense, TIE_WEIGHT)) for r in dense]
                 runs += [(r, weight) for _, weight, run in extra for r in run.rankings]
-            fused = weighted_rrf(runs, k=self.rrf_k)  # positions stand in for chunk ids
-            order = sorted(fused, key=lambda i: (-fused[i], index.chunk_id(i)))[:k]
+                fused = weighted_rrf(runs, k=self.rrf_k)  # positions stand in for chunk ids
+            positions = np.fromiter(fused, dtype=np.int64, count=len(fused))
+            values = np.fromiter(fused.values(), dtype=np.float64, count=len(fused))
+            order = [i for i, _ in top_k_rows(positions, values, k, ChunkIds(index))]  # by (-fused, chunk_id)
         bm25 = self._best_bm25(order, scored)
         if view is not None and vector_scores is not None:
             unscored = [i for i in order if i not in vector_scores]

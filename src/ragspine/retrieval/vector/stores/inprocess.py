@@ -26,6 +26,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from ragspine.retrieval.filters import Filter, matches, parse_filter
+from ragspine.retrieval.lexical.index.scoring import best_k
 from ragspine.retrieval.vector.stores.files import read_vectors, write_vectors
 from ragspine.retrieval.vector.arrays import as_matrix, as_vector, unit_rows
 
@@ -289,16 +290,9 @@ def top_k(rows: np.ndarray, scores: np.ndarray, k: int, ids: Sequence[str]) -> l
 
 
 def top_k_rows(rows: np.ndarray, scores: np.ndarray, k: int, ids: Any) -> list[tuple[int, float]]:
-    """The `k` best (row, score) by (-score, ids[row]): the one exact rank every vector store and
-    the dense channel use. `ids` is anything indexable by a row that gives its id."""
-    if k < rows.size:
-        threshold = np.partition(scores, rows.size - k)[rows.size - k]
-        keep = scores >= threshold
-        rows, scores = rows[keep], scores[keep]
-    pairs = sorted(zip(rows.tolist(), scores.tolist(), strict=True), key=lambda p: -p[1])
-    if any(a[1] == b[1] for a, b in zip(pairs, pairs[1:])):  # ids only when scores tie
-        pairs.sort(key=lambda p: (-p[1], ids[p[0]]))
-    return pairs[:k]
+    """The `k` best (row, score) by (-score, ids[row]) (`best_k`, the one exact rank every vector
+    store and the dense channel use). `ids` is anything indexable by a row that gives its id."""
+    return best_k(rows, scores, k, lambda row: ids[row])
 
 
 def _check_ids(ids: Sequence[str]) -> list[str]:
