@@ -95,12 +95,13 @@ def record(dataset_dir: Path, split: str, out: Path, limit: int | None) -> Path:
     def signals(self: Any, query: str, first: Any, lexical: Any, dense: Any, vector_scores: Any, view: Any) -> Any:
         # RRF records: the first variant's BM25 scores and the best cosine over the variants
         current["lexical_scores"], current["dense_scores"] = [dict(first[1])], [dict(vector_scores or {})]
+        current["variants"] = len(dense)  # one dense ranking per query variant, as one BM25 one
         return original_signals(self, query, first, lexical, dense, vector_scores, view)
 
     def zfuse(runs: Any) -> Any:
-        runs = list(runs)  # zscore: every scored ranking it fused, BM25's then the dense ones
-        half = len(runs) // 2
-        lexical_runs, dense_runs = [dict(r[0]) for r in runs[:half]], [dict(r[0]) for r in runs[half:]]
+        runs = list(runs)  # zscore: every scored ranking it fused: BM25's, the dense ones, extras
+        n = current["variants"]
+        lexical_runs, dense_runs = [dict(r[0]) for r in runs[:n]], [dict(r[0]) for r in runs[n : 2 * n]]
         current["lexical_scores"], current["dense_scores"] = lexical_runs, dense_runs
         current["runs"] = [sorted(r, key=lambda p, r=r: -r[p]) for r in lexical_runs + dense_runs]
         return original_zfuse(runs)
@@ -120,8 +121,8 @@ def record(dataset_dir: Path, split: str, out: Path, limit: int | None) -> Path:
             )
             chunk_maps[id(self.index)] = maps
         chunk_of, _ = maps
-        runs = current["runs"]  # the rankings fused, every variant: BM25's, then the dense ones
-        lexical_runs, dense_runs = runs[: len(runs) // 2], runs[len(runs) // 2 :]
+        runs, n = current["runs"], current["variants"]  # BM25's rankings, the dense ones, extras
+        lexical_runs, dense_runs = runs[:n], runs[n : 2 * n]
         calls[query] = {
             "signals": dataclasses.asdict(current["signals"]),
             "weights": current["weights"],
@@ -427,7 +428,8 @@ def load_sets(folder: Path) -> list[SetData]:
                 "limits": {s: splits[s]["limit"] for s in used},
                 "judged": {s: splits[s]["judged_queries"] for s in used},
                 "product_test": splits["test"]["product_ndcg"], "product_fusion": splits["test"]["fusion"]}  # fmt: skip
-        scored = all(q.lexical_scores or q.dense_scores for q in train + test)
+        # zscore replays need records the score fusion made (every variant's scores, 300 deep)
+        scored = all(str(splits[x]["fusion"]).startswith("zscore") for x in used)
         z_train = np.array([[zscore_ndcg(q, a) for a in GRID] for q in train]).reshape(len(train), len(GRID)) if scored else None
         z_test = np.array([[zscore_ndcg(q, a) for a in GRID] for q in test]).reshape(len(test), len(GRID)) if scored else None
         sets.append(SetData(name, train, test, grid, meta, z_train, z_test))

@@ -130,3 +130,40 @@ def test_the_setting_reaches_the_snippets_through_the_assembly() -> None:
     finally:
         retriever.index.close()
         store.close()
+
+
+class Oversharing:
+    """A channel that ranks only allowed positions but puts every position in its score maps,
+    with a score that may not be finite (both allowed by the Protocol: ranked positions count)."""
+
+    name = "overshare"
+    weight = 1.0
+
+    def __init__(self, score: float = 5.0) -> None:
+        self.score = score
+
+    def attach(self, index: IndexSnapshot, source: ChunkSource) -> Oversharing:
+        self.size = len(index.active_positions())
+        return self
+
+    def rank(self, query: ChannelQuery) -> ChannelRanking:
+        allowed = query.allowed.tolist()[:1]
+        every = {p: (self.score if p in allowed else 99.0) for p in range(self.size)}
+        return ChannelRanking([allowed for _ in query.variants], [dict(every) for _ in query.variants])
+
+
+@pytest.mark.parametrize("score", [5.0, float("inf"), float("nan")])
+def test_score_fusion_fuses_only_ranked_positions_and_survives_a_non_finite_score(score: float) -> None:
+    """Under the default (zscore) fusion with a dense channel, a position an extra channel scored
+    but did not rank (here the RESTRICTED chunk and the filtered-out ones) never comes back,
+    and a non-finite score does not empty the result list."""
+    backend = make_embedding_backend("deterministic")
+    retriever = HybridRetriever(CHUNKS, embedding_backend=backend, extra_channels=[Oversharing(score)])
+    assert retriever.fusion.fuses_scores
+    hidden = {c.chunk_id for c in CHUNKS if c.sensitivity.upper() == "RESTRICTED"}
+    assert hidden, "the fixture has a RESTRICTED chunk"
+    for query in ("revenue", "dividend payout", "营收"):
+        hits = retriever.search(query, top_k=2)  # fewer than the candidates: a cut is made
+        assert len(hits) == 2 and not {h.chunk.chunk_id for h in hits} & hidden
+        governance = retriever.search(query, top_k=10, topic="governance")
+        assert [h.chunk.chunk_id for h in governance] == ["c:0"], "the filter holds"

@@ -272,8 +272,9 @@ SETTINGS: tuple[Setting, ...] = (
         "RAGSPINE_FUSION",
         "zscore",
         "How the BM25 and dense rankings are fused. zscore: each channel's scores become "
-        "z-scores over its own ranking and are summed, BM25's weighted 1 − s and the dense "
-        "channel's s (RAGSPINE_FUSION_DENSE_SHARE); a query whose best dense hits are in another "
+        "z-scores over its own ranking and are summed, BM25's weighted 2(1 − s) and the dense "
+        "channel's 2s (RAGSPINE_FUSION_DENSE_SHARE; 1.1 and 0.9 by default, an extra channel "
+        "adds its own weight); a query whose best dense hits are in another "
         "language is ranked by the vectors alone (docs/dense.md#fusion). The others fuse ranks "
         "(weighted RRF). learned: a small logistic "
         "model shipped with the package sets each query's two weights from signals the channels "

@@ -29,10 +29,11 @@ WINDOW = 300
 def standardised(scores: Mapping[K, float], window: int | None = None) -> tuple[dict[K, float], float]:
     """(z-score of each item, the value an item absent from the ranking gets).
 
-    z = (score − mean) / standard deviation, both (population) over the `window` best scores
-    (None: all); the absent value is the lowest z in the window, and no item's z is lower. A
-    window whose scores are all equal (one item, say) ranks nothing above anything else it
-    holds: its items get 1.0, the rest 0.0.
+    z = (score − mean) / standard deviation, both (population) over the `window` best finite
+    scores (None: all); the absent value is the lowest z in the window, and no item's z is lower.
+    A NaN or −inf score counts as absent, +inf as the window's best. A window whose scores are
+    all equal (one item, say) ranks nothing above anything else it holds: its items get 1.0,
+    the rest 0.0.
 
     >>> z, absent = standardised({"a": 3.0, "b": 1.0})
     >>> z, absent
@@ -41,6 +42,8 @@ def standardised(scores: Mapping[K, float], window: int | None = None) -> tuple[
     ({'a': 1.0}, 0.0)
     >>> standardised({"a": 3.0, "b": 1.0, "c": -7.0}, window=2)
     ({'a': 1.0, 'b': -1.0, 'c': -1.0}, -1.0)
+    >>> standardised({"a": float("inf"), "b": 3.0, "c": 1.0, "d": float("nan")})
+    ({'a': 1.0, 'b': 1.0, 'c': -1.0, 'd': -1.0}, -1.0)
     """
     z, absent = _standard(scores, window)
     return dict(zip(scores, z.tolist(), strict=True)), absent
@@ -53,14 +56,17 @@ def _standard(scores: Mapping[K, float], window: int | None) -> tuple[np.ndarray
     if not scores:
         return np.zeros(0), 0.0
     values = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
-    inside = values if window is None or window >= len(values) else np.partition(values, len(values) - window)[-window:]
-    mean = float(inside.mean())
-    deviation = float(inside.std())
-    low = float(inside.min())
-    if deviation <= 1e-12 * max(1.0, abs(mean)):  # every score in the window equal: no scale
-        return (values >= low).astype(np.float64), 0.0
-    floor = (low - mean) / deviation
-    return np.maximum((values - mean) / deviation, floor), floor
+    finite = values[np.isfinite(values)]  # statistics over finite scores only
+    if window is not None and window < len(finite):
+        finite = np.partition(finite, len(finite) - window)[-window:]
+    if not len(finite) or float(finite.std()) <= 1e-12 * max(1.0, abs(float(finite.mean()))):
+        # no scale (every finite score in the window equal, or none): those and +inf get 1.0
+        low = float(finite.min()) if len(finite) else np.inf
+        return ((values >= low) & ~np.isnan(values)).astype(np.float64), 0.0
+    mean, deviation = float(finite.mean()), float(finite.std())
+    floor, top = (float(finite.min()) - mean) / deviation, (float(finite.max()) - mean) / deviation
+    z = np.clip((np.nan_to_num(values, nan=-np.inf) - mean) / deviation, floor, top)
+    return z, floor
 
 
 def zscore_fuse(runs: Iterable[tuple[Mapping[K, float], float, int | None]]) -> dict[K, float]:

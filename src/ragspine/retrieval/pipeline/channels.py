@@ -13,7 +13,9 @@ Invariants (checked for every channel by `ragspine.testing.channel.ChannelSuite`
   were applied before it runs, so it can never bring back what the filter or the mask removed.
 - It returns one ranking per query variant, in the variants' order; a ranking holds distinct
   positions, best first, at most `query.depth` of them, and every ranked position has a score in
-  that variant's score map.
+  that variant's score map. Higher scores are better: the default fusion (`zscore`) reads the
+  scores of the ranked positions, not only their order (a score map's other entries are shown
+  as `channel_scores` and never fused).
 - The same query over the same snapshot gives the same rankings (ties broken by position).
 The lexical (BM25) and dense channels are built in (`LexicalChannel`, `DenseSlot`); extra
 channels (RAGSPINE_EXTRA_CHANNELS, `make_channel`) are fused beside them with their `weight`.

@@ -282,10 +282,14 @@ class HybridRetriever:
             if self.channels == "vector":
                 fused = weighted_rrf([(r, w_dense) for r in dense], k=self.rrf_k)
             elif fuses_scores and view is not None and dense_run is not None:
-                scored_runs = [(sc, max(w_lexical, TIE_WEIGHT), WINDOW) for sc in lexical_run.scores]
-                scored_runs += [(sc, max(w_dense, TIE_WEIGHT), WINDOW) for sc in dense_run.scores]
-                scored_runs += [(sc, weight, WINDOW) for _, weight, run in extra for sc in run.scores]
-                fused = zscore_fuse(scored_runs)
+                # only what each ranking ranked (a score map may say more: shown, never fused)
+                weighted = [(lexical_run, max(w_lexical, TIE_WEIGHT)), (dense_run, max(w_dense, TIE_WEIGHT))]
+                weighted += [(run, weight) for _, weight, run in extra]
+                fused = zscore_fuse(
+                    ({p: scores[p] for p in ranking}, weight, WINDOW)
+                    for run, weight in weighted
+                    for ranking, scores in zip(run.rankings, run.scores, strict=True)
+                )
             else:
                 runs = [(r, max(w_lexical, TIE_WEIGHT)) for r in lexical]
                 runs += [(r, max(w_dense, TIE_WEIGHT)) for r in dense]
