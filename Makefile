@@ -124,17 +124,22 @@ RAY_EMBEDDING ?= e5
 bench-ray: $(STAMP)
 	PYTHONPATH=.:src $(BIN)/python -m bench.ray_embed_bench --chunks $(RAY_CHUNKS) --batch-size 16 --embedding $(RAY_EMBEDDING)
 
-# Learned fusion (docs/benchmarks.md#learned-fusion-leave-one-dataset-out): record each set's
-# product path once (FUSION_DIR keeps the workspaces and records), then LODO from the records,
-# then the policy's cost per query. FUSION_SETS: name:train-or-dev-split.
+# Fusion (docs/benchmarks.md#score-fusion-zscore-the-default): record each set's product path
+# once with the default engine and fusion (FUSION_DIR keeps the workspaces and records), check
+# the offline replay, then LODO, the z-score windows and the RRF variants from the records, then
+# the cost per query. FUSION_SETS: name:train-or-dev-split.
 FUSION_DIR ?= /tmp/ragspine-fusion
 FUSION_SETS ?= drcd_simplified:dev xling_ntrex_zh_en:dev cmrc2018:dev scifact:train zh_med_dialogue:dev en_medquad:dev
 bench-fusion: $(STAMP)
-	for set in $(FUSION_SETS); do for split in $${set##*:} test; do PYTHONPATH=src:. RAGSPINE_E5_ENGINE=onnx-fp32 \
+	for set in $(FUSION_SETS); do for split in $${set##*:} test; do PYTHONPATH=src:. \
 		$(BIN)/python -m bench.fusion_learn record $(EVAL)/$${set%%:*} --split $$split --out $(FUSION_DIR) --limit 1000 || exit 1; done; done
+	PYTHONPATH=src:. $(BIN)/python -m bench.fusion_learn record bench/data/crosslingual --split test --out $(FUSION_DIR)
+	PYTHONPATH=src:. $(BIN)/python -m bench.fusion_learn check $(FUSION_DIR)
 	PYTHONPATH=src:. $(BIN)/python -m bench.fusion_learn lodo $(FUSION_DIR)
+	PYTHONPATH=src:. $(BIN)/python -m bench.fusion_learn windows $(FUSION_DIR)
 	PYTHONPATH=src:. $(BIN)/python -m bench.fusion_learn variants $(FUSION_DIR)
-	PYTHONPATH=src:. RAGSPINE_E5_ENGINE=onnx-fp32 $(BIN)/python -m bench.fusion_learn latency $(EVAL)/drcd_simplified --split dev --cache $(FUSION_DIR)/ws --queries 100
+	PYTHONPATH=src:. $(BIN)/python -m bench.fusion_learn speed $(EVAL)/drcd_simplified --split dev --cache $(FUSION_DIR)/ws --queries 200 --fusion adaptive,zscore,rrf
+	PYTHONPATH=src:. $(BIN)/python -m bench.fusion_learn latency $(EVAL)/drcd_simplified --split dev --cache $(FUSION_DIR)/ws --queries 100
 
 clean:
 	rm -rf $(VENV) .ragspine build src/*.egg-info .pytest_cache .hypothesis
