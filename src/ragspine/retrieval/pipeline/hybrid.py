@@ -46,6 +46,7 @@ from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1, bm2
 from ragspine.retrieval.fusion.rrf import DEFAULT_RRF_K, Fusion, weighted_rrf
 from ragspine.retrieval.fusion.signals import CROSS_DEPTH, QuerySignals, top_overlap
 from ragspine.retrieval.fusion.zscore import WINDOW, zscore_fuse
+from ragspine.retrieval.lexical.index.scoring import best_k
 from ragspine.retrieval.lexical.index.segment import SegmentBuilder
 from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot
 from ragspine.retrieval.types import ChunkSource, EmbeddingBackend, QueryRewriter, RetrievalResult
@@ -58,8 +59,7 @@ from ragspine.retrieval.pipeline.channels import (
     DenseSlot,
     LexicalChannel,
 )
-from ragspine.retrieval.vector.dense.channel import ChunkIds, DenseChannel, DenseRanking
-from ragspine.retrieval.vector.stores.inprocess import top_k_rows
+from ragspine.retrieval.vector.dense.channel import DenseChannel, DenseRanking
 
 CHANNELS = ("hybrid", "vector")
 TIE_WEIGHT = 1e-6  # stands in for a fusion weight of 0
@@ -281,15 +281,16 @@ class HybridRetriever:
             # other did not rank (a chunk without a vector still comes back, behind the rest).
             if self.channels == "vector":
                 fused = weighted_rrf([(r, w_dense) for r in dense], k=self.rrf_k)
-            elif fuses_scores and view is not None and dense_run is not None:
-                # only what each ranking ranked (a score map may say more: shown, never fused)
-                weighted = [(lexical_run, max(w_lexical, TIE_WEIGHT)), (dense_run, max(w_dense, TIE_WEIGHT))]
-                weighted += [(run, weight) for _, weight, run in extra]
-                fused = zscore_fuse(
+            elif fuses_scores and dense_run is not None:
+                scored_runs = [(sc, max(w_lexical, TIE_WEIGHT), WINDOW) for sc in lexical_run.scores]
+                scored_runs += [(sc, max(w_dense, TIE_WEIGHT), WINDOW) for sc in dense_run.scores]
+                # an extra channel's score map may hold more than it ranked: shown, never fused
+                scored_runs += [
                     ({p: scores[p] for p in ranking}, weight, WINDOW)
-                    for run, weight in weighted
+                    for _, weight, run in extra
                     for ranking, scores in zip(run.rankings, run.scores, strict=True)
-                )
+                ]
+                fused = zscore_fuse(scored_runs)
             else:
                 runs = [(r, max(w_lexical, TIE_WEIGHT)) for r in lexical]
                 runs += [(r, max(w_dense, TIE_WEIGHT)) for r in dense]
@@ -297,7 +298,7 @@ class HybridRetriever:
                 fused = weighted_rrf(runs, k=self.rrf_k)  # positions stand in for chunk ids
             positions = np.fromiter(fused, dtype=np.int64, count=len(fused))
             values = np.fromiter(fused.values(), dtype=np.float64, count=len(fused))
-            order = [i for i, _ in top_k_rows(positions, values, k, ChunkIds(index))]  # by (-fused, chunk_id)
+            order = [i for i, _ in best_k(positions, values, k, index.chunk_id)]  # by (-fused, chunk_id)
         bm25 = self._best_bm25(order, scored)
         if view is not None and vector_scores is not None:
             unscored = [i for i in order if i not in vector_scores]

@@ -787,7 +787,7 @@ class DenseView:
                 return [], {}
             self._check_dimension(query)
         scores = self._scores(query, positions, rows)
-        best = top_k_rows(positions, scores, depth, ChunkIds(self.snapshot))
+        best = top_k_rows(positions, scores, depth, _ChunkIds(self.snapshot))
         return [p for p, _ in best], dict(best)
 
     def _check_dimension(self, query: np.ndarray) -> None:
@@ -915,7 +915,7 @@ class StoreDenseView:
                 return [], {}
             rows = np.fromiter(scores, dtype=np.int64, count=len(scores))
             values = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
-            best = top_k_rows(rows, values, depth, ChunkIds(self.snapshot))
+            best = top_k_rows(rows, values, depth, _ChunkIds(self.snapshot))
             return [p for p, _ in best], dict(best)
         mask = np.zeros(int(allowed.max()) + 1, dtype=bool)
         mask[allowed] = True
@@ -964,7 +964,7 @@ class StoreDenseView:
         return crossed(language_code(text), [language_code(c.text) for c in chunks])
 
 
-class ChunkIds:
+class _ChunkIds:
     """A snapshot's chunk ids indexed by position (what `top_k_rows` breaks ties by)."""
 
     def __init__(self, snapshot: IndexSnapshot) -> None:
