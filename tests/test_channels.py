@@ -143,7 +143,7 @@ class Oversharing:
         self.score = score
 
     def attach(self, index: IndexSnapshot, source: ChunkSource) -> Oversharing:
-        self.size = len(index.active_positions())
+        self.size = index.n_positions  # every position, the RESTRICTED one included
         return self
 
     def rank(self, query: ChannelQuery) -> ChannelRanking:
