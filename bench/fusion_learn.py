@@ -103,7 +103,7 @@ def record(dataset_dir: Path, split: str, out: Path, limit: int | None) -> Path:
         n = current["variants"]
         lexical_runs, dense_runs = [dict(r[0]) for r in runs[:n]], [dict(r[0]) for r in runs[n : 2 * n]]
         current["lexical_scores"], current["dense_scores"] = lexical_runs, dense_runs
-        current["runs"] = [sorted(r, key=lambda p, r=r: -r[p]) for r in lexical_runs + dense_runs]
+        current["runs"] = [list(r) for r in lexical_runs + dense_runs]  # score maps are in rank order
         return original_zfuse(runs)
 
     def search(self: Any, query: str, **kwargs: Any) -> Any:
@@ -341,47 +341,53 @@ def zscore_ndcg(q: Query, share: float, windows: tuple[int, int] | None = None) 
     return float(np.sum(q.gains[docs] / np.log2(np.arange(len(docs)) + 2)) / q.ideal)
 
 
-def zscore_share(sets: Sequence[SetData]) -> float:
-    """The zscore dense share whose worst train/dev set is best against the issue's two floors:
-    slack = min(nDCG@10 − BM25's order, and where dense alone beats BM25, nDCG@10 − (plain RRF
-    − 0.003)); the share with the largest smallest slack (ties: the larger mean)."""
-    slacks, means = [], []
-    for s in sets:
-        if not s.train or s.zscore_train is None:
-            continue
-        curve = s.zscore_train.mean(axis=0)
-        bm25, dense = s.train_grid[:, 0].mean(), s.train_grid[:, -1].mean()
-        rrf = float(np.mean([ndcg(q, 1.0, 1.0) for q in s.train]))
+def grid_index(share: float) -> int:
+    """The GRID column of a dense share."""
+    return int(round(share * (len(GRID) - 1)))
+
+
+def zscore_margins(sets: Sequence[SetData], curves: Sequence[np.ndarray] | None = None) -> tuple[int, np.ndarray, np.ndarray]:
+    """(the GRID column picked, the worst set's slack per share, the mean nDCG@10 per share) over
+    the sets with train/dev records: slack = min(nDCG@10 − BM25's order, and where dense alone
+    beats BM25, nDCG@10 − (plain RRF − 0.003)); the share with the largest smallest slack (ties:
+    the larger mean). `curves`: each such set's mean zscore nDCG@10 per share (default: the
+    shipped window's, `SetData.zscore_train`)."""
+    tuned = [s for s in sets if s.train and s.zscore_train is not None]
+    if curves is None:
+        curves = [s.zscore_train.mean(axis=0) for s in tuned if s.zscore_train is not None]
+    slacks = []
+    for s, curve in zip(tuned, curves, strict=True):
+        bm25, rrf, dense = (s.train_grid[:, grid_index(a)].mean() for a in (0.0, 0.5, 1.0))  # 0.5: weights 1, 1
         slack = curve - bm25
         if dense > bm25:
             slack = np.minimum(slack, curve - (rrf - 0.003))
         slacks.append(slack)
-        means.append(curve)
-    worst, mean = np.min(slacks, axis=0), np.mean(means, axis=0)
-    best = max(range(len(GRID)), key=lambda i: (round(float(worst[i]), 9), float(mean[i])))
-    return float(GRID[best])
+    worst, mean = np.min(slacks, axis=0), np.mean(curves, axis=0)
+    return max(range(len(GRID)), key=lambda i: (round(float(worst[i]), 9), float(mean[i]))), worst, mean
+
+
+def zscore_share(sets: Sequence[SetData]) -> float:
+    """The zscore dense share `zscore_margins` picks."""
+    return float(GRID[zscore_margins(sets)[0]])
 
 
 WINDOWS = ((100, 100), (300, 100), (100, 300), (300, 300))  # (BM25's, the cosines') compared
 
 
 def windows(folder: Path) -> None:
-    """For the train/dev records only: per (BM25, cosine) z-score window, each set's margin over
-    its floors (as `zscore_share` reads them) at the best share, the worst set, and the mean.
-    The records must rank at least as deep as the largest window (record with this code)."""
-    sets = [s for s in load_sets(folder) if s.train]
+    """For the train/dev records only: per (BM25, cosine) z-score window, the share
+    `zscore_margins` picks, the worst set's margin there and the mean over sets. The records
+    must rank at least as deep as the largest window (record with this code)."""
+    from ragspine.retrieval.fusion.zscore import WINDOW
+
+    sets = [s for s in load_sets(folder) if s.train and s.zscore_train is not None]
     for pair in WINDOWS:
-        slacks, curves = [], []
-        for s in sets:
-            curve = np.array([[zscore_ndcg(q, a, pair) for a in GRID] for q in s.train]).mean(axis=0)
-            bm25, dense = s.train_grid[:, 0].mean(), s.train_grid[:, -1].mean()
-            slack = curve - bm25
-            if dense > bm25:
-                slack = np.minimum(slack, curve - (float(np.mean([ndcg(q, 1.0, 1.0) for q in s.train])) - 0.003))
-            slacks.append(slack)
-            curves.append(curve)
-        worst, mean = np.min(slacks, axis=0), np.mean(curves, axis=0)
-        best = max(range(len(GRID)), key=lambda i: (round(float(worst[i]), 9), float(mean[i])))
+        curves = [
+            s.zscore_train.mean(axis=0) if pair == (WINDOW, WINDOW) and s.zscore_train is not None
+            else np.array([[zscore_ndcg(q, a, pair) for a in GRID] for q in s.train]).mean(axis=0)
+            for s in sets
+        ]  # fmt: skip
+        best, worst, mean = zscore_margins(sets, curves)
         around = ", ".join(f"{GRID[i]:.2f}: {worst[i]:+.4f}" for i in range(max(0, best - 2), min(len(GRID), best + 3)))
         print(f"windows BM25 {pair[0]} / cosines {pair[1]}: best share {GRID[best]:.2f}, worst set {worst[best]:+.4f}, "
               f"mean nDCG@10 over sets {mean[best]:.4f}; worst set around it: {around}", flush=True)  # fmt: skip
@@ -539,7 +545,7 @@ def lodo(folder: Path, write_model: Path | None) -> None:
             "meta": held.meta,
         }
         if held.zscore_test is not None and z_share is not None:
-            row["zscore"] = float(held.zscore_test[:, int(round(z_share * (len(GRID) - 1)))].mean())
+            row["zscore"] = float(held.zscore_test[:, grid_index(z_share)].mean())
             row["zscore_share"] = z_share
             row["zscore_shipped"] = float(np.mean([zscore_ndcg(q, DEFAULT_DENSE_SHARE) for q in test]))
         rows.append(row)
@@ -550,7 +556,7 @@ def lodo(folder: Path, write_model: Path | None) -> None:
             if s.train and s.zscore_train is not None:
                 curve = s.zscore_train.mean(axis=0)
                 print(f"zscore on {s.name} {s.meta['train_split']}: best share {GRID[int(np.argmax(curve))]:.2f} "
-                      f"({curve.max():.4f}); at {DEFAULT_DENSE_SHARE:g} {curve[int(round(DEFAULT_DENSE_SHARE * (len(GRID) - 1)))]:.4f}; "
+                      f"({curve.max():.4f}); at {DEFAULT_DENSE_SHARE:g} {curve[grid_index(DEFAULT_DENSE_SHARE)]:.4f}; "
                       f"BM25 order {s.train_grid[:, 0].mean():.4f}")  # fmt: skip
         share = zscore_share(sets)
         print(f"zscore: the share chosen on every set's train/dev is {share:.2f}; the package ships "
@@ -727,16 +733,13 @@ def check_replay(folder: Path) -> None:
 
 def cached_workspace(dataset_dir: Path, split: str, cache: Path) -> tuple[Any, Any]:
     """(the split, the default settings pointed at its workspace under `cache`) as `record` left it."""
-    from ragspine.assembly import embedding_options, index_settings_for, load_settings, resolve_embedding
+    from ragspine.assembly import load_settings
     from ragspine.eval.dataset import load_beir
-    from ragspine.eval.product import ProductOptions, cache_key
+    from ragspine.eval.product import ProductOptions, workspace_key
 
     dataset = load_beir(dataset_dir, split)
-    options = ProductOptions(mode="hybrid", embedding="e5")
-    settings = load_settings(flags=options.flags())
-    backend, _ = resolve_embedding(settings)
-    key = cache_key(dataset, index_settings_for(settings), backend, embedding_options(settings, backend))
-    root = cache / f"{dataset.name}-{key}"
+    settings = load_settings(flags=ProductOptions(mode="hybrid", embedding="e5").flags())
+    root = cache / f"{dataset.name}-{workspace_key(dataset, settings)}"
     if not (root / "chunks.db").is_file():
         raise SystemExit(f"no ingested workspace at {root}: run `record` (or ragspine eval --cache) first")
     return dataset, dataclasses.replace(settings, db=str(root / "chunks.db"))
@@ -799,9 +802,9 @@ def latency(dataset_dir: Path, split: str, cache: Path, queries: int, method: st
 
 
 def speed(dataset_dir: Path, split: str, cache: Path, queries: int, methods: Sequence[str]) -> None:
-    """`ragspine search`'s own call (`HybridRetriever.search`, top_k 10, query embedding included)
-    under each fusion method, one process, the methods interleaved query by query (each query's
-    vector is made once first, so the timings hold the channels and the fusion, not the encoder)."""
+    """`ragspine search`'s own call (`HybridRetriever.search`, top_k 10) under each fusion method,
+    one process, the methods interleaved query by query. Each query's vector is made once first
+    and served from memory, so the timings hold the channels and the fusion, not the encoder."""
     from ragspine.retrieval.fusion.rrf import Fusion
     from ragspine.retrieval.vector.embeddings.e5 import MultilingualE5EmbeddingBackend as E5
     from ragspine.workspace import Workspace

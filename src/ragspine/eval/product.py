@@ -121,7 +121,6 @@ def run_product_eval(
     from ragspine.assembly import (
         channels,
         effective_mode,
-        embedding_options,
         index_settings_for,
         load_settings,
         resolve_embedding,
@@ -129,13 +128,8 @@ def run_product_eval(
 
     settings = load_settings(config_file=options.config, flags=options.flags())
     asked = index_settings_for(settings)
-    backend_name, why = resolve_embedding(settings)
-    key = cache_key(
-        dataset,
-        asked,
-        backend_name,
-        embedding_options(settings, backend_name) if backend_name else {},
-    )
+    _, why = resolve_embedding(settings)
+    key = workspace_key(dataset, settings)
     temporary = options.cache is None
     root = (
         Path(tempfile.mkdtemp(prefix="ragspine-eval-"))
@@ -205,6 +199,16 @@ def run_product_eval(
         empty_entries=empty,
         query_ms=query_ms,
     )
+
+
+def workspace_key(dataset: BeirDataset, settings: Any) -> str:
+    """The cache key of `dataset`'s workspace under these settings (`cache_key` of what they ask
+    for); `--cache DIR` keeps it at DIR/<dataset name>-<key>."""
+    from ragspine.assembly import embedding_options, index_settings_for, resolve_embedding
+
+    backend_name, _ = resolve_embedding(settings)
+    options = embedding_options(settings, backend_name) if backend_name else {}
+    return cache_key(dataset, index_settings_for(settings), backend_name, options)
 
 
 def cache_key(
