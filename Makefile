@@ -127,13 +127,18 @@ bench-ray: $(STAMP)
 # Fusion (docs/benchmarks.md#score-fusion-zscore-the-default): record each set's product path
 # once with the default engine and fusion (FUSION_DIR keeps the workspaces and records), check
 # the offline replay, then LODO, the z-score windows and the RRF variants from the records, then
-# the cost per query. FUSION_SETS: name:train-or-dev-split.
+# the cost per query. `bench.fusion_k1` runs the product over a grid of zscore's BM25 k1 on the
+# train/dev splits (docs/benchmarks.md#bm25s-k1-under-score-fusion). FUSION_SETS:
+# name:train-or-dev-split.
 FUSION_DIR ?= /tmp/ragspine-fusion
 FUSION_SETS ?= drcd_simplified:dev xling_ntrex_zh_en:dev cmrc2018:dev scifact:train zh_med_dialogue:dev en_medquad:dev
 bench-fusion: $(STAMP)
 	for set in $(FUSION_SETS); do for split in $${set##*:} test; do PYTHONPATH=src:. \
 		$(BIN)/python -m bench.fusion_learn record $(EVAL)/$${set%%:*} --split $$split --out $(FUSION_DIR) --limit 1000 || exit 1; done; done
 	PYTHONPATH=src:. $(BIN)/python -m bench.fusion_learn record bench/data/crosslingual --split test --out $(FUSION_DIR)
+	for set in $(FUSION_SETS); do PYTHONPATH=src:. $(BIN)/python -m bench.fusion_k1 run \
+		$(EVAL)/$${set%%:*} --split $${set##*:} --cache $(FUSION_DIR)/ws --out $(FUSION_DIR)/k1 || exit 1; done
+	PYTHONPATH=src:. $(BIN)/python -m bench.fusion_k1 table $(FUSION_DIR)/k1
 	PYTHONPATH=src:. $(BIN)/python -m bench.fusion_learn check $(FUSION_DIR)
 	PYTHONPATH=src:. $(BIN)/python -m bench.fusion_learn lodo $(FUSION_DIR)
 	PYTHONPATH=src:. $(BIN)/python -m bench.fusion_learn windows $(FUSION_DIR)

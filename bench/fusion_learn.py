@@ -92,11 +92,13 @@ def record(dataset_dir: Path, split: str, out: Path, limit: int | None) -> Path:
         current["runs"] = [list(r) for r, _ in runs]
         return original_fuse(runs, k=k)
 
-    def signals(self: Any, query: str, first: Any, lexical: Any, dense: Any, vector_scores: Any, view: Any) -> Any:
+    def signals(
+        self: Any, query: str, first: Any, lexical: Any, dense: Any, vector_scores: Any, view: Any, k1: float
+    ) -> Any:
         # RRF records: the first variant's BM25 scores and the best cosine over the variants
         current["lexical_scores"], current["dense_scores"] = [dict(first[1])], [dict(vector_scores or {})]
         current["variants"] = len(dense)  # one dense ranking per query variant, as one BM25 one
-        return original_signals(self, query, first, lexical, dense, vector_scores, view)
+        return original_signals(self, query, first, lexical, dense, vector_scores, view, k1)
 
     def zfuse(runs: Any) -> Any:
         runs = list(runs)  # zscore: every scored ranking it fused: BM25's, the dense ones, extras
@@ -783,7 +785,7 @@ def latency(dataset_dir: Path, split: str, cache: Path, queries: int, method: st
                 owner.fusion.weights_for(original(owner, *args))
             policy_ms.append((time.perf_counter() - began) * 1000 / 20)
             # what the fusion read before QuerySignals: lexical_match, the top-1 language check, weights
-            query, (tokens, top), _, dense, _, view = args
+            query, (tokens, top), _, dense, _, view, _ = args
             began = time.perf_counter()
             for _ in range(20):
                 best = sorted(top.values(), reverse=True)[:2]
@@ -805,7 +807,6 @@ def speed(dataset_dir: Path, split: str, cache: Path, queries: int, methods: Seq
     """`ragspine search`'s own call (`HybridRetriever.search`, top_k 10) under each fusion method,
     one process, the methods interleaved query by query. Each query's vector is made once first
     and served from memory, so the timings hold the channels and the fusion, not the encoder."""
-    from ragspine.retrieval.fusion.rrf import Fusion
     from ragspine.retrieval.vector.embeddings.e5 import MultilingualE5EmbeddingBackend as E5
     from ragspine.workspace import Workspace
 
@@ -829,7 +830,7 @@ def speed(dataset_dir: Path, split: str, cache: Path, queries: int, methods: Seq
             for text in texts:
                 retriever.search(text, top_k=10)  # embeds the query once, warms every cache
                 for method in methods:
-                    retriever.fusion = Fusion(method=method)
+                    retriever.fusion = fusion_of(method)
                     began = time.perf_counter()
                     retriever.search(text, top_k=10)
                     timings[method].append((time.perf_counter() - began) * 1000)
@@ -840,6 +841,14 @@ def speed(dataset_dir: Path, split: str, cache: Path, queries: int, methods: Seq
     parts = [f"{m} median {statistics.median(t):.2f} ms, p95 {sorted(t)[int(0.95 * (len(t) - 1))]:.2f} ms" for m, t in timings.items()]
     diffs = [f"{m} − {first} median {statistics.median(np.subtract(t, timings[first])):+.2f} ms" for m, t in timings.items() if m != first]
     print(f"{dataset.name}/{split}, {len(texts)} queries, search top_k 10 without the query embedding: " + "; ".join(parts + diffs))
+
+
+def fusion_of(spec: str) -> Any:
+    """`Fusion(method=spec)`; "zscore@K1" is zscore with its BM25 at k1 K1 (e.g. zscore@1.5)."""
+    from ragspine.retrieval.fusion.rrf import Fusion
+
+    method, _, k1 = spec.partition("@")
+    return Fusion(method=method, lexical_k1=float(k1)) if k1 else Fusion(method=method)
 
 
 def main() -> None:
@@ -860,7 +869,7 @@ def main() -> None:
     wi = sub.add_parser("windows")
     wi.add_argument("folder", type=Path)
     for name, fusion, about in (("latency", "learned", "the fusion method"),
-                                ("speed", "adaptive,zscore", "comma-separated methods, the first the reference")):  # fmt: skip
+                                ("speed", "adaptive,zscore", "comma-separated methods, the first the reference; zscore@K1: BM25 at k1 K1")):  # fmt: skip
         timed = sub.add_parser(name)
         timed.add_argument("dataset", type=Path)
         timed.add_argument("--split", required=True)

@@ -156,7 +156,7 @@ def test_hybrid_search_through_the_workspace(dense: None, tmp_path: Path) -> Non
         assert stats["index"]["dense"] == {"stored_vectors": 3, "active": 3, "with_vector": 3,
                                            "lexical_only": 0, "missing": 0, "damaged": 0,
                                            "problem": None, "healthy": True}  # fmt: skip
-        assert stats["channels"]["fusion"].startswith("zscore (dense share 0.45")
+        assert stats["channels"]["fusion"].startswith("zscore (dense share 0.5:")
         assert ws.embed_pending(progress=False).embedded == 0  # type: ignore[union-attr]
         with pytest.raises(ValueError, match="runs hybrid retrieval.*cannot switch to 'bm25'"):
             ws.search("margin", mode="bm25")
@@ -343,6 +343,10 @@ def test_embedding_model_reaches_the_backends_option(tmp_path: Path) -> None:
         ({"RAGSPINE_FUSION_DENSE_SHARE": "1.5"}, "RAGSPINE_FUSION_DENSE_SHARE='1.5'.*expected a number from 0 to 1"),
         ({"RAGSPINE_FUSION": "rrf", "RAGSPINE_FUSION_DENSE_SHARE": "0.3"},
          "RAGSPINE_FUSION_DENSE_SHARE is set but RAGSPINE_FUSION='rrf'; it is used only by RAGSPINE_FUSION=zscore"),
+        ({"RAGSPINE_FUSION_BM25_K1": "0"}, "RAGSPINE_FUSION_BM25_K1='0'.*expected a number from 0.01 to 100"),
+        ({"RAGSPINE_FUSION_BM25_K1": "nan"}, "RAGSPINE_FUSION_BM25_K1='nan'.*expected a number"),
+        ({"RAGSPINE_FUSION": "adaptive", "RAGSPINE_FUSION_BM25_K1": "1.2"},
+         "RAGSPINE_FUSION_BM25_K1 is set but RAGSPINE_FUSION='adaptive'; it is used only by RAGSPINE_FUSION=zscore"),
         ({"RAGSPINE_FUSION": "rrf", "RAGSPINE_FUSION_ADAPTIVE": "0.3,1,3,0.2,0.6,0.3,1"},
          "RAGSPINE_FUSION_ADAPTIVE is set but RAGSPINE_FUSION='rrf'.*set that, or unset"),
         ({"RAGSPINE_FUSION": "weighted", "RAGSPINE_FUSION_WEIGHTS": "1"},
@@ -374,6 +378,8 @@ def test_fusion_settings_build_one_fusion() -> None:
     assert fusion_from_settings(load_settings({"RAGSPINE_FUSION": "rrf"})).method == "rrf"
     shared = fusion_from_settings(load_settings({"RAGSPINE_FUSION_DENSE_SHARE": "0.3"}))
     assert shared == Fusion(method="zscore", dense_share=0.3) and shared.weights(1.0) == (1.4, 0.6)
+    saturated = fusion_from_settings(load_settings({"RAGSPINE_FUSION_BM25_K1": "0.9"}))
+    assert saturated == Fusion(method="zscore", lexical_k1=0.9) and "BM25 at k1 0.9" in describe_fusion(saturated)
     # economy mode never builds a backend: an incomplete backend setting does not stop it
     economy = load_settings({"RAGSPINE_RETRIEVAL_MODE": "economy", "RAGSPINE_EMBEDDING": "openai"})
     assert resolve_embedding(economy)[0] is None

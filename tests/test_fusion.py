@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from ragspine.retrieval.chunking.chunking import Chunk
 from ragspine.retrieval.fusion.rrf import DEFAULT_DENSE_SHARE, Fusion, rrf_fuse, weighted_rrf
+from ragspine.retrieval.lexical.bm25 import bm25_scores
+from ragspine.retrieval.lexical.tokenize import tokenize
 from ragspine.retrieval.fusion.signals import QuerySignals
 from ragspine.retrieval.fusion.zscore import standardised, zscore_fuse
 from ragspine.retrieval.pipeline import hybrid
@@ -174,3 +179,49 @@ def test_the_retriever_s_score_fusion_gives_one_head_whatever_top_k_asks(monkeyp
     differs = [q for q in ("revenue export", "margin demand europe", "出口 需求", "steel cost orders")
                if [r.chunk.chunk_id for r in rrf.search(q, top_k=5)] != [r.chunk.chunk_id for r in retriever.search(q, top_k=5)]]  # fmt: skip
     assert differs, "score fusion and RRF order this corpus differently somewhere"
+
+
+@pytest.mark.parametrize(("fusion", "k1"), [(Fusion(), Fusion().lexical_k1), (Fusion(lexical_k1=2.0), 2.0), (Fusion(method="rrf"), 1.5)])
+def test_every_bm25_score_of_a_query_uses_the_fusion_s_k1(
+    fusion: Fusion, k1: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """zscore ranks, fuses and reports BM25 at its own k1 (`lexical_k1`); the RRF fusions keep the
+    retriever's (the specification's 1.5). A result the vectors brought from below BM25's top k
+    gets its BM25 score at that same k1."""
+    monkeypatch.setattr(hybrid, "WINDOW", 5)  # zscore ranks 5 deep too: the vectors bring the rest
+    corpus = _corpus()
+    visible = [c for c in corpus if c.sensitivity != "RESTRICTED"]  # RESTRICTED chunks are not counted
+    retriever = HybridRetriever(
+        corpus, embedding_backend=DeterministicEmbeddingBackend(dim=64), fusion=fusion, rank_depth=5
+    )
+    below = 0
+    for query in ("revenue export", "margin demand europe", "出口 需求", "steel cost orders"):
+        expected = bm25_scores(tokenize(query), [tokenize(c.text) for c in visible], k1=k1)
+        by_id = dict(zip((c.chunk_id for c in visible), expected, strict=True))
+        results = retriever.search(query, top_k=5)
+        assert [r.bm25_score for r in results] == pytest.approx([by_id[r.chunk.chunk_id] for r in results])
+        fifth = sorted(expected, reverse=True)[4]
+        below += sum(r.bm25_score < fifth for r in results)
+    assert below, "some result came from below BM25's top 5 (its score computed apart)"
+    assert Fusion().lexical_k1 < 1.5
+    with pytest.raises(ValueError, match="lexical_k1"):
+        Fusion(lexical_k1=0.0)
+    with pytest.raises(ValueError, match="lexical_k1"):
+        Fusion(lexical_k1=float("nan"))
+
+
+def test_the_k1_bench_picks_the_best_mean_that_leaves_no_set_below_k1_1_5() -> None:
+    """`bench.fusion_k1`'s rule, the one DEFAULT_LEXICAL_K1 was chosen by."""
+    path = Path(__file__).resolve().parents[1] / "bench" / "fusion_k1.py"
+    spec = importlib.util.spec_from_file_location("fusion_k1_bench", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    figures = {
+        "a/dev": {0.2: 0.99, 0.4: 0.80, 0.9: 0.70, 1.5: 0.70},
+        "b/dev": {0.2: 0.40, 0.4: 0.52, 0.9: 0.60, 1.5: 0.50},
+    }
+    assert bench.choose(figures) == 0.4, "0.2 has the best mean but puts b below its k1-1.5 figure"
+    figures["a/dev"][0.4] = 0.69
+    assert bench.choose(figures) == 0.9
+    assert bench.choose({"a/dev": {0.4: 0.8}}) is None, "no baseline, no choice"

@@ -295,6 +295,8 @@ def make_fusion(settings: Settings) -> Fusion:
     options: dict[str, Any] = {"method": settings.fusion}
     if settings.fusion_dense_share is not None:
         options["dense_share"] = settings.fusion_dense_share
+    if settings.fusion_bm25_k1 is not None:
+        options["lexical_k1"] = settings.fusion_bm25_k1
     if settings.fusion_weights is not None:
         options["lexical_weight"], options["dense_weight"] = settings.fusion_weights
     if settings.fusion_adaptive is not None:
@@ -309,7 +311,8 @@ def describe_fusion(fusion: Fusion) -> str:
         lexical, dense = fusion.weights(1.0)
         return (
             f"zscore (dense share {fusion.dense_share:g}: z-scores of each channel's scores, lexical "
-            f"{lexical:g} + dense {dense:g}; the vectors alone when their head is in another language)"
+            f"{lexical:g} + dense {dense:g}, BM25 at k1 {fusion.lexical_k1:g}; the vectors alone "
+            "when their head is in another language)"
         )
     if fusion.method == "learned":
         return f"learned (k={fusion.k}; per-query weights from the shipped logistic model, docs/dense.md)"

@@ -48,8 +48,15 @@ def weighted_rrf(rankings: Iterable[tuple[Sequence[K], float]], k: int = DEFAULT
 FUSION_METHODS = ("zscore", "learned", "adaptive", "weighted", "rrf")
 # zscore's dense share, chosen by `python -m bench.fusion_learn lodo` on every shared set's
 # train/dev records (never test): the share whose worst set is best against that set's BM25
-# order and its plain RRF (docs/benchmarks.md, "Score fusion").
-DEFAULT_DENSE_SHARE = 0.45
+# order and its plain RRF (docs/benchmarks.md, "Score fusion"). 0.45 with BM25 at k1 1.5;
+# re-chosen with BM25 at DEFAULT_LEXICAL_K1 (docs/benchmarks.md, "BM25's k1 under score fusion").
+DEFAULT_DENSE_SHARE = 0.5
+# BM25's k1 for the lexical scores zscore standardises (the lexical channel's k1 under zscore;
+# BM25 alone keeps the specification's 1.5). A lower k1 saturates term frequency sooner, so a
+# chunk repeating one query word no longer stands out in z. Chosen with `bench.fusion_k1` on
+# the train/dev splits, at DEFAULT_DENSE_SHARE and at the share chosen before it (0.45): 0.4 both
+# times (docs/benchmarks.md, "BM25's k1 under score fusion").
+DEFAULT_LEXICAL_K1 = 0.4
 
 
 def _ramp(value: float, high: float, low: float) -> float:
@@ -72,6 +79,8 @@ class Fusion:
       vectors alone (BM25 cannot see a translation; it then only orders what they did not rank).
       A clear BM25 winner stands far above the other BM25 scores and keeps its place; a close
       BM25 race (many chunks that contain every query word) leaves the vectors to decide.
+      The BM25 scores it standardises are computed with k1 = `lexical_k1` (0.4; BM25 alone
+      keeps the specification's 1.5), so term repetition counts for less than which words match.
     Every other method is weighted RRF over the ranks:
     - learned: the weights a logistic model gives this query from its `QuerySignals`
       (`learned.LearnedFusion`; `model`, else the one shipped with the package).
@@ -112,6 +121,7 @@ class Fusion:
     lexical_low: float = 0.0
     model: LearnedFusion | None = None  # learned only; None: the shipped model
     dense_share: float = DEFAULT_DENSE_SHARE  # zscore only
+    lexical_k1: float = DEFAULT_LEXICAL_K1  # zscore only: BM25's k1 for the scores it fuses
 
     def __post_init__(self) -> None:
         if self.method not in FUSION_METHODS:
@@ -129,6 +139,8 @@ class Fusion:
             raise ValueError(f"need 0 < gap_high <= 1, got {self.gap_high}")
         if not 0.0 <= self.dense_share <= 1.0:
             raise ValueError(f"need 0 <= dense_share <= 1, got {self.dense_share}")
+        if not 0.0 < self.lexical_k1 < float("inf"):
+            raise ValueError(f"need a finite lexical_k1 > 0, got {self.lexical_k1}")
 
     @property
     def reads_signals(self) -> bool:

@@ -119,12 +119,16 @@ class LexicalRanker:
     def rank(self, query: ChannelQuery) -> ChannelRanking:
         return self.rank_tokens([self.channel.analyzer(v) for v in query.variants], query)
 
-    def rank_tokens(self, tokens: Sequence[Sequence[str]], query: ChannelQuery) -> ChannelRanking:
+    def rank_tokens(
+        self, tokens: Sequence[Sequence[str]], query: ChannelQuery, *, k1: float | None = None
+    ) -> ChannelRanking:
+        """BM25 rankings of each token list; `k1` replaces the channel's for this call."""
         rankings: list[list[int]] = []
         scores: list[dict[int, float]] = []
+        k1 = self.channel.k1 if k1 is None else k1
         for variant_tokens in tokens:
             top = self.index.search(
-                variant_tokens, query.depth, k1=self.channel.k1, b=self.channel.b,
+                variant_tokens, query.depth, k1=k1, b=self.channel.b,
                 filters=query.filters, where=query.where,
             )  # fmt: skip
             rankings.append([p for p, _ in top])

@@ -248,10 +248,12 @@ class HybridRetriever:
         # score fusion reads each ranking's statistics over its best WINDOW, whatever k is
         fuses_scores = self._dense is not None and self.channels != "vector" and self.fusion.fuses_scores
         depth = k if single else max(k, self.rank_depth, WINDOW if fuses_scores else 0)
+        # one k1 for every BM25 score of this query: ranked, fused, read as a signal, reported
+        k1 = self.fusion.lexical_k1 if fuses_scores else self.k1
         index = self.index
         request = ChannelQuery(index, variants, depth, filters, typed)
         token_lists = [self.analyzer(variant) for variant in variants]
-        lexical_run = self.lexical.rank_tokens(token_lists, request)
+        lexical_run = self.lexical.rank_tokens(token_lists, request, k1=k1)
         lexical = lexical_run.rankings
         scored = list(zip(token_lists, lexical_run.scores, strict=True))
         view = self._dense.view_for(request) if self._dense is not None else None
@@ -273,7 +275,7 @@ class HybridRetriever:
             elif view is None:
                 w_lexical, w_dense = 1.0, 0.0
             elif self.fusion.reads_signals:
-                signals = self._signals(query, scored[0], lexical[0], dense, vector_scores, view)
+                signals = self._signals(query, scored[0], lexical[0], dense, vector_scores, view, k1)
                 w_lexical, w_dense = self.fusion.weights_for(signals)
             else:  # fixed weights (rrf, weighted): no signal is computed
                 w_lexical, w_dense = self.fusion.weights(1.0)
@@ -299,7 +301,7 @@ class HybridRetriever:
             positions = np.fromiter(fused, dtype=np.int64, count=len(fused))
             values = np.fromiter(fused.values(), dtype=np.float64, count=len(fused))
             order = [i for i, _ in best_k(positions, values, k, index.chunk_id)]  # by (-fused, chunk_id)
-        bm25 = self._best_bm25(order, scored)
+        bm25 = self._best_bm25(order, scored, k1)
         if view is not None and vector_scores is not None:
             unscored = [i for i in order if i not in vector_scores]
             for query_vector in query_vectors if unscored else []:
@@ -321,20 +323,21 @@ class HybridRetriever:
     def lexical_match(self, tokens: Sequence[str], best_score: float) -> float:
         """How well the lexical channel matched: best BM25 score / Σ idf over the query's tokens
         (a token the corpus lacks counts with an unseen term's idf), clipped to [0, 1]."""
-        return self._lexical_coverage(tokens, best_score)[0]
+        return self._lexical_coverage(tokens, best_score, self.k1)[0]
 
-    def _lexical_coverage(self, tokens: Sequence[str], best_score: float) -> tuple[float, float]:
-        """(`lexical_match`, share of the query's distinct tokens the visible corpus has)."""
+    def _lexical_coverage(self, tokens: Sequence[str], best_score: float, k1: float) -> tuple[float, float]:
+        """(`lexical_match`, share of the query's distinct tokens the visible corpus has), for
+        a best score computed with `k1`."""
         index = self.index
         if not tokens or not index.n_active:
             return 0.0, 0.0
-        terms = index.query_terms(tokens, k1=self.k1, b=self.b)
+        terms = index.query_terms(tokens, k1=k1, b=self.b)
         seen = {t.term: t for t in terms}
         unseen_idf = bm25_idf(index.n_active, 0)
         total = 0.0
         for token in tokens:
             term = seen.get(token)
-            total += term.w1 / (self.k1 + 1.0) if term is not None else unseen_idf
+            total += term.w1 / (k1 + 1.0) if term is not None else unseen_idf
         covered = sum(1 for t in set(tokens) if t in seen) / len(set(tokens))
         return (min(1.0, best_score / total) if total > 0 else 0.0), covered
 
@@ -346,13 +349,14 @@ class HybridRetriever:
         dense: list[list[int]],
         vector_scores: dict[int, float] | None,
         view: DenseRanking,
+        k1: float,
     ) -> QuerySignals:
         """What the fusion reads about this query: the first variant's BM25 match, gap and
         coverage, the dense channel's best cosines, the two top-10 lists' agreement, and
         whether the vectors' best answers are in another language (BM25 cannot see them)."""
         tokens, top = first
         best = sorted(top.values(), reverse=True)[:2]
-        match, covered = self._lexical_coverage(tokens, best[0] if best else 0.0)
+        match, covered = self._lexical_coverage(tokens, best[0] if best else 0.0, k1)
         ranked = dense[0] if dense else []
         cosines = vector_scores or {}
         crossing = view.languages_crossed(query, ranked[:CROSS_DEPTH])
@@ -392,14 +396,14 @@ class HybridRetriever:
         return typed
 
     def _best_bm25(
-        self, order: list[int], scored: list[tuple[list[str], dict[int, float]]]
+        self, order: list[int], scored: list[tuple[list[str], dict[int, float]]], k1: float
     ) -> dict[int, float]:
-        """Each ranked position's best BM25 score over the query variants (0.0 when none)."""
+        """Each ranked position's best BM25 score (at `k1`) over the query variants (0.0 when none)."""
         best = {i: 0.0 for i in order}
         for tokens, top in scored:
             missing = [i for i in order if i not in top]
             if missing:
-                top = {**top, **self.index.score_positions(tokens, missing, k1=self.k1, b=self.b)}
+                top = {**top, **self.index.score_positions(tokens, missing, k1=k1, b=self.b)}
             for i in order:
                 best[i] = max(best[i], top.get(i, 0.0))
         return best
