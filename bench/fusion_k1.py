@@ -39,8 +39,9 @@ def run(dataset_dir: Path, split: str, cache: Path, out: Path, grid: tuple[float
 
 
 def choose(figures: dict[str, dict[float, float]]) -> float | None:
-    """The k1 with the best mean nDCG@10 among those where no set is below its BASELINE figure;
-    None when no k1 besides the baseline was run on every set."""
+    """Among the k1 run on every set, the one with the best mean nDCG@10 of those at which no set
+    is below its BASELINE figure (a tie goes to the k1 nearer BASELINE); None when BASELINE was
+    not run on every set."""
     sets = list(figures)
     common = sorted(set.intersection(*(set(by_k1) for by_k1 in figures.values()))) if sets else []
     if BASELINE not in common:

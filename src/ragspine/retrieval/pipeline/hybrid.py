@@ -326,8 +326,8 @@ class HybridRetriever:
         return self._lexical_coverage(tokens, best_score, self.k1)[0]
 
     def _lexical_coverage(self, tokens: Sequence[str], best_score: float, k1: float) -> tuple[float, float]:
-        """(`lexical_match`, share of the query's distinct tokens the visible corpus has), for
-        a best score computed with `k1`."""
+        """(`lexical_match`, share of the query's distinct tokens the visible corpus has). Σ idf
+        does not depend on `k1`; the search's k1 is passed so its prepared terms are reused."""
         index = self.index
         if not tokens or not index.n_active:
             return 0.0, 0.0
