@@ -59,12 +59,21 @@ LEARNING_RATE = 0.05
 
 
 # -- record -------------------------------------------------------------------------------------
+def _best(score_maps: list[dict[str, float]]) -> dict[str, float]:
+    """Each id's best score over the maps."""
+    best: dict[str, float] = {}
+    for scores in score_maps:
+        for key, value in scores.items():
+            best[key] = max(value, best.get(key, value))
+    return best
+
+
 def record(dataset_dir: Path, split: str, out: Path, limit: int | None) -> Path:
     """Run the product path over one split, keeping each query's fusion inputs."""
     from ragspine.eval.dataset import load_beir
     from ragspine.eval.product import ProductOptions, doc_id_of, run_product_eval
-    from ragspine.retrieval.fusion import rrf as rrf_module
     from ragspine.retrieval.pipeline import hybrid as hybrid_module
+    from ragspine.retrieval.pipeline.trace import Trace
 
     dataset = load_beir(dataset_dir, split)
     if limit is not None:
@@ -75,65 +84,29 @@ def record(dataset_dir: Path, split: str, out: Path, limit: int | None) -> Path:
             qrels={q: dataset.qrels[q] for q in keep if q in dataset.qrels},
         )
     calls: dict[str, dict[str, Any]] = {}
-    current: dict[str, Any] = {}
-    chunk_maps: dict[int, tuple[dict[int, str], dict[int, str]]] = {}
+    doc_of_chunk: dict[str, str] = {}
     original_search = hybrid_module.HybridRetriever.search
-    original_weights = rrf_module.Fusion.weights_for
-    original_fuse = hybrid_module.weighted_rrf
-    original_signals = hybrid_module.HybridRetriever._signals
-    original_zfuse = hybrid_module.zscore_fuse
-
-    def weights_for(self: Any, signals: Any) -> tuple[float, float]:
-        result = original_weights(self, signals)
-        current["signals"], current["weights"] = signals, result
-        return result
-
-    def fuse(runs: Any, k: int = RRF_K) -> Any:
-        current["runs"] = [list(r) for r, _ in runs]
-        return original_fuse(runs, k=k)
-
-    def signals(
-        self: Any, query: str, first: Any, lexical: Any, dense: Any, vector_scores: Any, view: Any, k1: float
-    ) -> Any:
-        # RRF records: the first variant's BM25 scores and the best cosine over the variants
-        current["lexical_scores"], current["dense_scores"] = [dict(first[1])], [dict(vector_scores or {})]
-        current["variants"] = len(dense)  # one dense ranking per query variant, as one BM25 one
-        return original_signals(self, query, first, lexical, dense, vector_scores, view, k1)
-
-    def zfuse(runs: Any) -> Any:
-        runs = list(runs)  # zscore: every scored ranking it fused: BM25's, the dense ones, extras
-        n = current["variants"]
-        lexical_runs, dense_runs = [dict(r[0]) for r in runs[:n]], [dict(r[0]) for r in runs[n : 2 * n]]
-        current["lexical_scores"], current["dense_scores"] = lexical_runs, dense_runs
-        current["runs"] = [list(r) for r in lexical_runs + dense_runs]  # score maps are in rank order
-        return original_zfuse(runs)
 
     def search(self: Any, query: str, **kwargs: Any) -> Any:
-        current.clear()
-        results = original_search(self, query, **kwargs)
-        if "signals" not in current:
+        # the fusion stage's inputs, read off a detailed trace (no other hook into the retriever)
+        trace = Trace(detail=True)
+        results = original_search(self, query, **{**kwargs, "trace": trace})
+        data = trace.of("fusion")[0].data
+        if data is None or data["signals"] is None:  # one ranking alone, or fixed weights
             return results
-        maps = chunk_maps.get(id(self.index))
-        if maps is None:
-            positions = self.index.active_positions().tolist()
-            chunks = self._source.chunks_at(positions)
-            maps = (
-                {p: c.chunk_id for p, c in zip(positions, chunks, strict=True)},
-                {p: doc_id_of(c.doc_id) for p, c in zip(positions, chunks, strict=True)},
-            )
-            chunk_maps[id(self.index)] = maps
-        chunk_of, _ = maps
-        runs, n = current["runs"], current["variants"]  # BM25's rankings, the dense ones, extras
-        lexical_runs, dense_runs = runs[:n], runs[n : 2 * n]
+        lexical, dense = data["lexical"], data["dense"]
+        if not doc_of_chunk:  # one index: every chunk it ranks, once
+            doc_of_chunk.update({c.chunk_id: doc_id_of(c.doc_id) for c in self.chunks})
+        zscore = trace.of("fusion")[0].decisions["method"] == "zscore"
         calls[query] = {
-            "signals": dataclasses.asdict(current["signals"]),
-            "weights": current["weights"],
-            "lexical": [[chunk_of[p] for p in r] for r in lexical_runs],
-            "dense": [[chunk_of[p] for p in r] for r in dense_runs],
+            "signals": data["signals"],
+            "weights": tuple(data["weights"]),
+            "lexical": lexical["rankings"],
+            "dense": dense["rankings"],
             # per ranking, chunk id -> score: every variant's under zscore; under RRF the first
             # variant's BM25 scores and the best cosine over the variants
-            "lexical_scores": [{chunk_of[p]: float(v) for p, v in r.items()} for r in current["lexical_scores"]],
-            "dense_scores": [{chunk_of[p]: float(v) for p, v in r.items()} for r in current["dense_scores"]],
+            "lexical_scores": lexical["scores"] if zscore else lexical["scores"][:1],
+            "dense_scores": dense["scores"] if zscore else [_best(dense["scores"])],
             "k": kwargs.get("top_k"),
         }
         return results
@@ -160,10 +133,6 @@ def record(dataset_dir: Path, split: str, out: Path, limit: int | None) -> Path:
 
     E5.embed_queries = embed_queries  # type: ignore[method-assign]
     hybrid_module.HybridRetriever.search = search  # type: ignore[method-assign]
-    rrf_module.Fusion.weights_for = weights_for  # type: ignore[method-assign]
-    hybrid_module.weighted_rrf = fuse  # type: ignore[assignment]
-    hybrid_module.HybridRetriever._signals = signals  # type: ignore[method-assign]
-    hybrid_module.zscore_fuse = zfuse  # type: ignore[assignment]
     try:
         report = run_product_eval(
             dataset, ProductOptions(mode="hybrid", embedding="e5", cache=str(out / "ws"), progress=False)
@@ -171,12 +140,6 @@ def record(dataset_dir: Path, split: str, out: Path, limit: int | None) -> Path:
     finally:
         E5.embed_queries = original_embed  # type: ignore[method-assign]
         hybrid_module.HybridRetriever.search = original_search  # type: ignore[method-assign]
-        rrf_module.Fusion.weights_for = original_weights  # type: ignore[method-assign]
-        hybrid_module.weighted_rrf = original_fuse
-        hybrid_module.HybridRetriever._signals = original_signals  # type: ignore[method-assign]
-        hybrid_module.zscore_fuse = original_zfuse
-    (chunk_of, doc_of), = chunk_maps.values()
-    doc_of_chunk = {chunk_of[p]: doc_of[p] for p in chunk_of}
     queries = {}
     for qid, text in dataset.queries.items():
         if qid not in dataset.qrels or text not in calls:

@@ -321,6 +321,10 @@ def _embed_summary(report: Any) -> str:
               help='JSON file of libraries: [{"id": ..., "path": ..., "description": ...}, ...].')  # fmt: skip
 @click.option("--top-k", default=10, show_default=True, type=click.IntRange(min=1), help="Snippets to return.")
 @click.option("--json", "as_json", is_flag=True, help="Print the snippet dicts as JSON.")
+@click.option("--explain", is_flag=True,
+              help="Also print the query's trace to standard error: each pipeline stage (gate, variants, "
+                   "filters, channels, fusion, rerank, exit, post-processing, snippets) with what came in, "
+                   "what went out, its decisions and its time (JSON with --json).")  # fmt: skip
 @click.option("--visual", is_flag=True,
               help="Require the visual channel (RAGSPINE_VISUAL_EMBEDDER and a page index built by "
                    "`ragspine ingest --visual`): page pointers fused with the text results.")  # fmt: skip
@@ -335,14 +339,18 @@ def search(
     libraries_file: Path | None,
     top_k: int,
     as_json: bool,
+    explain: bool,
     visual: bool,
     config_file: Path | None,
     query_flags: dict[str, str | None],
 ) -> None:
     """Search the store; prints ranked snippets with their citations (RESTRICTED never shown)."""
     from ragspine.retrieval.filters import parse_where
+    from ragspine.retrieval.pipeline.trace import Trace
     from ragspine.search_libraries import read_libraries, search_libraries
     from ragspine.workspace import Workspace
+
+    trace = Trace() if explain else None
 
     with _user_errors():
         exact = _parse_filters(filters)
@@ -353,6 +361,8 @@ def search(
         settings = load_settings(config_file=config_file, flags={"RAGSPINE_DB": db, **query_flags})
         specs = read_libraries(libraries, libraries_file)
         _check_visual(settings, visual, libraries=bool(specs))
+        if specs and explain:
+            raise ValueError("--explain traces one store's pipeline; drop --library/--libraries")
         if specs:
             snippets = search_libraries(settings, specs, query, where=where, top_k=top_k)
         else:
@@ -361,11 +371,13 @@ def search(
                 if visual and not workspace.stats()["index"]["visual"]["pages"]:
                     raise ValueError(f"the page index beside {settings.db} is empty; build it with "
                                      "`ragspine ingest --visual PATHS`")  # fmt: skip
-                snippets = workspace.search(query, where=where, top_k=top_k)
+                snippets = workspace.search(query, where=where, top_k=top_k, trace=trace)
     if as_json:
         click.echo(json.dumps(snippets, ensure_ascii=False, indent=2))
     else:
         click.echo(format_snippets(snippets))
+    if trace is not None:
+        click.echo(json.dumps(trace.to_dict(), ensure_ascii=False, indent=2) if as_json else trace.render(), err=True)
 
 
 def _check_visual(settings: Any, visual: bool, *, libraries: bool = False) -> None:

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
 from ragspine.retrieval.fusion.learned import LearnedFusion, load_model
 from ragspine.retrieval.fusion.signals import QuerySignals
+from ragspine.retrieval.fusion.zscore import WINDOW, zscore_fuse
 
 DEFAULT_RRF_K = 60
 K = TypeVar("K", bound=Hashable)
+TIE_WEIGHT = 1e-6  # stands in for a fusion weight of 0
+#: One channel's run as fusion reads it: per query variant, the ranked ids (best first) and scores.
+Run = tuple[Sequence[Sequence[K]], Sequence[Mapping[K, float]]]
 
 
 def rrf_fuse(rankings: Iterable[Sequence[K]], k: int = DEFAULT_RRF_K) -> dict[K, float]:
@@ -181,3 +185,40 @@ class Fusion:
             self.lexical_weight + t_match * (self.lexical_low - self.lexical_weight),
             settled + t_match * (self.dense_high - settled),
         )
+
+    def fuse(
+        self,
+        lexical: Run[K],
+        dense: Run[K] | None,
+        extra: Sequence[tuple[float, Run[K]]],
+        weights: tuple[float, float],
+        *,
+        vector_only: bool = False,
+        window: int = WINDOW,
+    ) -> dict[K, float]:
+        """The fused score of every id some ranking returned: the one place rankings are combined.
+
+        `lexical`, `dense` (None: no dense channel ran) and each extra channel's run (with its
+        weight) give one ranking per query variant; `weights` are (lexical, dense) for this
+        query (`weights_for`). `vector_only`: the dense rankings alone, by RRF. A zero weight
+        becomes `TIE_WEIGHT`: that channel then only orders the ids the others did not rank (a
+        chunk without a vector still comes back, behind the rest). zscore fuses the rankings'
+        scores over each one's best `window` (an extra channel's score map may hold ids it did
+        not rank: only the ranked ones are fused); every other method, or zscore without a
+        dense channel, fuses ranks (weighted RRF).
+        """
+        w_lexical, w_dense = weights
+        if vector_only:
+            return weighted_rrf([(r, w_dense) for r in (dense[0] if dense else [])], k=self.k)
+        w_lexical, w_dense = max(w_lexical, TIE_WEIGHT), max(w_dense, TIE_WEIGHT)
+        if self.fuses_scores and dense is not None:
+            scored = [(sc, w_lexical, window) for sc in lexical[1]]
+            scored += [(sc, w_dense, window) for sc in dense[1]]
+            scored += [({p: scores[p] for p in ranking}, weight, window)
+                       for weight, (rankings, all_scores) in extra
+                       for ranking, scores in zip(rankings, all_scores, strict=True)]  # fmt: skip
+            return zscore_fuse(scored)
+        runs = [(r, w_lexical) for r in lexical[0]]
+        runs += [(r, w_dense) for r in (dense[0] if dense is not None else [])]
+        runs += [(r, weight) for weight, (rankings, _) in extra for r in rankings]
+        return weighted_rrf(runs, k=self.k)  # positions stand in for chunk ids

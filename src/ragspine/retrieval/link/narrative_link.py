@@ -1,53 +1,38 @@
-"""The seam between retrieval and the agent; RESTRICTED exit #2.
+"""The seam between retrieval and the agent: the specification's `NarrativeIndexRetriever` and `build_narrative_retriever`.
 
-Invariants: `NarrativeIndexRetriever.retrieve` drops every RESTRICTED chunk before any snippet
-dict exists, so RESTRICTED text never reaches a synthesis prompt; every query runs through the
-retriever's `QueryPlan` (`link.guarded`: the security gate on every variant, and the opt-in
-transforms, decomposition, routing and corrective loop); without a corrective grader an empty
-filtered result is retried once without filters, and the snippet's `lineage` says so; an unknown
-filter key is a ValueError that lists the valid keys.
-
-Parent expansion: a chunk that carries a `window_text` (its parent section, or its sentence
-window) gets a `prompt_text` — that text, for generation only — and its `heading`, `parent_id`
-and `parent_locator`; `text` and every citation field stay the chunk's own. When several
-results share one parent, the first carries it and the others' `prompt_text` is their own text
-(`lineage["parent_in"]` names the chunk that carries it), so a prompt never repeats a parent.
-A chunk without structure gives exactly the specification's snippet (no added key).
+`NarrativeIndexRetriever` is a façade: every query runs through `ragspine.retrieval.pipeline.pipeline.Pipeline`
+(gate → variants → filters → channels → fusion → rerank → RESTRICTED exit #2 → post-processing →
+snippets), whose docstring states the invariants: RESTRICTED text never reaches a snippet; the
+security gate screens the query and every variant; without a corrective grader an empty filtered
+result is retried once without filters, and the snippet's `lineage` says so; an unknown filter
+key is a ValueError that lists the valid keys. Snippets and parent expansion: `pipeline.snippets`.
 """
 
 from __future__ import annotations
 
-import functools
-import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ragspine.agent.agent import LLMProvider
 from ragspine.retrieval.chunking.protocol import Chunker, IndexTextFn
-from ragspine.retrieval.filters import Filter, parse_filter, to_dict
+from ragspine.retrieval.filters import Filter
 from ragspine.retrieval.fusion.rrf import Fusion
 from ragspine.retrieval.lexical.tokenize import tokenize
-from ragspine.retrieval.model import FILTER_FIELDS, Chunk
-from ragspine.retrieval.link.guarded import QueryPlan, run_query
 from ragspine.retrieval.pipeline.channels import Channel
-from ragspine.retrieval.link.visual import fuse_visual
-from ragspine.retrieval.pipeline.hybrid import DEFAULT_TOP_K, RetrievalResult, check_query
+from ragspine.retrieval.pipeline.hybrid import DEFAULT_TOP_K
 from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex
+from ragspine.retrieval.pipeline.pipeline import Pipeline, QueryPlan, split_filters
+from ragspine.retrieval.pipeline.snippets import SnippetRun, expand_parents, to_snippet as _to_snippet
+from ragspine.retrieval.pipeline.trace import Trace
 from ragspine.retrieval.postprocess.chain import PostprocessorChain
 from ragspine.retrieval.postprocess.protocol import Postprocessor
-from ragspine.retrieval.query.filter_extraction import (
-    FilterExtractor,
-    combine,
-    narrowing,
-    safe_extract,
-)
+from ragspine.retrieval.query.filter_extraction import FilterExtractor
 from ragspine.retrieval.query.glossary import GlossaryQueryRewriter
 from ragspine.retrieval.rerank.guard import DEFAULT_TOP_N
 from ragspine.retrieval.rerank.llm_judge import ProviderListwiseJudge
 from ragspine.retrieval.rerank.protocol import Reranker
-from ragspine.retrieval.sensitivity import RESTRICTED_SENSITIVITY, is_restricted
+from ragspine.retrieval.sensitivity import RESTRICTED_SENSITIVITY
 from ragspine.retrieval.store.factory import open_chunk_store
 from ragspine.retrieval.store.protocol import ChunkStoreProtocol
 from ragspine.retrieval.types import EmbeddingBackend, QueryRewriter
@@ -61,11 +46,12 @@ __all__ = [
     "QueryPlan",
     "SnippetRun",
     "ProviderListwiseJudge",
+    "Trace",
+    "_to_snippet",
     "build_narrative_retriever",
+    "expand_parents",
     "split_filters",
 ]
-
-_LOG = logging.getLogger(__name__)
 
 
 class GlossaryDefault:
@@ -77,34 +63,6 @@ class GlossaryDefault:
 
 
 GLOSSARY_DEFAULT = GlossaryDefault()
-
-
-def split_filters(filters: Any) -> tuple[dict[str, Any], Filter | None]:
-    """(exact keyword filters, typed filter) for a `filters` argument.
-
-    A mapping of the five metadata fields to strings is the specification's exact-match form
-    and becomes NarrativeIndex keyword arguments; anything else (operators, OR, doc_id,
-    sensitivity, valid_as_of, user metadata, a Filter object, a list) is the typed filter
-    language of `ragspine.retrieval.filters`, checked by the index (an unknown field is a
-    ValueError naming it and the valid ones).
-    """
-    if not filters:
-        return {}, None
-    if isinstance(filters, Mapping) and all(
-        key in FILTER_FIELDS and (value is None or isinstance(value, str))
-        for key, value in filters.items()
-    ):
-        return {key: value for key, value in filters.items() if value is not None}, None
-    return {}, parse_filter(filters)
-
-
-@dataclass(frozen=True)
-class SnippetRun:
-    """What `retrieve_run` returns: the snippets, the run's lineage, and why it refused (or None)."""
-
-    snippets: list[dict[str, Any]]
-    lineage: dict[str, Any]
-    refusal: str | None = None
 
 
 class NarrativeIndexRetriever:
@@ -168,81 +126,23 @@ class NarrativeIndexRetriever:
         filters: Mapping[str, Any] | Filter | None = None,
         top_k: int = DEFAULT_TOP_K,
         where: Filter | Mapping[str, Any] | None = None,
+        trace: Trace | None = None,
     ) -> SnippetRun:
         """`retrieve`'s snippets with the run's lineage: `refusal` is set when the query was
-        refused (the gate denied it, or corrective retrieval found no grounded context)."""
-        check_query(query)
-        split_filters(filters)  # a bad filter is an error before anything runs
-        # once per text and run: the corrective loop searches a query again without its filters
-        extract = functools.cache(functools.partial(safe_extract, self.filter_extractor))
+        refused (the gate denied it, or corrective retrieval found no grounded context).
+        `trace`: receives one step per stage (`Trace.render()` is `ragspine search --explain`)."""
+        return self.pipeline().run(query, filters=filters, where=where, top_k=top_k, trace=trace)
 
-        def search(q: str, variants: list[str], *, drop_filters: bool, retry: bool) -> tuple[list[RetrievalResult], dict[str, Any]]:
-            return self._search(q, variants, filters, where, top_k, extract(q), drop_filters=drop_filters, retry=retry)
-
-        run = run_query(self.plan, self.index, search, query, top_k)
-        snippets = expand_parents([_to_snippet(r, lineage) for r, lineage in run.ranked], [r.chunk for r, _ in run.ranked])
-        if self.visual is not None and run.refusal is None:  # local hook: page pointers fused in
-            kwargs, typed = split_filters(filters)
-            wanted = parse_filter([{k: v} for k, v in kwargs.items()] + [f for f in (typed, parse_filter(where)) if f])
-            snippets = fuse_visual(snippets, query, self.visual, self.index.store, top_k=top_k, filters=wanted,
-                                   member=lambda chunk: _to_snippet(RetrievalResult(chunk, 0.0, None, 0.0), {}),
-                                   lineage={"filters": to_dict(wanted) or None})  # fmt: skip
-        return SnippetRun(snippets, run.lineage, run.refusal)
-
-    def _search(
-        self,
-        query: str,
-        variants: list[str],
-        filters: Mapping[str, Any] | Filter | None,
-        where: Filter | Mapping[str, Any] | None,
-        top_k: int,
-        extraction: tuple[Filter | None, str | None],
-        *,
-        drop_filters: bool,
-        retry: bool,
-    ) -> tuple[list[RetrievalResult], dict[str, Any]]:
-        """One query's screened variants searched with the filters (or without, `drop_filters`),
-        through RESTRICTED exit #2 and the post-processors; `extraction`: `safe_extract`'s answer
-        for `query`."""
-        wanted, top_k = top_k, self.postprocessor.fetch_size(top_k) if self.postprocessor else top_k
-        kwargs, typed = split_filters(filters)
-        explicit = parse_filter([f for f in (typed, parse_filter(where)) if f is not None])
-        extracted, error = extraction
-        taken = parse_filter([{k: v} for k, v in kwargs.items()] + ([explicit] if explicit else []))
-        added = narrowing(taken, extracted)
-        lineage: dict[str, Any] = {
-            "filters": kwargs,
-            "where": to_dict(explicit) or None,
-            "extracted": to_dict(added) or None,
-            "retried_without_filters": False,
-        }
-        if error is not None:
-            lineage["extraction_error"] = error
-        trace: dict[str, Any] = {}
-        if drop_filters:
-            results = self.index.retrieve(query, top_k=top_k, variants=variants, trace=trace)
-            lineage = {**lineage, "filters": {}, "where": None, "extracted": None, "requested_filters": kwargs,
-                       "requested_where": lineage["where"], "requested_extracted": lineage["extracted"],
-                       "retried_without_filters": True}  # fmt: skip
-        else:
-            results = self.index.retrieve(
-                query, top_k=top_k, where=combine(explicit, added), variants=variants, trace=trace, **kwargs
-            )
-        if not drop_filters and not results and added is not None:
-            _LOG.info("no result with extracted filters %s; using explicit filters only", to_dict(added))
-            results = self.index.retrieve(query, top_k=top_k, where=explicit, variants=variants, trace=trace, **kwargs)
-            lineage["extracted_dropped"] = True
-        if not drop_filters and retry and not results and (kwargs or explicit is not None) and self.retry_without_filters:
-            _LOG.info("no result with filters %s %s; retrying once without filters", kwargs, lineage["where"])
-            results = self.index.retrieve(query, top_k=top_k, variants=variants, trace=trace)
-            lineage = {**lineage, "filters": {}, "where": None, "requested_filters": kwargs,
-                       "requested_where": lineage["where"], "retried_without_filters": True}  # fmt: skip
-        if "rerank" in trace:
-            lineage["rerank"] = trace["rerank"]
-        results = [r for r in results if not is_restricted(r.chunk.sensitivity)]
-        if self.postprocessor is not None:
-            results = self.postprocessor.process(query, results, top_k=wanted)
-        return results[:wanted], lineage
+    def pipeline(self) -> Pipeline:
+        """The query pipeline over this retriever's index and layers (as they are set now)."""
+        return Pipeline(
+            self.index,
+            plan=self.plan,
+            retry_without_filters=self.retry_without_filters,
+            filter_extractor=self.filter_extractor,
+            postprocessor=self.postprocessor,
+            visual=self.visual,
+        )
 
 
 def build_narrative_retriever(
@@ -316,55 +216,3 @@ def build_narrative_retriever(
         index, filter_extractor=filter_extractor, postprocessor=postprocessor, plan=query_plan, visual=visual
     )
     return retriever, store
-
-
-def expand_parents(snippets: list[dict[str, Any]], chunks: list[Chunk]) -> list[dict[str, Any]]:
-    """Add each structured chunk's expansion to its snippet (see the module docstring)."""
-    carried: dict[tuple[str, str], str] = {}
-    for snippet, chunk in zip(snippets, chunks, strict=True):
-        for name in ("heading", "parent_id", "parent_locator"):
-            if getattr(chunk, name):
-                snippet[name] = getattr(chunk, name)
-        if not chunk.window_text:
-            continue
-        key = (chunk.doc_id, chunk.parent_id or chunk.parent_locator)
-        first = carried.setdefault(key, chunk.chunk_id)
-        if first == chunk.chunk_id:
-            snippet["prompt_text"] = chunk.window_text
-        else:
-            snippet["prompt_text"] = chunk.text
-            snippet["lineage"]["parent_in"] = first
-    return snippets
-
-
-def _to_snippet(result: RetrievalResult, lineage: dict[str, Any]) -> dict[str, Any]:
-    chunk = result.chunk
-    return {
-        "text": chunk.text,
-        "doc_id": chunk.doc_id,
-        "title": chunk.title,
-        "source_locator": chunk.source_locator,
-        "chunk_id": chunk.chunk_id,
-        "topic": chunk.topic,
-        "entity": chunk.entity,
-        "geography": chunk.geography,
-        "period": chunk.period,
-        "language": chunk.language,
-        "sensitivity": chunk.sensitivity,
-        "version": getattr(chunk, "version", None),
-        "valid_as_of": getattr(chunk, "valid_as_of", ""),
-        "scores": {
-            "bm25": result.bm25_score,
-            "vector": result.vector_score,
-            "fused": result.fused_score,
-            **dict(result.channel_scores),
-        },
-        "lineage": dict(lineage),
-    } | _prompt_fields(result)
-
-
-def _prompt_fields(result: RetrievalResult) -> dict[str, Any]:
-    """`prompt_text` (what a prompt shows instead of `text`) and its spans into `text`, when set."""
-    if result.prompt_text is None:
-        return {}
-    return {"prompt_text": result.prompt_text, "prompt_spans": [list(span) for span in result.prompt_spans]}

@@ -34,8 +34,11 @@ costs time in proportion to the postings it touches.
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -43,9 +46,9 @@ import numpy as np
 from ragspine.retrieval.model import RESERVED_FIELDS, Chunk, index_field_values
 from ragspine.retrieval.filters import CORE_FIELDS, Filter, fields_of, parse_filter
 from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1, bm25_idf
-from ragspine.retrieval.fusion.rrf import DEFAULT_RRF_K, Fusion, weighted_rrf
+from ragspine.retrieval.fusion.rrf import DEFAULT_RRF_K, TIE_WEIGHT, Fusion
 from ragspine.retrieval.fusion.signals import CROSS_DEPTH, QuerySignals, top_overlap
-from ragspine.retrieval.fusion.zscore import WINDOW, zscore_fuse
+from ragspine.retrieval.fusion.zscore import WINDOW
 from ragspine.retrieval.lexical.index.scoring import best_k
 from ragspine.retrieval.lexical.index.segment import SegmentBuilder
 from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot
@@ -59,13 +62,74 @@ from ragspine.retrieval.pipeline.channels import (
     DenseSlot,
     LexicalChannel,
 )
+from ragspine.retrieval.pipeline.stages import check_query
+from ragspine.retrieval.pipeline.trace import Trace
 from ragspine.retrieval.vector.dense.channel import DenseChannel, DenseRanking
 
 CHANNELS = ("hybrid", "vector")
-TIE_WEIGHT = 1e-6  # stands in for a fusion weight of 0
+__all__ = ["CHANNELS", "DEFAULT_RANK_DEPTH", "DEFAULT_TOP_K", "TIE_WEIGHT", "HybridRetriever", "ListChunks",
+           "RetrievalResult", "check_query", "cosine"]  # fmt: skip
 
 DEFAULT_TOP_K = 50
 DEFAULT_RANK_DEPTH = 100
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """One search's shape: the variants, how many results, how deep each channel ranks, BM25's
+    k1, and whether one ranking alone is the answer."""
+
+    variants: list[str]
+    k: int
+    depth: int
+    k1: float
+    single: bool
+
+
+@dataclass
+class _Runs:
+    """What the channels returned for one search (the dense fields stay None without a dense channel)."""
+
+    tokens: list[list[str]]
+    lexical: ChannelRanking
+    dense: ChannelRanking | None = None
+    view: DenseRanking | None = None
+    query_vectors: list[Any] = field(default_factory=list)
+    vector_scores: dict[int, float] | None = None
+    extra: list[tuple[str, float, ChannelRanking]] = field(default_factory=list)
+    signals: QuerySignals | None = None  # set when the fusion's weights read them
+
+    def ranked(self) -> set[int]:
+        """Every position some channel ranked."""
+        found = {p for r in self.lexical.rankings for p in r}
+        for run in ([self.dense] if self.dense is not None else []) + [run for _, _, run in self.extra]:
+            found.update(p for r in run.rankings for p in r)
+        return found
+
+
+def _fusion_inputs(runs: _Runs, weights: tuple[float, float], chunk_id: Callable[[int], str]) -> dict[str, Any]:
+    """Everything the fusion read, by chunk id: per variant, each built-in channel's ranking and
+    scores; the query's signals (None when the weights read none) and the weights."""
+
+    def by_id(run: ChannelRanking | None) -> dict[str, Any]:
+        if run is None:
+            return {"rankings": [], "scores": []}
+        return {"rankings": [[chunk_id(p) for p in ranking] for ranking in run.rankings],
+                "scores": [{chunk_id(p): float(v) for p, v in scores.items()} for scores in run.scores]}  # fmt: skip
+
+    return {"lexical": by_id(runs.lexical), "dense": by_id(runs.dense), "weights": weights,
+            "signals": dataclasses.asdict(runs.signals) if runs.signals is not None else None}  # fmt: skip
+
+
+def _signal_summary(signals: QuerySignals) -> dict[str, Any]:
+    """What the fusion read about the query: BM25's match and coverage, the two heads' overlap,
+    and whether the vectors' head is in another language (then the vectors alone rank)."""
+    return {"match": signals.match, "covered": signals.covered, "overlap": signals.overlap,
+            "crosses_language": signals.crossing}  # fmt: skip
+
+
+def _ms_since(started: float) -> float:
+    return (time.perf_counter() - started) * 1000
 
 
 class ListChunks:
@@ -225,11 +289,13 @@ class HybridRetriever:
         top_k: int | None = None,
         where: Filter | Mapping[str, Any] | None = None,
         variants: Sequence[str] | None = None,
+        trace: Trace | None = None,
     ) -> list[RetrievalResult]:
         """The best `top_k` (default DEFAULT_TOP_K) chunks for `query` among those matching every
         given metadata field and the typed filter `where` (a Filter or its dict form, see
         `ragspine.retrieval.filters`). `variants`: the query texts to search, `query` first,
-        already screened by the caller (the link's security gate); None: the rewriter's."""
+        already screened by the caller (the link's security gate); None: the rewriter's.
+        `trace`: receives the channels and fusion steps."""
         check_query(query)
         typed = self.check_where(where)
         k = DEFAULT_TOP_K if top_k is None else top_k
@@ -242,7 +308,26 @@ class HybridRetriever:
             variants = self.query_rewriter.rewrite(query) if self.query_rewriter else [query]
         elif not variants or variants[0] != query:
             raise ValueError("variants must start with the query itself")
-        variants = list(variants)
+        plan = self._plan(list(variants), k)
+        request = ChannelQuery(self.index, plan.variants, plan.depth, filters, typed)
+        started = time.perf_counter()
+        runs = self._rank_channels(request, plan)
+        if trace is not None:
+            trace.add("channels", went_out=len(runs.ranked()), ms=_ms_since(started), **self._channels_decisions(runs, plan))
+        started = time.perf_counter()
+        fused, order, weights = self._fuse(query, runs, plan)
+        if trace is not None:
+            step = trace.add("fusion", came_in=len(fused), went_out=len(order), ms=_ms_since(started),
+                             method="rrf (one ranking)" if plan.single else self.fusion.method,
+                             weights={"lexical": weights[0], "dense": weights[1]}, bm25_k1=plan.k1,
+                             **({"signals": _signal_summary(runs.signals)} if runs.signals is not None else {}),
+                             top=[self.index.chunk_id(i) for i in order[:5]])  # fmt: skip
+            if trace.detail:
+                step.data = _fusion_inputs(runs, weights, self.index.chunk_id)
+        return self._results(order, fused, runs, plan.k1)
+
+    def _plan(self, variants: list[str], k: int) -> _Plan:
+        """How deep each channel ranks and at which k1, for `k` results of these variants."""
         # One ranking alone: RRF keeps its order, so its first k are the answer.
         single = self._dense is None and not self.extra_channels and len(variants) == 1
         # score fusion reads each ranking's statistics over its best WINDOW, whatever k is
@@ -250,65 +335,62 @@ class HybridRetriever:
         depth = k if single else max(k, self.rank_depth, WINDOW if fuses_scores else 0)
         # one k1 for every BM25 score of this query: ranked, fused, read as a signal, reported
         k1 = self.fusion.lexical_k1 if fuses_scores else self.k1
-        index = self.index
-        request = ChannelQuery(index, variants, depth, filters, typed)
-        token_lists = [self.analyzer(variant) for variant in variants]
-        lexical_run = self.lexical.rank_tokens(token_lists, request, k1=k1)
-        lexical = lexical_run.rankings
-        scored = list(zip(token_lists, lexical_run.scores, strict=True))
-        view = self._dense.view_for(request) if self._dense is not None else None
-        dense: list[list[int]] = []
-        vector_scores: dict[int, float] | None = None
-        query_vectors: list[Any] = []
-        dense_run: ChannelRanking | None = None
-        if view is not None and self._dense is not None:
-            dense_run, query_vectors = self._dense.rank_with(view, request)
-            dense, vector_scores = dense_run.rankings, dense_run.best_scores()
+        return _Plan(variants, k, depth, k1, single)
+
+    def _rank_channels(self, request: ChannelQuery, plan: _Plan) -> _Runs:
+        """Every channel's rankings of every variant over the positions `request` allows."""
+        tokens = [self.analyzer(variant) for variant in plan.variants]
+        lexical = self.lexical.rank_tokens(tokens, request, k1=plan.k1)
+        runs = _Runs(tokens, lexical)
+        if self._dense is not None:
+            runs.view = self._dense.view_for(request)
+            runs.dense, runs.query_vectors = self._dense.rank_with(runs.view, request)
+            runs.vector_scores = runs.dense.best_scores()
         fused_extra = [] if self.channels == "vector" else self.extra_channels  # vector: the dense channel alone
-        extra = [(name, weight, ranker.rank(request)) for name, weight, ranker in fused_extra]
-        if single:
-            fused = {p: 1.0 / (self.rrf_k + r) for r, p in enumerate(lexical[0][:k], start=1)}
-            order = lexical[0][:k]
-        else:
-            if self.channels == "vector":
-                w_lexical, w_dense = 0.0, 1.0  # the dense rankings alone, whatever the fusion
-            elif view is None:
-                w_lexical, w_dense = 1.0, 0.0
-            elif self.fusion.reads_signals:
-                signals = self._signals(query, scored[0], lexical[0], dense, vector_scores, view, k1)
-                w_lexical, w_dense = self.fusion.weights_for(signals)
-            else:  # fixed weights (rrf, weighted): no signal is computed
-                w_lexical, w_dense = self.fusion.weights(1.0)
-            # A zero weight becomes a tiny one: that channel then only orders the chunks the
-            # other did not rank (a chunk without a vector still comes back, behind the rest).
-            if self.channels == "vector":
-                fused = weighted_rrf([(r, w_dense) for r in dense], k=self.rrf_k)
-            elif fuses_scores and dense_run is not None:
-                scored_runs = [(sc, max(w_lexical, TIE_WEIGHT), WINDOW) for sc in lexical_run.scores]
-                scored_runs += [(sc, max(w_dense, TIE_WEIGHT), WINDOW) for sc in dense_run.scores]
-                # an extra channel's score map may hold more than it ranked: shown, never fused
-                scored_runs += [
-                    ({p: scores[p] for p in ranking}, weight, WINDOW)
-                    for _, weight, run in extra
-                    for ranking, scores in zip(run.rankings, run.scores, strict=True)
-                ]
-                fused = zscore_fuse(scored_runs)
-            else:
-                runs = [(r, max(w_lexical, TIE_WEIGHT)) for r in lexical]
-                runs += [(r, max(w_dense, TIE_WEIGHT)) for r in dense]
-                runs += [(r, weight) for _, weight, run in extra for r in run.rankings]
-                fused = weighted_rrf(runs, k=self.rrf_k)  # positions stand in for chunk ids
-            positions = np.fromiter(fused, dtype=np.int64, count=len(fused))
-            values = np.fromiter(fused.values(), dtype=np.float64, count=len(fused))
-            order = [i for i, _ in best_k(positions, values, k, index.chunk_id)]  # by (-fused, chunk_id)
-        bm25 = self._best_bm25(order, scored, k1)
-        if view is not None and vector_scores is not None:
+        runs.extra = [(name, weight, ranker.rank(request)) for name, weight, ranker in fused_extra]
+        return runs
+
+    def _fuse(self, query: str, runs: _Runs, plan: _Plan) -> tuple[dict[int, float], list[int], tuple[float, float]]:
+        """(fused score per position, the best `plan.k` positions by (-fused, chunk_id), weights)."""
+        lexical = runs.lexical.rankings
+        if plan.single:
+            order = lexical[0][: plan.k]
+            return {p: 1.0 / (self.rrf_k + r) for r, p in enumerate(order, start=1)}, order, (1.0, 0.0)
+        weights = self._weights(query, runs, plan.k1)
+        dense = (runs.dense.rankings, runs.dense.scores) if runs.dense is not None else None
+        extra = [(weight, (run.rankings, run.scores)) for _, weight, run in runs.extra]
+        fused = self.fusion.fuse((lexical, runs.lexical.scores), dense, extra, weights,
+                                 vector_only=self.channels == "vector", window=WINDOW)  # fmt: skip
+        positions = np.fromiter(fused, dtype=np.int64, count=len(fused))
+        values = np.fromiter(fused.values(), dtype=np.float64, count=len(fused))
+        order = [i for i, _ in best_k(positions, values, plan.k, self.index.chunk_id)]  # by (-fused, chunk_id)
+        return fused, order, weights
+
+    def _weights(self, query: str, runs: _Runs, k1: float) -> tuple[float, float]:
+        """(lexical, dense) fusion weights for this query."""
+        if self.channels == "vector":
+            return 0.0, 1.0  # the dense rankings alone, whatever the fusion
+        if runs.view is None:
+            return 1.0, 0.0
+        if self.fusion.reads_signals:
+            first = (runs.tokens[0], runs.lexical.scores[0])
+            dense = runs.dense.rankings if runs.dense is not None else []
+            runs.signals = self._signals(query, first, runs.lexical.rankings[0], dense, runs.vector_scores, runs.view, k1)
+            return self.fusion.weights_for(runs.signals)
+        return self.fusion.weights(1.0)  # fixed weights (rrf, weighted): no signal is computed
+
+    def _results(self, order: list[int], fused: dict[int, float], runs: _Runs, k1: float) -> list[RetrievalResult]:
+        """The ranked positions as results, each with its best BM25 score and cosine over the
+        variants (computed for positions a channel did not rank) and the extra channels' scores."""
+        bm25 = self._best_bm25(order, list(zip(runs.tokens, runs.lexical.scores, strict=True)), k1)
+        vector_scores = runs.vector_scores
+        if runs.view is not None and vector_scores is not None:
             unscored = [i for i in order if i not in vector_scores]
-            for query_vector in query_vectors if unscored else []:
-                for i, score in view.scores_at(query_vector, unscored).items():
+            for query_vector in runs.query_vectors if unscored else []:
+                for i, score in runs.view.scores_at(query_vector, unscored).items():
                     vector_scores[i] = max(score, vector_scores.get(i, -1.0))
         chunks = self._source.chunks_at(order)
-        extra_scores = [(name, run.best_scores()) for name, _, run in extra]
+        extra_scores = [(name, run.best_scores()) for name, _, run in runs.extra]
         return [
             RetrievalResult(
                 chunk=chunk,
@@ -319,6 +401,20 @@ class HybridRetriever:
             )
             for i, chunk in zip(order, chunks, strict=True)
         ]
+
+    def _channels_decisions(self, runs: _Runs, plan: _Plan) -> dict[str, Any]:
+        """What the channels step records: per channel, how many positions each variant ranked
+        and the first ids of the query's own ranking."""
+        chunk_id = self.index.chunk_id
+        channels = [("lexical", runs.lexical)] + ([("dense", runs.dense)] if runs.dense is not None else [])
+        channels += [(name, run) for name, _, run in runs.extra]
+        return {
+            "variants": plan.variants,
+            "depth": plan.depth,
+            **{name: {"ranked": [len(r) for r in run.rankings],
+                      "top": [chunk_id(p) for p in (run.rankings[0][:5] if run.rankings else [])]}
+               for name, run in channels},
+        }  # fmt: skip
 
     def lexical_match(self, tokens: Sequence[str], best_score: float) -> float:
         """How well the lexical channel matched: best BM25 score / Σ idf over the query's tokens
@@ -416,12 +512,3 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     dot = sum(x * y for x, y in zip(a, b))
     norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
     return dot / norm if norm else 0.0
-
-
-def check_query(query: object) -> None:
-    """Raise ValueError for a query that is not a non-blank string."""
-    if not isinstance(query, str):
-        raise ValueError(f"query must be a string, got {type(query).__name__}")
-    if not query.strip():
-        raise ValueError("query is empty: give some words to search for")
-

@@ -49,7 +49,9 @@ from ragspine.retrieval.pipeline.hybrid import (
     HybridRetriever,
     RetrievalResult,
 )
-from ragspine.retrieval.rerank.guard import reranker_name, rerank_traced
+from ragspine.retrieval.pipeline.stages import RerankStep
+from ragspine.retrieval.pipeline.trace import Trace
+from ragspine.retrieval.rerank.guard import reranker_name
 from ragspine.retrieval.rerank.listwise_rerank import DEFAULT_TOP_N, ListwiseJudge
 from ragspine.retrieval.rerank.protocol import Reranker
 from ragspine.retrieval.store.protocol import ChunkStoreProtocol
@@ -254,30 +256,41 @@ class NarrativeIndex:
         the exits are tested on; no caller-facing path passes it). `trace`, when given,
         receives the rerank step's lineage under "rerank". `variants`: the screened query
         texts to search (`query` first); None: the query rewriter's."""
-        order, name = None, ""
-        if rerank and self.reranker is not None:
-            order, name = self.reranker.rerank, reranker_name(self.reranker)
-        elif rerank and self.judge is not None:
-            order, name = self.judge.judge, "listwise judge"
-        results = self.retriever(include_restricted=include_restricted).search(
-            query,
-            topic=topic,
-            entity=entity,
-            geography=geography,
-            period=period,
-            language=language,
-            top_k=top_k if order is None else max(top_k, self.top_n),
-            where=where,
-            variants=variants,
-        )
-        if order is not None:
-            results, lineage = rerank_traced(
-                query, results, order, top_n=self.top_n, name=name, timeout_s=self.rerank_timeout
-            )
-            results = results[:top_k]
+        step = self.rerank_step() if rerank else None
+        filters = {"topic": topic, "entity": entity, "geography": geography, "period": period, "language": language}
+        results = self.rank(query, top_k=top_k if step is None else step.depth(top_k), filters=filters, where=where,
+                            variants=variants, include_restricted=include_restricted)  # fmt: skip
+        if step is not None:
+            results, lineage = step.apply(query, results, top_k)
             if trace is not None:
-                trace["rerank"] = lineage.as_dict()
+                trace["rerank"] = lineage
         return results
+
+    def rank(
+        self,
+        query: str,
+        *,
+        top_k: int = DEFAULT_TOP_K,
+        filters: Mapping[str, str | None] | None = None,
+        where: Filter | Mapping[str, Any] | None = None,
+        variants: Sequence[str] | None = None,
+        include_restricted: bool = False,
+        trace: Trace | None = None,
+    ) -> list[RetrievalResult]:
+        """The channels and fusion stages over the current snapshot (no rerank): `HybridRetriever.search`
+        with `filters` the exact matches on the five metadata fields."""
+        exact = {key: value for key, value in (filters or {}).items() if value is not None}
+        return self.retriever(include_restricted=include_restricted).search(
+            query, top_k=top_k, where=where, variants=variants, trace=trace, **exact
+        )
+
+    def rerank_step(self) -> RerankStep | None:
+        """The rerank stage: the reranker, else the listwise judge, else None (fused order)."""
+        if self.reranker is not None:
+            return RerankStep(self.reranker.rerank, reranker_name(self.reranker), self.top_n, self.rerank_timeout)
+        if self.judge is not None:
+            return RerankStep(self.judge.judge, "listwise judge", self.top_n, self.rerank_timeout)
+        return None
 
     def variants(self, query: str) -> list[str]:
         """The query texts the rewriter makes of `query` (itself first; only itself without one)."""

@@ -36,6 +36,7 @@ from ragspine.retrieval.filters import Filter
 from ragspine.retrieval.fusion.rrf import DEFAULT_RRF_K, rrf_fuse
 from ragspine.retrieval.model import Chunk
 from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever, SnippetRun
+from ragspine.retrieval.pipeline.trace import Trace
 from ragspine.retrieval.pipeline.hybrid import DEFAULT_TOP_K
 from ragspine.retrieval.raptor.build import BuildReport, RaptorConfig, build_tree, centre
 from ragspine.retrieval.raptor.summary import ExtractiveSummarizer, LLMSummarizer, Summarizer
@@ -122,10 +123,11 @@ class RaptorRetriever(NarrativeIndexRetriever):
         filters: Mapping[str, Any] | Filter | None = None,
         top_k: int = DEFAULT_TOP_K,
         where: Filter | Mapping[str, Any] | None = None,
+        trace: Trace | None = None,
     ) -> SnippetRun:
         """The base run (security gate, query stage, chunks), then the tree's nodes by mode; a
         refused query stays refused (no node is served for it). `retrieve` returns its snippets."""
-        base = super().retrieve_run(query, filters=filters, top_k=top_k, where=where)
+        base = super().retrieve_run(query, filters=filters, top_k=top_k, where=where, trace=trace)
         if base.refusal is not None or self.mode == "leaves":
             return base
         return SnippetRun(self._with_nodes(query, base.snippets, filters, where, top_k), base.lineage, None)

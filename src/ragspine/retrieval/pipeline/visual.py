@@ -1,4 +1,4 @@
-"""The visual channel's hook into the link: page hits become page pointers, fused with the text
+"""The visual stage: page hits become page pointers, fused with the text
 snippets by RRF (`fusion.rrf.rrf_fuse`, the fusion every ranking shares).
 
 Invariants:
@@ -12,8 +12,8 @@ Invariants:
 - The text snippets keep their order relative to each other and every key they had; the fused
   list is cut to `top_k`; ties break text first, then by key. Lineage names the channel.
 
-This is a local hook (NarrativeIndexRetriever calls `fuse_visual` after its text run); it moves
-into the pipeline's channel slot when that exists.
+The pipeline (`pipeline.pipeline.Pipeline`) calls `fuse_visual` after the snippets stage, for a
+query that was not refused.
 """
 
 from __future__ import annotations

@@ -1,0 +1,86 @@
+"""The snippets stage: ranked results, already past RESTRICTED exit #2, as the agent's cited snippet dicts.
+
+Invariants: a snippet's `text` and every citation field are its chunk's own; `scores` holds the
+channels' scores and the fused one; `lineage` is a copy of the run's lineage for that result.
+Parent expansion: a chunk that carries a `window_text` (its parent section, or its sentence
+window) gets a `prompt_text` — that text, for generation only — and its `heading`, `parent_id`
+and `parent_locator`. When several results share one parent, the first carries it and the
+others' `prompt_text` is their own text (`lineage["parent_in"]` names the chunk that carries
+it), so a prompt never repeats a parent. A chunk without structure gives exactly the
+specification's snippet (no added key).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ragspine.retrieval.model import Chunk
+from ragspine.retrieval.types import RetrievalResult
+
+
+@dataclass(frozen=True)
+class SnippetRun:
+    """What a query run returns: the snippets, the run's lineage, and why it refused (or None)."""
+
+    snippets: list[dict[str, Any]]
+    lineage: dict[str, Any]
+    refusal: str | None = None
+
+
+def to_snippets(ranked: list[tuple[RetrievalResult, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Each (result, lineage) as a snippet dict, parents expanded (see the module docstring)."""
+    return expand_parents([to_snippet(r, lineage) for r, lineage in ranked], [r.chunk for r, _ in ranked])
+
+
+def expand_parents(snippets: list[dict[str, Any]], chunks: list[Chunk]) -> list[dict[str, Any]]:
+    """Add each structured chunk's expansion to its snippet (see the module docstring)."""
+    carried: dict[tuple[str, str], str] = {}
+    for snippet, chunk in zip(snippets, chunks, strict=True):
+        for name in ("heading", "parent_id", "parent_locator"):
+            if getattr(chunk, name):
+                snippet[name] = getattr(chunk, name)
+        if not chunk.window_text:
+            continue
+        key = (chunk.doc_id, chunk.parent_id or chunk.parent_locator)
+        first = carried.setdefault(key, chunk.chunk_id)
+        if first == chunk.chunk_id:
+            snippet["prompt_text"] = chunk.window_text
+        else:
+            snippet["prompt_text"] = chunk.text
+            snippet["lineage"]["parent_in"] = first
+    return snippets
+
+
+def to_snippet(result: RetrievalResult, lineage: dict[str, Any]) -> dict[str, Any]:
+    """One result as the specification's snippet dict (no parent expansion)."""
+    chunk = result.chunk
+    return {
+        "text": chunk.text,
+        "doc_id": chunk.doc_id,
+        "title": chunk.title,
+        "source_locator": chunk.source_locator,
+        "chunk_id": chunk.chunk_id,
+        "topic": chunk.topic,
+        "entity": chunk.entity,
+        "geography": chunk.geography,
+        "period": chunk.period,
+        "language": chunk.language,
+        "sensitivity": chunk.sensitivity,
+        "version": getattr(chunk, "version", None),
+        "valid_as_of": getattr(chunk, "valid_as_of", ""),
+        "scores": {
+            "bm25": result.bm25_score,
+            "vector": result.vector_score,
+            "fused": result.fused_score,
+            **dict(result.channel_scores),
+        },
+        "lineage": dict(lineage),
+    } | _prompt_fields(result)
+
+
+def _prompt_fields(result: RetrievalResult) -> dict[str, Any]:
+    """`prompt_text` (what a prompt shows instead of `text`) and its spans into `text`, when set."""
+    if result.prompt_text is None:
+        return {}
+    return {"prompt_text": result.prompt_text, "prompt_spans": [list(span) for span in result.prompt_spans]}
