@@ -11,11 +11,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ragspine.errors import DamagedFile, ModelMismatch, RagspineError
+
 if TYPE_CHECKING:
     from ragspine.workspace import Workspace
 
 __version__ = "0.1.0"
-__all__ = ["__version__", "open"]
+__all__ = ["DamagedFile", "ModelMismatch", "RagspineError", "__version__", "open"]
 
 
 def open(  # noqa: A001 - `ragspine.open(...)` is the intended spelling

@@ -10,8 +10,10 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
+from ragspine.errors import RagspineError
 
-class MissingExtraError(ImportError):
+
+class MissingExtraError(RagspineError, ImportError):
     """An optional dependency is not installed; the message names the extra."""
 
 

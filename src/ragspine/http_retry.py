@@ -16,6 +16,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+from ragspine.errors import RagspineError
 from ragspine.secret import Secret, redact_text, redact_url
 
 MAX_BACKOFF_S = 8.0
@@ -26,7 +27,7 @@ _LOG = logging.getLogger(__name__)
 HTTP_ERROR, TIMEOUT, CONNECTION_ERROR, MALFORMED_RESPONSE = "http_error", "timeout", "connection_error", "malformed_response"
 
 
-class EndpointError(RuntimeError):
+class EndpointError(RagspineError, RuntimeError):
     """A remote endpoint gave no usable answer; `status` is the last HTTP status, if any."""
 
     def __init__(

@@ -15,13 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragspine.errors import RagspineError
+
 CORPUS_FILE = "corpus.jsonl"
 QUERIES_FILE = "queries.jsonl"
 QRELS_DIR = "qrels"
 TITLE_SEPARATOR = "\n\n"
 
 
-class DatasetError(ValueError):
+class DatasetError(RagspineError, ValueError):
     """The folder is not a usable BEIR dataset; the message names the file (and line)."""
 
 

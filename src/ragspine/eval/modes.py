@@ -11,8 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from ragspine.errors import RagspineError
 
-class EvalError(ValueError):
+
+class EvalError(RagspineError, ValueError):
     """An eval run was asked for something it cannot do; the message says what to do instead."""
 
 

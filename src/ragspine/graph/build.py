@@ -28,16 +28,16 @@ from ragspine.graph.relations import RelationRow, load_relations
 from ragspine.graph.vocabulary import Vocabulary
 from ragspine.retrieval.model import Chunk
 from ragspine.retrieval.sensitivity import is_restricted
-from ragspine.retrieval.store.protocol import ChunkStoreProtocol
+from ragspine.retrieval.store.protocol import ChunkReader
 
 
-def open_chunks(store: ChunkStoreProtocol) -> list[Chunk]:
+def open_chunks(store: ChunkReader) -> list[Chunk]:
     """The store's active chunks a caller may see (RESTRICTED ones dropped), in store order."""
     return [c for c in store.iter_chunks() if not is_restricted(c.sensitivity)]
 
 
 def build_relation_graph(
-    store: ChunkStoreProtocol,
+    store: ChunkReader,
     relations: str | Path | Sequence[RelationRow] | None = None,
     *,
     extractor: RelationExtractor | None = None,

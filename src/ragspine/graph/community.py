@@ -26,7 +26,7 @@ from ragspine.graph.stores import GraphStore
 from ragspine.retrieval.lexical.tokenize import tokenize
 from ragspine.retrieval.model import Chunk
 from ragspine.retrieval.raptor.summary import Summarizer
-from ragspine.retrieval.store.protocol import ChunkStoreProtocol
+from ragspine.retrieval.store.protocol import ChunkReader
 
 DEFAULT_SEED = 42
 ENTITY_EDGES = ("subsidiary_of", "peer_of", "co_occurs_with", "supplier_of", "customer_of", "related_to")
@@ -50,7 +50,7 @@ def detect_communities(graph: RelationGraph, *, seed: int = DEFAULT_SEED, resolu
 
 
 def build_communities(
-    graph: RelationGraph, store: ChunkStoreProtocol, summarizer: Summarizer, *, seed: int = DEFAULT_SEED,
+    graph: RelationGraph, store: ChunkReader, summarizer: Summarizer, *, seed: int = DEFAULT_SEED,
     member_chunks: int = DEFAULT_MEMBER_CHUNKS,
 ) -> RelationGraph:  # fmt: skip
     """`graph` with a synthesis node per community (its summary) and member_of edges."""

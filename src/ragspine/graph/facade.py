@@ -18,7 +18,7 @@ from ragspine.graph.extract import RelationExtractor
 from ragspine.graph.model import ChunkRef
 from ragspine.graph.queries import GraphQueries, SnippetRetriever
 from ragspine.graph.stores import GraphStore
-from ragspine.retrieval.store.protocol import ChunkStoreProtocol
+from ragspine.retrieval.store.protocol import ChunkReader
 
 
 @dataclass
@@ -38,7 +38,7 @@ class GraphService(GraphQueries):
     """Build, store and query the relation graph of one chunk store."""
 
     def __init__(
-        self, graph: GraphStore, store: ChunkStoreProtocol, *, relations: str | Path | None = None,
+        self, graph: GraphStore, store: ChunkReader, *, relations: str | Path | None = None,
         extractor: RelationExtractor | None = None, retriever: SnippetRetriever | None = None,
         provider: LLMProvider | None = None, summary_chars: int = 600,
     ) -> None:  # fmt: skip

@@ -24,7 +24,7 @@ from ragspine.graph.stores import GraphStore
 from ragspine.graph.vocabulary import Vocabulary
 from ragspine.retrieval.filters import MAX_ITEMS
 from ragspine.retrieval.sensitivity import is_restricted
-from ragspine.retrieval.store.protocol import ChunkStoreProtocol
+from ragspine.retrieval.store.protocol import ChunkReader
 
 DEFAULT_SUPPORT_LIMIT = 20
 
@@ -39,7 +39,7 @@ class SnippetRetriever(Protocol):
 class Visibility:
     """Which documents and chunks a caller may see now (only checked when the graph is stale)."""
 
-    store: ChunkStoreProtocol
+    store: ChunkReader
     check: bool
     _open: dict[str, frozenset[str]] = field(default_factory=dict)  # doc_id -> open active chunk ids
 
@@ -68,7 +68,7 @@ class Visibility:
 class GraphQueries:
     """The queries over `graph` (a GraphStore) with `store` (the chunk store it was built from)."""
 
-    def __init__(self, graph: GraphStore, store: ChunkStoreProtocol) -> None:
+    def __init__(self, graph: GraphStore, store: ChunkReader) -> None:
         self.graph, self.store = graph, store
 
     # -- helpers ------------------------------------------------------------------------------

@@ -28,6 +28,8 @@ import unicodedata
 from collections.abc import Iterable
 from functools import lru_cache
 
+from ragspine.errors import RagspineError
+
 RESTRICTED_SENSITIVITY = "RESTRICTED"
 # Least strict first; a sensitivity rule file may declare others (`levels = [...]`).
 DEFAULT_LEVELS: tuple[str, ...] = ("PUBLIC", "INTERNAL", "CONFIDENTIAL", RESTRICTED_SENSITIVITY)
@@ -55,7 +57,7 @@ _SKELETON_DIGITS = str.maketrans({"0": "o", "1": "i", "3": "e", "5": "s", "7": "
 _RESTRICTED_SKELETON = "restricted"
 
 
-class UnknownSensitivityError(ValueError):
+class UnknownSensitivityError(RagspineError, ValueError):
     """A sensitivity label that is not one of the known levels (after normalisation)."""
 
 

@@ -19,6 +19,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ragspine.errors import RagspineError
 from ragspine.extras import MissingExtraError
 from ragspine.secret import redact_text
 
@@ -42,7 +43,7 @@ def error_response(status: int, message: str, headers: dict[str, str] | None = N
     return SafeJSONResponse(body, status_code=status, headers=headers)
 
 
-class BodyTooLarge(HTTPException):
+class BodyTooLarge(HTTPException, RagspineError):
     """Raised from `receive` when a streamed body passes the limit."""
 
     def __init__(self, limit: int) -> None:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragspine.errors import RagspineError
 from ragspine.secret import MASK, Secret, redact_text
 from ragspine.settings.values import (
     API_KEYS,
@@ -97,7 +98,7 @@ GRAPH_STORES = ("in_process", "networkx")  # the keys of graph.stores.GRAPH_STOR
 RELATION_EXTRACTORS = ("none", "cooccurrence", "llm")  # graph.extract.RELATION_EXTRACTORS' names
 
 
-class ConfigError(ValueError):
+class ConfigError(RagspineError, ValueError):
     """A RAGSPINE_* variable has a value that cannot be used."""
 
 

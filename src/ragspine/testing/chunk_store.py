@@ -1,5 +1,11 @@
 """The conformance suite every chunk store runs (SQLite `ChunkStore`, `PostgresChunkStore`, yours).
 
+One suite per Protocol of `ragspine.retrieval.store.protocol`, Haystack-mixin style:
+`ChunkReaderSuite`, `ChunkWriterSuite`, `ChangeLogSuite`; `ChunkStoreSuite` is their
+combination (the whole `ChunkStoreProtocol`) and is what a store's tests inherit. Each suite
+pins down one Protocol's methods; its tests set up and check through the others (a reader test
+writes first, a writer test reads back), so they run against a whole store.
+
 Inherit `ChunkStoreSuite` in a `Test*` class and override one fixture, `open_store`: a callable
 that opens a new handle (a connection) on ONE fresh, empty store and creates its schema;
 the fixture closes every handle it opened (`StoreHandles` does that). Set `write_errors` to the
@@ -32,8 +38,11 @@ from ragspine.retrieval.chunking.chunking import chunk_document
 from ragspine.retrieval.model import Chunk, DocumentMeta, index_field_values
 from ragspine.retrieval.store.protocol import (
     INDEX_ROW_FIELDS,
+    ChangeLog,
     ChunkCounts,
+    ChunkReader,
     ChunkStoreProtocol,
+    ChunkWriter,
 )
 
 Opener = Callable[[], Any]  # () -> a new handle (schema created) on the store under test
@@ -82,8 +91,8 @@ WRITES = [
 ]
 
 
-class ChunkStoreSuite:
-    """The chunk-store contract, as tests. See the module docstring for how to inherit it."""
+class StoreFixtures:
+    """The fixtures every suite below shares. See the module docstring for how to inherit them."""
 
     write_errors: tuple[type[BaseException], ...] = (Exception,)
     read_refusals: tuple[type[BaseException], ...] = ()
@@ -103,10 +112,103 @@ class ChunkStoreSuite:
     def second(self, open_store: Opener) -> Opener:
         return open_store
 
-    # -- the specification's contract ---------------------------------------------------------
-    def test_implements_the_protocol(self, store: Any) -> None:
-        assert isinstance(store, ChunkStoreProtocol)
+
+class ChunkReaderSuite(StoreFixtures):
+    """`ChunkReader`: chunks by field, every field round-trips, counts, document versions,
+    read-only SQL. (Its tests write through `ChunkWriter` to set up.)"""
+
+    def test_implements_chunk_reader(self, store: Any) -> None:
+        assert isinstance(store, ChunkReader)
         assert isinstance(store.db_path, str)
+
+    def test_iter_chunks_filters_and_order(self, store: Any) -> None:
+        store.replace_doc_chunks("b", chunks("b", ["b0", "b1"], entity="ACME", period="2024"))
+        store.replace_doc_chunks("a", chunks("a", ["a0"], entity="ACME", period="2023", language="zh"))
+        store.replace_doc_chunks("C", chunks("C", ["c0"], entity="LOTUS", topic="t", geography="CN"))
+        assert [c.chunk_id for c in store.iter_chunks()] == ["C:0", "a:0", "b:0", "b:1"]
+        assert [c.chunk_id for c in store.iter_chunks(entity="ACME")] == ["a:0", "b:0", "b:1"]
+        assert [c.chunk_id for c in store.iter_chunks(entity="ACME", period="2024")] == ["b:0", "b:1"]
+        assert [c.chunk_id for c in store.iter_chunks(language="zh")] == ["a:0"]
+        assert [c.chunk_id for c in store.iter_chunks(topic="t", geography="CN")] == ["C:0"]
+        assert store.iter_chunks(entity="ACME", geography="CN") == []
+        assert [c.chunk_id for c in store.iter_chunks(doc_id="b")] == ["b:0", "b:1"]
+
+    def test_stored_chunk_round_trips_every_field(self, store: Any) -> None:
+        original = Chunk("d:0", "d", 0, "营收下滑。", "d#p1@0-5", title="T", topic="tp", entity="E",
+                         geography="CN", period="2024-H1", language="zh", sensitivity="RESTRICTED",
+                         parent_id="d:p0", heading="H", window_text="W", parent_locator="d#p1",
+                         metadata={"pages": 12, "author": "王", "ratio": 0.5})  # fmt: skip
+        store.replace_doc_chunks("d", [original], valid_as_of="2024-06-30")
+        (got,) = store.iter_chunks()
+        for name in Chunk.__dataclass_fields__:
+            assert getattr(got, name) == getattr(original, name), name
+        assert (got.version, got.active, got.valid_as_of) == (1, True, "2024-06-30")
+
+    def test_user_metadata_round_trips(self, store: Any) -> None:
+        meta = DocumentMeta("a", metadata={"pages": 12, "author": "王", "ratio": 0.5})
+        store.replace_doc_chunks("a", chunk_document("正文。", meta))
+        (chunk,) = store.iter_chunks()
+        assert chunk.metadata == {"pages": 12, "author": "王", "ratio": 0.5}
+        (row,) = store.execute_read("SELECT metadata FROM narrative_chunk")
+        assert row == ('{"author": "王", "pages": 12, "ratio": 0.5}',)  # canonical JSON text
+
+    def test_a_second_handle_sees_committed_writes(self, store: Any, second: Opener) -> None:
+        other = second()
+        store.replace_doc_chunks("a", chunks("a", ["x"]))
+        assert other.data_version() == store.data_version() == 1
+        assert [c.text for c in other.iter_chunks()] == ["x"]
+        other.replace_doc_chunks("a", chunks("a", ["y"]))
+        assert [(c.text, c.version) for c in store.iter_chunks()] == [("y", 2)]
+        assert other.store_uid() == store.store_uid()
+
+    @pytest.mark.parametrize("sql", WRITES)
+    def test_execute_read_refuses_writes(self, store: Any, sql: str) -> None:
+        store.replace_doc_chunks("a", chunks("a", ["x"]))
+        with pytest.raises((PermissionError, *self.read_refusals)):
+            store.execute_read(sql)
+        assert len(store.iter_chunks()) == 1 and store.data_version() == 1
+        store.replace_doc_chunks("b", chunks("b", ["y"]))  # writes still work afterwards
+        assert len(store.iter_chunks()) == 2
+
+    def test_execute_read_reads_with_qmark_parameters(self, store: Any) -> None:
+        store.replace_doc_chunks("a", chunks("a", ["x", "y?"], entity="ACME"))
+        rows = store.execute_read(
+            "SELECT text, '?' FROM narrative_chunk WHERE entity = ? AND active = 1 AND text LIKE '%' "
+            "ORDER BY seq LIMIT ?",
+            ("ACME", 5),
+        )
+        assert rows == [("x", "?"), ("y?", "?")]
+
+    def test_counts_and_active_documents(self, store: Any) -> None:
+        assert store.counts() == ChunkCounts(0, 0) and store.active_doc_ids() == []
+        store.replace_doc_chunks("b", chunks("b", ["x", "y"]))
+        store.replace_doc_chunks("a", chunks("a", ["z"]))
+        store.replace_doc_chunks("C", chunks("C", ["w"]))
+        store.replace_doc_chunks("b", chunks("b", ["x2"]))
+        store.replace_doc_chunks("a", [])
+        assert store.counts() == ChunkCounts(documents=2, chunks=2)
+        assert store.counts(include_inactive=True) == ChunkCounts(documents=3, chunks=5)
+        assert all(type(n) is int for n in store.counts())
+        assert store.active_doc_ids() == ["C", "b"]  # byte order
+
+    def test_versions_of_a_document(self, store: Any) -> None:
+        assert (store.active_version("a"), store.latest_version("a")) == (None, 0)
+        store.replace_doc_chunks("a", chunks("a", ["x"]))
+        store.replace_doc_chunks("b", chunks("b", ["y"]))
+        assert (store.active_version("a"), store.latest_version("a")) == (1, 1)
+        store.replace_doc_chunks("a", [])
+        assert (store.active_version("a"), store.latest_version("a")) == (None, 1)
+        store.replace_doc_chunks("a", chunks("a", ["x"]))
+        assert (store.active_version("a"), store.latest_version("a")) == (2, 2)
+        assert (store.active_version("b"), store.latest_version("b")) == (1, 1)
+
+
+class ChunkWriterSuite(StoreFixtures):
+    """`ChunkWriter`: versions, withdrawals, refused and failed writes (all or nothing),
+    concurrent writers, store notes. (Its tests check through `ChunkReader`.)"""
+
+    def test_implements_chunk_writer(self, store: Any) -> None:
+        assert isinstance(store, ChunkWriter)
 
     def test_init_schema_is_idempotent(self, store: Any) -> None:
         store.replace_doc_chunks("a", chunks("a", ["x"]))
@@ -135,42 +237,11 @@ class ChunkStoreSuite:
         store.replace_doc_chunks("a", chunks("a", ["y"]))
         assert [(c.text, c.version) for c in store.iter_chunks()] == [("y", 2)]  # a withdrawal writes no rows
 
-    def test_iter_chunks_filters_and_order(self, store: Any) -> None:
-        store.replace_doc_chunks("b", chunks("b", ["b0", "b1"], entity="ACME", period="2024"))
-        store.replace_doc_chunks("a", chunks("a", ["a0"], entity="ACME", period="2023", language="zh"))
-        store.replace_doc_chunks("C", chunks("C", ["c0"], entity="LOTUS", topic="t", geography="CN"))
-        assert [c.chunk_id for c in store.iter_chunks()] == ["C:0", "a:0", "b:0", "b:1"]
-        assert [c.chunk_id for c in store.iter_chunks(entity="ACME")] == ["a:0", "b:0", "b:1"]
-        assert [c.chunk_id for c in store.iter_chunks(entity="ACME", period="2024")] == ["b:0", "b:1"]
-        assert [c.chunk_id for c in store.iter_chunks(language="zh")] == ["a:0"]
-        assert [c.chunk_id for c in store.iter_chunks(topic="t", geography="CN")] == ["C:0"]
-        assert store.iter_chunks(entity="ACME", geography="CN") == []
-        assert [c.chunk_id for c in store.iter_chunks(doc_id="b")] == ["b:0", "b:1"]
-
-    def test_stored_chunk_round_trips_every_field(self, store: Any) -> None:
-        original = Chunk("d:0", "d", 0, "营收下滑。", "d#p1@0-5", title="T", topic="tp", entity="E",
-                         geography="CN", period="2024-H1", language="zh", sensitivity="RESTRICTED",
-                         parent_id="d:p0", heading="H", window_text="W", parent_locator="d#p1",
-                         metadata={"pages": 12, "author": "王", "ratio": 0.5})  # fmt: skip
-        store.replace_doc_chunks("d", [original], valid_as_of="2024-06-30")
-        (got,) = store.iter_chunks()
-        for name in Chunk.__dataclass_fields__:
-            assert getattr(got, name) == getattr(original, name), name
-        assert (got.version, got.active, got.valid_as_of) == (1, True, "2024-06-30")
-
     def test_sensitivity_is_stored_normalised(self, store: Any) -> None:
         labels = ["ＲＥＳＴＲＩＣＴＥＤ", " restricted\u3000", "Public", ""]
         written = [Chunk(f"a:{i}", "a", i, "t", "a#p1", sensitivity=label) for i, label in enumerate(labels)]
         store.replace_doc_chunks("a", written)
         assert [c.sensitivity for c in store.iter_chunks()] == ["RESTRICTED", "RESTRICTED", "PUBLIC", ""]
-
-    def test_user_metadata_round_trips(self, store: Any) -> None:
-        meta = DocumentMeta("a", metadata={"pages": 12, "author": "王", "ratio": 0.5})
-        store.replace_doc_chunks("a", chunk_document("正文。", meta))
-        (chunk,) = store.iter_chunks()
-        assert chunk.metadata == {"pages": 12, "author": "王", "ratio": 0.5}
-        (row,) = store.execute_read("SELECT metadata FROM narrative_chunk")
-        assert row == ('{"author": "王", "pages": 12, "ratio": 0.5}',)  # canonical JSON text
 
     def test_chunk_of_another_document_is_refused(self, store: Any) -> None:
         with pytest.raises(ValueError, match="belongs to"):
@@ -192,27 +263,6 @@ class ChunkStoreSuite:
         assert store.changes_since(version) == (version, [])
         store.replace_doc_chunks("a", chunks("a", ["next"]))  # the store still works
         assert [(c.text, c.version) for c in store.iter_chunks()] == [("next", 2)]
-
-    def test_data_version_and_change_log(self, store: Any) -> None:
-        v0 = store.data_version()
-        store.replace_doc_chunks("a", chunks("a", ["x"]))
-        store.replace_doc_chunks("b", chunks("b", ["y"]))
-        store.replace_doc_chunks("a", [])
-        assert store.data_version() == v0 + 3
-        assert store.changes_since(v0) == (v0 + 3, ["a", "b"])
-        assert store.changes_since(v0 + 1) == (v0 + 3, ["b", "a"])
-        assert store.changes_since(v0 + 3) == (v0 + 3, [])
-        assert store.changes_since(v0 + 4) is None  # a version the store never reached
-        assert store.changes_since(v0 - 1) is None  # before the log began
-
-    def test_a_second_handle_sees_committed_writes(self, store: Any, second: Opener) -> None:
-        other = second()
-        store.replace_doc_chunks("a", chunks("a", ["x"]))
-        assert other.data_version() == store.data_version() == 1
-        assert [c.text for c in other.iter_chunks()] == ["x"]
-        other.replace_doc_chunks("a", chunks("a", ["y"]))
-        assert [(c.text, c.version) for c in store.iter_chunks()] == [("y", 2)]
-        assert other.store_uid() == store.store_uid()
 
     def test_concurrent_writers_get_distinct_versions(self, store: Any, second: Opener) -> None:
         others = [second() for _ in range(4)]
@@ -236,24 +286,6 @@ class ChunkStoreSuite:
         assert [c.version for c in store.iter_chunks(include_inactive=True)] == list(range(1, 21))
         assert len(store.iter_chunks()) == 1
 
-    @pytest.mark.parametrize("sql", WRITES)
-    def test_execute_read_refuses_writes(self, store: Any, sql: str) -> None:
-        store.replace_doc_chunks("a", chunks("a", ["x"]))
-        with pytest.raises((PermissionError, *self.read_refusals)):
-            store.execute_read(sql)
-        assert len(store.iter_chunks()) == 1 and store.data_version() == 1
-        store.replace_doc_chunks("b", chunks("b", ["y"]))  # writes still work afterwards
-        assert len(store.iter_chunks()) == 2
-
-    def test_execute_read_reads_with_qmark_parameters(self, store: Any) -> None:
-        store.replace_doc_chunks("a", chunks("a", ["x", "y?"], entity="ACME"))
-        rows = store.execute_read(
-            "SELECT text, '?' FROM narrative_chunk WHERE entity = ? AND active = 1 AND text LIKE '%' "
-            "ORDER BY seq LIMIT ?",
-            ("ACME", 5),
-        )
-        assert rows == [("x", "?"), ("y?", "?")]
-
     def test_meta_notes_are_kept_and_the_store_keys_are_refused(self, store: Any, second: Opener) -> None:
         store.replace_doc_chunks("a", chunks("a", ["x"]))
         uid, version = store.store_uid(), store.data_version()
@@ -269,29 +301,25 @@ class ChunkStoreSuite:
         assert (store.store_uid(), store.data_version()) == (uid, version)  # notes are not chunk changes
         assert store.read_meta("store_uid") == uid
 
-    # -- typed reads --------------------------------------------------------------------------
-    def test_counts_and_active_documents(self, store: Any) -> None:
-        assert store.counts() == ChunkCounts(0, 0) and store.active_doc_ids() == []
-        store.replace_doc_chunks("b", chunks("b", ["x", "y"]))
-        store.replace_doc_chunks("a", chunks("a", ["z"]))
-        store.replace_doc_chunks("C", chunks("C", ["w"]))
-        store.replace_doc_chunks("b", chunks("b", ["x2"]))
-        store.replace_doc_chunks("a", [])
-        assert store.counts() == ChunkCounts(documents=2, chunks=2)
-        assert store.counts(include_inactive=True) == ChunkCounts(documents=3, chunks=5)
-        assert all(type(n) is int for n in store.counts())
-        assert store.active_doc_ids() == ["C", "b"]  # byte order
 
-    def test_versions_of_a_document(self, store: Any) -> None:
-        assert (store.active_version("a"), store.latest_version("a")) == (None, 0)
+class ChangeLogSuite(StoreFixtures):
+    """`ChangeLog`: the change log, the reads by row id an index pages through, write epochs
+    and one read snapshot."""
+
+    def test_implements_change_log(self, store: Any) -> None:
+        assert isinstance(store, ChangeLog)
+
+    def test_data_version_and_change_log(self, store: Any) -> None:
+        v0 = store.data_version()
         store.replace_doc_chunks("a", chunks("a", ["x"]))
         store.replace_doc_chunks("b", chunks("b", ["y"]))
-        assert (store.active_version("a"), store.latest_version("a")) == (1, 1)
         store.replace_doc_chunks("a", [])
-        assert (store.active_version("a"), store.latest_version("a")) == (None, 1)
-        store.replace_doc_chunks("a", chunks("a", ["x"]))
-        assert (store.active_version("a"), store.latest_version("a")) == (2, 2)
-        assert (store.active_version("b"), store.latest_version("b")) == (1, 1)
+        assert store.data_version() == v0 + 3
+        assert store.changes_since(v0) == (v0 + 3, ["a", "b"])
+        assert store.changes_since(v0 + 1) == (v0 + 3, ["b", "a"])
+        assert store.changes_since(v0 + 3) == (v0 + 3, [])
+        assert store.changes_since(v0 + 4) is None  # a version the store never reached
+        assert store.changes_since(v0 - 1) is None  # before the log began
 
     def test_index_reads(self, store: Any) -> None:
         store.replace_doc_chunks("a", chunks("a", ["x", "y"], entity="E"))
@@ -341,6 +369,15 @@ class ChunkStoreSuite:
         assert [c.seq if c else None for c in got] == list(range(1_199, -1, -1))
         many_docs = [f"d{i}" for i in range(1_100)] + ["a"]
         assert sorted(store.row_states(many_docs)) == [(r, True) for r in row_ids]
+
+
+class ChunkStoreSuite(ChunkReaderSuite, ChunkWriterSuite, ChangeLogSuite):
+    """The whole chunk-store contract (`ChunkStoreProtocol`): the three suites above, plus
+    closing."""
+
+    def test_implements_the_protocol(self, store: Any) -> None:
+        assert isinstance(store, ChunkStoreProtocol)
+        assert isinstance(store.db_path, str)
 
     def test_context_manager_closes(self, second: Opener) -> None:
         with second() as other:

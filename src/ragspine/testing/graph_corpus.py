@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ragspine.retrieval.model import Chunk, make_chunk_id
-from ragspine.retrieval.store.protocol import ChunkStoreProtocol
+from ragspine.retrieval.store.protocol import ChunkWriter
 
 SECRET = "SECRET-GRAPH-4417"
 
@@ -41,7 +41,7 @@ class GraphCorpus:
     def chunks(self) -> int:
         return sum(len(c) for c in self.docs.values())
 
-    def ingest(self, store: ChunkStoreProtocol) -> None:
+    def ingest(self, store: ChunkWriter) -> None:
         for doc_id in sorted(self.docs):
             store.replace_doc_chunks(doc_id, self.docs[doc_id])
 

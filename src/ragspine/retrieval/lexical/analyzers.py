@@ -24,6 +24,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ragspine.errors import RagspineError
 from ragspine.retrieval.lexical import tokenize as _tokenize_module
 from ragspine.retrieval.lexical.tokenize import tokenize
 
@@ -33,7 +34,7 @@ AUTO = "auto"
 ANALYZER_NAMES: tuple[str, ...] = (AUTO, SPEC, EN_STEM)
 
 
-class AnalyzerError(ValueError):
+class AnalyzerError(RagspineError, ValueError):
     """Unknown analyzer name, or its optional dependency is not installed."""
 
 

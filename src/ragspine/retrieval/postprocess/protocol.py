@@ -17,6 +17,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from ragspine.errors import RagspineError
 from ragspine.retrieval.types import RetrievalResult
 
 # chunk_ids -> (rows, present): unit vectors (zero rows where absent) and a mask of the present ones.
@@ -46,5 +47,5 @@ class UsesChunkVectors(Protocol):
     def use_vectors(self, lookup: VectorLookup) -> None: ...
 
 
-class PostprocessorError(RuntimeError):
+class PostprocessorError(RagspineError, RuntimeError):
     """A post-processor returned a result it was not given (or the same one twice, or a changed chunk)."""

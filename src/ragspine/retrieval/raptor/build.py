@@ -25,7 +25,7 @@ from ragspine.retrieval.raptor.cluster import centroid, update_clusters
 from ragspine.retrieval.raptor.summary import Summarizer
 from ragspine.retrieval.raptor.tree import Leaf, Node, RaptorTree
 from ragspine.retrieval.sensitivity import is_restricted
-from ragspine.retrieval.store.protocol import ChunkStoreProtocol
+from ragspine.retrieval.store.protocol import ChunkReader
 from ragspine.retrieval.vector.dense.channel import language_code
 
 VectorLookup = Callable[[Sequence[str]], tuple[np.ndarray, np.ndarray]]
@@ -68,7 +68,7 @@ class BuildReport:
 
 
 def build_tree(
-    store: ChunkStoreProtocol,
+    store: ChunkReader,
     vectors: VectorLookup,
     tree: RaptorTree,
     summarizer: Summarizer,

@@ -1,13 +1,26 @@
-"""The chunk-store seam: the one Protocol every store implements, and the records it returns.
+"""The chunk-store seam: its Protocols and the records they return.
+
+A store is three narrow Protocols, Haystack-mixin style, and `ChunkStoreProtocol` is their
+combination (plus closing):
+- `ChunkReader`: what retrieval, ingest, eval and the graph read (chunks by field, counts,
+  document versions, store notes, one read-only SQL statement);
+- `ChunkWriter`: what ingest writes (the schema, a document's new version, store notes);
+- `ChangeLog`: what an index that follows the store needs (the change log, write epochs, one
+  read snapshot, and rows by row id): the lexical index (`retrieval/lexical/index/`) reads the
+  store only through it.
+Both `ChunkReader` and `ChangeLog` carry `StoreVersion` (where the store's caches live and the
+version its data is at). Code that needs only a part annotates with that part.
 
 Invariants: code outside `retrieval/store/` reads and writes chunks only through these methods
 (no SQL against the chunk table or the change log anywhere else); every implementation passes
-the conformance suite `ragspine.testing.chunk_store.ChunkStoreSuite`. The specification's
-contract is the first block (`init_schema`, `replace_doc_chunks`, `iter_chunks`, `execute_read`,
-`close`); the rest are the typed reads the index, the vectors, ingest, eval and the service need.
+the conformance suite `ragspine.testing.chunk_store.ChunkStoreSuite`, the combination of one
+suite per Protocol (`ChunkReaderSuite`, `ChunkWriterSuite`, `ChangeLogSuite`). The
+specification's contract is `init_schema`, `replace_doc_chunks`, `iter_chunks`, `execute_read`
+and `close`.
 
 >>> from ragspine.retrieval.store.sqlite import ChunkStore
->>> isinstance(ChunkStore(":memory:"), ChunkStoreProtocol)
+>>> store = ChunkStore(":memory:")
+>>> all(isinstance(store, p) for p in (ChunkReader, ChunkWriter, ChangeLog, ChunkStoreProtocol))
 True
 """
 
@@ -46,8 +59,8 @@ IndexRow = tuple[Any, ...]
 
 
 @runtime_checkable
-class ChunkStoreProtocol(Protocol):
-    """A versioned chunk store (SQLite `ChunkStore`, `PostgresChunkStore`, or a third party's).
+class StoreVersion(Protocol):
+    """Where a store's caches live and which committed state its data is at.
 
     `db_path` is the local file that caches (the lexical index, chunk vectors) persist beside,
     or ":memory:" when there is none (an in-memory or a server store).
@@ -55,15 +68,15 @@ class ChunkStoreProtocol(Protocol):
 
     db_path: str
 
-    # -- the specification's contract ---------------------------------------------------------
-    def init_schema(self) -> None:
-        """Create the tables, or migrate an older schema in place. Idempotent."""
+    def data_version(self) -> int:
+        """A counter that grows with every committed change to the chunks."""
         ...
 
-    def replace_doc_chunks(self, doc_id: str, chunks: Sequence[Chunk], valid_as_of: str = "") -> int:
-        """Make `chunks` the active version of `doc_id` (version = max + 1) in one transaction;
-        return the rows written. An empty list withdraws the document."""
-        ...
+
+@runtime_checkable
+class ChunkReader(StoreVersion, Protocol):
+    """The reads retrieval, ingest, eval and the graph make: chunks by field, counts, the
+    versions of a document, store notes, and one read-only SQL statement."""
 
     def iter_chunks(
         self,
@@ -84,21 +97,52 @@ class ChunkStoreProtocol(Protocol):
         """Run one read-only statement (`?` placeholders); a write raises PermissionError."""
         ...
 
-    def close(self) -> None: ...
-
-    def __enter__(self) -> Self: ...
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None: ...
-
-    # -- versions and the change log ----------------------------------------------------------
-    def data_version(self) -> int:
-        """A counter that grows with every committed change to the chunks."""
+    def read_meta(self, key: str) -> str | None:
+        """The value kept under `key` (e.g. the settings its chunks and index were made with);
+        None when there is none."""
         ...
+
+    def counts(self, *, include_inactive: bool = False) -> ChunkCounts:
+        """Documents and chunk rows, active ones only unless asked (read together)."""
+        ...
+
+    def active_doc_ids(self) -> list[str]:
+        """The doc_ids that have active chunks, in byte order."""
+        ...
+
+    def active_version(self, doc_id: str) -> int | None:
+        """The version of `doc_id`'s active chunks; None when it has none (withdrawn or unknown)."""
+        ...
+
+    def latest_version(self, doc_id: str) -> int:
+        """The highest version ever written for `doc_id`, active or not; 0 when never written."""
+        ...
+
+
+@runtime_checkable
+class ChunkWriter(Protocol):
+    """The writes ingest makes: the schema, a document's new version, store notes."""
+
+    def init_schema(self) -> None:
+        """Create the tables, or migrate an older schema in place. Idempotent."""
+        ...
+
+    def replace_doc_chunks(self, doc_id: str, chunks: Sequence[Chunk], valid_as_of: str = "") -> int:
+        """Make `chunks` the active version of `doc_id` (version = max + 1) in one transaction;
+        return the rows written. An empty list withdraws the document."""
+        ...
+
+    def write_meta(self, key: str, value: str) -> None:
+        """Keep `value` under `key` (replacing it), in one transaction; the store's own keys
+        (data_version, store_uid, changes_from) are refused with ValueError."""
+        ...
+
+
+@runtime_checkable
+class ChangeLog(StoreVersion, Protocol):
+    """What an index that follows the store reads (the lexical index): which documents changed
+    since a version, the store's identity and write epochs, one read snapshot, and rows by row
+    id."""
 
     def changes_since(self, version: int) -> tuple[int, list[str]] | None:
         """(current data_version, distinct doc_ids changed after `version`, in change order),
@@ -117,33 +161,6 @@ class ChunkStoreProtocol(Protocol):
     def read_snapshot(self) -> AbstractContextManager[Self]:
         """A view whose reads all see one committed state (one read transaction) until the
         block ends; only reads may be made through it."""
-        ...
-
-    # -- store-level notes (e.g. the settings its chunks and index were made with) -------------
-    def read_meta(self, key: str) -> str | None:
-        """The value kept under `key`; None when there is none."""
-        ...
-
-    def write_meta(self, key: str, value: str) -> None:
-        """Keep `value` under `key` (replacing it), in one transaction; the store's own keys
-        (data_version, store_uid, changes_from) are refused with ValueError."""
-        ...
-
-    # -- typed reads --------------------------------------------------------------------------
-    def counts(self, *, include_inactive: bool = False) -> ChunkCounts:
-        """Documents and chunk rows, active ones only unless asked (read together)."""
-        ...
-
-    def active_doc_ids(self) -> list[str]:
-        """The doc_ids that have active chunks, in byte order."""
-        ...
-
-    def active_version(self, doc_id: str) -> int | None:
-        """The version of `doc_id`'s active chunks; None when it has none (withdrawn or unknown)."""
-        ...
-
-    def latest_version(self, doc_id: str) -> int:
-        """The highest version ever written for `doc_id`, active or not; 0 when never written."""
         ...
 
     def chunks_by_row_ids(self, row_ids: Sequence[int]) -> list[StoredChunk | None]:
@@ -169,3 +186,20 @@ class ChunkStoreProtocol(Protocol):
         """(number of active rows, sum of their row ids): a cheap check that an index built
         from the store still covers exactly its active rows."""
         ...
+
+
+@runtime_checkable
+class ChunkStoreProtocol(ChunkReader, ChunkWriter, ChangeLog, Protocol):
+    """A versioned chunk store (SQLite `ChunkStore`, `PostgresChunkStore`, or a third party's):
+    the reads, the writes and the change log, closed when done (also as a context manager)."""
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...

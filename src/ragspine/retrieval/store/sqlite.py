@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ragspine.errors import RagspineError
 from ragspine.retrieval.model import Chunk  # noqa: F401 - the doctest uses it
 from ragspine.retrieval.store.protocol import StoredChunk
 from ragspine.retrieval.store.sql_base import (  # noqa: F401 - _COLUMNS, _row: bench/prepare.py
@@ -41,7 +42,7 @@ _ALLOWED_READ_ACTIONS = frozenset(
 )
 
 
-class NotAChunkStoreError(ValueError):
+class NotAChunkStoreError(RagspineError, ValueError):
     """The path exists but is not a RAGSpine chunk store."""
 
 

@@ -13,7 +13,7 @@ Invariants:
   write. `write` replaces every page of each document it is given (a document's pages are one
   unit); segments no page refers to are deleted; past MAX_SEGMENTS they are merged into one.
 - One model per index: vectors of another `model_id` or dimension are refused with
-  `VisualModelMismatch` (the way out: delete the folder and index again).
+  `VisualModelMismatch` (= `ragspine.errors.ModelMismatch`; the way out: delete the folder and index again).
 - `search` applies the filter to the page records before any scoring and scores the rest with
   `late_interaction.maxsim_packed`; ties break by page key. A reader sees the manifest current
   at its last `refresh` (each search checks whether it changed on disk).
@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from ragspine.atomic import write_atomic
+from ragspine.errors import ModelMismatch
 from ragspine.retrieval.filters import Filter, fields_of, matches
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.retrieval.vector.late_interaction import maxsim_packed
@@ -45,8 +46,9 @@ BLOCK_ROWS = 1 << 18  # rows scored per matrix product (bounds the (query, rows)
 STORED_DTYPE = np.float32  # float16 halves the disk but costs a conversion on every CPU search (measured: docs/benchmarks.md)
 
 
-class VisualModelMismatch(ValueError):
-    """The page index holds vectors of another model (or dimension) than the one configured."""
+# The page index holds vectors of another model (or dimension) than the one configured: the
+# package's one "built with another model" error (the name is kept for existing callers).
+VisualModelMismatch = ModelMismatch
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ Modules, each with one job:
 - `storage`: segment folders, tombstone records and the manifest on disk, checksummed;
 - `identity`: which analyzer built an index;
 - `store_index`: keeping a snapshot in step with a ChunkStore (load, catch up, rebuild),
-  reading it only through the store's typed reads (`ChunkStoreProtocol`).
+  reading it only through the store's `ChangeLog` Protocol (change log, snapshot, rows by id).
 
 Invariant of the package: for any sequence of ingests, replacements and withdrawals, the scores
 of the index equal `bm25.bm25_scores` over the store's active chunks (to float rounding).

@@ -26,6 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
+from ragspine.errors import ModelMismatch
+
 _LOG = logging.getLogger(__name__)
 
 
@@ -87,8 +89,9 @@ def _source_digest(module_name: object) -> str:
 STORE_RECORD_KEY = "index_settings"  # a key of the chunk store's meta table (read_meta / write_meta)
 
 
-class IndexSettingsMismatch(ValueError):
-    """A store was built with other chunking or analyzer settings than the ones asked for now."""
+# A store was built with other chunking or analyzer settings than the ones asked for now: the
+# package's one "built with another model/settings" error (the name is kept for existing callers).
+IndexSettingsMismatch = ModelMismatch
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ragspine.atomic import write_atomic
+from ragspine.errors import DamagedFile
 from ragspine.retrieval.model import INDEXED_FIELDS
 from ragspine.retrieval.lexical.index.segment import Segment
 from ragspine.retrieval.lexical.index.strings import (
@@ -43,7 +44,7 @@ MANIFEST = "manifest.json"
 _CRC_BLOCK = 1 << 22
 
 
-class IndexFileError(RuntimeError):
+class IndexFileError(DamagedFile, RuntimeError):
     """An index file is missing, damaged, or does not match its manifest."""
 
 

@@ -37,7 +37,7 @@ from ragspine.retrieval.lexical.index.identity import analyzer_identity, identit
 from ragspine.retrieval.lexical.index.segment import SegmentBuilder
 from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot
 from ragspine.retrieval.lexical.index.storage import IndexFileError, IndexFolder
-from ragspine.retrieval.store.protocol import ChunkStoreProtocol, IndexRow
+from ragspine.retrieval.store.protocol import ChangeLog, IndexRow
 
 _LOG = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ class StoreIndex:
 
     def __init__(
         self,
-        store: ChunkStoreProtocol,
+        store: ChangeLog,
         analyzer: Callable[[str], list[str]],
         *,
         persist: bool = True,
@@ -126,7 +126,7 @@ class StoreIndex:
         self._snap, self._epoch = maintained, epoch
         return maintained
 
-    def _adopt_disk(self, view: ChunkStoreProtocol, target: int) -> IndexSnapshot | None:
+    def _adopt_disk(self, view: ChangeLog, target: int) -> IndexSnapshot | None:
         """The in-memory snapshot, or the one on disk when that is newer and usable."""
         snap = self._snap
         manifest = self._manifest()
@@ -176,7 +176,7 @@ class StoreIndex:
             raise IndexFileError("segments and tombstones do not add up to the manifest's counts")
         return snap
 
-    def _rebuild(self, view: ChunkStoreProtocol) -> IndexSnapshot:
+    def _rebuild(self, view: ChangeLog) -> IndexSnapshot:
         version = view.data_version()
         builder = SegmentBuilder(first=0)
         n = 0
@@ -190,7 +190,7 @@ class StoreIndex:
         self.last_action = "built"
         return snap
 
-    def _catch_up(self, view: ChunkStoreProtocol, snap: IndexSnapshot) -> IndexSnapshot | None:
+    def _catch_up(self, view: ChangeLog, snap: IndexSnapshot) -> IndexSnapshot | None:
         changes = view.changes_since(snap.version)
         if changes is None:
             return None
@@ -327,7 +327,7 @@ class StoreIndex:
             self._uid = self.store.store_uid()
         return self._uid
 
-    def _matches_store(self, view: ChunkStoreProtocol, snap: IndexSnapshot) -> bool:
+    def _matches_store(self, view: ChangeLog, snap: IndexSnapshot) -> bool:
         """False only when the store (`view`: one read snapshot), at the snapshot's version,
         has other active rows."""
         if view.data_version() != snap.version:
@@ -336,7 +336,7 @@ class StoreIndex:
         mine = int(snap.row_ids()[snap.active_positions()].sum())
         return count == snap.n_active and total == mine
 
-    def _active_pages(self, view: ChunkStoreProtocol) -> Iterator[list[IndexRow]]:
+    def _active_pages(self, view: ChangeLog) -> Iterator[list[IndexRow]]:
         """Every active row of the store (as `view` sees it), in row-id order, PAGE_ROWS at a time."""
         last = 0
         while rows := view.active_index_rows(after_row_id=last, limit=PAGE_ROWS):

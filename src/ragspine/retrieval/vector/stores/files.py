@@ -28,17 +28,16 @@ from typing import Any
 import numpy as np
 
 from ragspine.atomic import fsync_dir, write_atomic
-from ragspine.retrieval.vector.errors import VectorModelMismatch, VectorStoreError
+from ragspine.retrieval.vector.errors import VectorFilesDamaged, VectorModelMismatch
 
 FORMAT = "ragspine-vectors"
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 
 
-class VectorFilesError(VectorStoreError):
-    """A vector folder is missing, damaged or of an unknown format."""
-
-
+# A vector folder is missing, damaged or of an unknown format: the one damaged-vectors error
+# (`ragspine.errors.DamagedFile`); like the mismatch, an alias kept for existing callers.
+VectorFilesError = VectorFilesDamaged
 # One mismatch error for every vector store (an alias kept for existing callers).
 VectorFilesMismatch = VectorModelMismatch
 
