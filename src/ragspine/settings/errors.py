@@ -1,0 +1,5 @@
+"""The one error a setting raises: it names the variable, where its value came from, and the fix."""
+
+
+class ConfigError(ValueError):
+    """A RAGSPINE_* variable has a value that cannot be used."""
