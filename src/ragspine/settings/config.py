@@ -54,11 +54,11 @@ from ragspine.settings.choices import (
     VISUAL_MODEL_FOLDER,
 )
 from ragspine.settings.declare import Setting
-from ragspine.settings.docs import markdown_table
 from ragspine.settings.errors import ConfigError
 from ragspine.settings.load import ResolvedSettings, load_settings, resolve_settings
 from ragspine.settings.report import describe, show_value
 from ragspine.settings.schema import SETTINGS, Settings
+from ragspine.settings.table import markdown_table
 
 __all__ = [
     "ADAPTIVE_CLASSIFIERS",

@@ -4,7 +4,8 @@
     python -m ragspine.settings.docs --check    # exit 1 when the file is stale (`make docs-check`)
 
 Invariant: the text between the `settings-table` markers is exactly `markdown_table()`; nothing
-else in the file changes. tests/ (run by CI) fail when the committed file is stale.
+else in the file changes. tests/ (run by CI) fail when the committed file is stale. Not imported
+by the package (so `python -m` runs it cleanly): the table itself is `ragspine.settings.table`.
 """
 
 from __future__ import annotations
@@ -15,21 +16,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ragspine.settings.schema import SETTINGS
+from ragspine.settings.table import markdown_table
 
 DOC = Path("docs/configuration.md")
 _TABLE = re.compile(r"(<!-- settings-table:start[^>]*-->\n)(.*)(<!-- settings-table:end -->)", re.DOTALL)
-
-
-def markdown_table() -> str:
-    """The table of every setting for docs/configuration.md, generated from SETTINGS."""
-    lines = ["| Variable | Default | Accepted | Meaning |", "|---|---|---|---|"]
-    for s in SETTINGS:
-        name = f"`{s.env}`" + "".join(f" (alias `{a}`)" for a in s.aliases)
-        default = "—" if s.default is None else f"`{s.default}`"
-        meaning = s.help.replace("|", r"\|")
-        lines.append(f"| {name} | {default} | {s.parse.accepts} | {meaning} |")
-    return "\n".join(lines) + "\n"
 
 
 def with_table(text: str) -> str:
