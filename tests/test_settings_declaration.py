@@ -13,7 +13,7 @@ import pytest
 from ragspine import catalog
 from ragspine.graph.extract import RELATION_EXTRACTORS
 from ragspine.graph.stores import GRAPH_STORES
-from ragspine.registry import Registry
+from ragspine.registry import Registry, import_target
 from ragspine.retrieval.chunking.factory import CHUNKERS, INDEX_TEXTS
 from ragspine.retrieval.postprocess import POSTPROCESSORS
 from ragspine.retrieval.query.adaptive import COMPLEXITY_CLASSIFIERS
@@ -110,3 +110,15 @@ def test_a_new_catalog_name_is_accepted_by_its_setting_without_touching_settings
         load_settings({"RAGSPINE_CHUNKER": "tables"})
     assert f"accepted: {', '.join(catalog.CHUNKERS.names)}, or a dotted path" in str(info.value)
     assert load_settings({"RAGSPINE_CHUNKER": "my_pkg.chunkers:Tables"}).chunker == "my_pkg.chunkers:Tables"
+
+
+def test_every_catalog_target_imports() -> None:
+    # A builder named by a string is imported only when built: a moved or renamed class must
+    # fail here, not when a user first picks that name.
+    tables = [v for v in vars(catalog).values() if isinstance(v, Registry)]
+    assert len(tables) == 14
+    for registry in tables:
+        for name, entry in registry.entries.items():
+            assert callable(entry.load(registry.seam, name)), (registry.seam, name)
+    for name, (target, _) in catalog.VECTOR_STORES.items():
+        assert callable(import_target(target, what=f"vector store {name!r}"))

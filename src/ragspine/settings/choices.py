@@ -14,23 +14,12 @@ from typing import Literal, get_args
 from ragspine import catalog
 from ragspine.catalog import E5Engine, EmbeddingBackendName, FusionMethod, VectorStoreName
 
-__all__ = [
-    "ADAPTIVE_CLASSIFIERS", "ANALYZERS", "CHUNKERS", "CORRECTIVE_GRADERS", "DEFAULT_DB", "DENSE_MODES", "E5_ENGINE_CHOICES",
-    "EMBEDDING_CHOICES", "EMBEDDING_MODEL_OPTION", "EXTRA_CHANNELS", "FILTER_EXTRACTORS", "FUSION_METHODS",
-    "GRAPH_STORES", "INDEX_TEXTS", "LEXICAL_MODES", "LOCAL_MODEL_PATH", "POSTPROCESSORS", "QUERY_DECOMPOSERS",
-    "QUERY_REWRITERS", "QUERY_STAGE", "RAPTOR_MODES", "RAPTOR_SWITCH", "QUERY_TRANSFORMS", "RELATION_EXTRACTORS", "REMOTE_EMBEDDINGS",
-    "RERANKERS", "RERANKER_APIS", "RERANKER_MODEL_FOLDER", "RETRIEVAL_MODES", "ROUTERS", "VECTOR_STORES",
-    "VISUAL_DEVICES", "VISUAL_EMBEDDERS", "VISUAL_MODEL_FOLDER", "Analyzer", "E5Engine", "EmbeddingBackendName",
-    "FilterExtractor", "FusionMethod", "RaptorMode", "RaptorSwitch", "RerankerApi", "RetrievalMode",
-    "VectorStoreName", "VisualDevice",
-]  # fmt: skip
-
 DEFAULT_DB = ".ragspine/chunks.db"
 
 RetrievalMode = Literal["auto", "hybrid", "vector", "economy", "bm25", "lexical"]
 RETRIEVAL_MODES: tuple[RetrievalMode, ...] = get_args(RetrievalMode)
-DENSE_MODES = frozenset({"hybrid", "vector"})
-LEXICAL_MODES = frozenset({"economy", "bm25", "lexical"})  # no backend, no vectors at all
+DENSE_MODES: frozenset[RetrievalMode] = frozenset({"hybrid", "vector"})
+LEXICAL_MODES: frozenset[RetrievalMode] = frozenset({"economy", "bm25", "lexical"})  # no backend, no vectors at all
 
 FilterExtractor = Literal["none", "rules", "llm"]
 FILTER_EXTRACTORS: tuple[FilterExtractor, ...] = get_args(FilterExtractor)
