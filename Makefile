@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 CORE := $(VENV)/.core
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench bench-graph bench-cold bench-rerank bench-query bench-post bench-embed bench-attach bench-visual bench-ann bench-lexical bench-scale bench-startup bench-ray bench-fusion clean
+.PHONY: demo test docs docs-check bench bench-graph bench-cold bench-rerank bench-query bench-post bench-embed bench-attach bench-visual bench-ann bench-lexical bench-scale bench-startup bench-ray bench-fusion clean
 
 # The package alone (what `make demo` needs): quick on a fresh machine.
 $(CORE): pyproject.toml
@@ -29,6 +29,14 @@ $(STAMP): $(CORE)
 
 demo: $(CORE)
 	$(BIN)/ragspine demo
+
+# docs/configuration.md's table of every setting, generated from the Settings declaration
+# (`docs-check` changes nothing and fails when the file is stale; so do the tests).
+docs: $(CORE)
+	$(BIN)/python -m ragspine.settings.docs
+
+docs-check: $(CORE)
+	$(BIN)/python -m ragspine.settings.docs --check
 
 # Types first (seconds), then every test (import layers included: tests/test_architecture.py).
 test: $(STAMP)

@@ -76,6 +76,11 @@ class Registry(Generic[T]):
         self.protocol = protocol
         self.none_names = tuple(dict.fromkeys(n.lower() for n in none_names))  # "this slot is empty"
 
+    def bind(self, protocol: type) -> Registry[Any]:
+        """This registry's names and builders, checking what they build against `protocol`
+        (how retrieval binds a table of `ragspine.catalog` to its seam's Protocol)."""
+        return Registry(self.seam, self.entries, protocol=protocol, none_names=self.none_names)
+
     @property
     def names(self) -> list[str]:
         """Every accepted name, in registration order."""

@@ -23,7 +23,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from ragspine.graph.model import ChunkRef, Edge, Provenance, make_edge, node_id
 from ragspine.graph.vocabulary import Vocabulary
-from ragspine.registry import Entry, Registry
+from ragspine import catalog
+from ragspine.registry import Registry
 from ragspine.retrieval.model import Chunk
 from ragspine.retrieval.raptor.summary import check_open
 
@@ -82,16 +83,7 @@ class CooccurrenceExtractor:
         ]  # fmt: skip
 
 
-RELATION_EXTRACTORS: Registry[RelationExtractor] = Registry(
-    "relation extractor",
-    {
-        "cooccurrence": Entry(CooccurrenceExtractor, "co_occurs_with between controlled entities in one chunk"),
-        "llm": Entry("ragspine.graph.llm_extract:LLMRelationExtractor",
-                     "relations proposed by an LLM: model-derived, unverified, gate-screened ([llm])"),
-    },  # fmt: skip
-    protocol=RelationExtractor,
-    none_names=("none",),
-)
+RELATION_EXTRACTORS: Registry[RelationExtractor] = catalog.RELATION_EXTRACTORS.bind(RelationExtractor)
 
 
 def make_relation_extractor(spec: str = "none", **options: Any) -> RelationExtractor | None:

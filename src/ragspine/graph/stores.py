@@ -22,7 +22,8 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from ragspine.atomic import write_atomic
 from ragspine.graph.model import EDGE_TYPES, SYMMETRIC, Edge, Node, RelationGraph
-from ragspine.registry import Entry, Registry
+from ragspine import catalog
+from ragspine.registry import Registry
 
 MEMORY = ":memory:"
 
@@ -187,15 +188,7 @@ class _Adjacency(NamedTuple):
     incoming: dict[tuple[str, str], list[tuple[str, str, str]]]  # (target, type) -> edge keys
 
 
-GRAPH_STORES: Registry[GraphStore] = Registry(
-    "graph store",
-    {
-        "in_process": Entry(InProcessGraphStore, "adjacency in memory, <db>.graph.json beside the store (default)"),
-        "networkx": Entry("ragspine.graph.networkx_store:NetworkXGraphStore",
-                          "a networkx MultiDiGraph, same file ([graph])"),
-    },  # fmt: skip
-    protocol=GraphStore,
-)
+GRAPH_STORES: Registry[GraphStore] = catalog.GRAPH_STORES.bind(GraphStore)
 
 
 def make_graph_store(spec: str = "in_process", **options: Any) -> GraphStore:

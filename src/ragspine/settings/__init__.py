@@ -1,7 +1,8 @@
 """Typed settings read once from flags, environment, config file and defaults.
 
 A leaf: imports nothing from `ragspine.retrieval`; `ragspine.assembly` turns Settings into
-components. `ragspine.settings.config` holds the table of every RAGSPINE_* variable.
+components. Every RAGSPINE_* variable is one field of `Settings` (`ragspine.settings.schema`);
+`ragspine.settings.config` gathers the names importers use.
 """
 
 from ragspine.settings.config import (

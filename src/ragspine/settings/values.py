@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Generic, TypeVar
 from urllib.parse import urlsplit
 
 from ragspine.secret import Secret
@@ -25,15 +25,18 @@ MIN_API_KEY_BITS = 40
 _SEQUENCES = ("0123456789abcdefghijklmnopqrstuvwxyz", "qwertyuiopasdfghjklzxcvbnm", "1234567890")
 GENERATE_KEY = "python -c 'import secrets; print(secrets.token_urlsafe(32))'"
 
+T = TypeVar("T", covariant=True)
+C = TypeVar("C", bound=str)
+
 
 @dataclass(frozen=True)
-class Parser:
+class Parser(Generic[T]):
     """Turns a raw string into a typed value (ValueError if it cannot); `accepts` documents it."""
 
-    fn: Callable[[str], Any]
+    fn: Callable[[str], T]
     accepts: str
 
-    def __call__(self, raw: str) -> Any:
+    def __call__(self, raw: str) -> T:
         return self.fn(raw)
 
 
@@ -56,7 +59,7 @@ def _existing_file(raw: str) -> str:
     return raw
 
 
-def component(*names: str) -> Parser:
+def component(*names: str) -> Parser[str]:
     """A registry name among `names` (case-insensitive) or a dotted path `package.module:Class`
     to a third-party implementation of that stage (imported and checked when it is built)."""
 
@@ -72,7 +75,7 @@ def component(*names: str) -> Parser:
     return Parser(parse, " \\| ".join(names) + " \\| package.module:Class")
 
 
-def component_list(*names: str) -> Parser:
+def component_list(*names: str) -> Parser[str]:
     """A comma-separated chain of `component` names, in order ("none" alone for an empty chain)."""
     one = component(*names)
 
@@ -85,10 +88,10 @@ def component_list(*names: str) -> Parser:
     return Parser(parse, f"comma-separated: {one.accepts}")
 
 
-def choice(*choices: str, note: str = "") -> Parser:
-    """A case-insensitive choice among `choices` (the error lists them)."""
+def choice(*choices: C, note: str = "") -> Parser[C]:
+    """A case-insensitive choice among `choices` (the error lists them); typed as their Literal."""
 
-    def parse(raw: str) -> str:
+    def parse(raw: str) -> C:
         value = raw.lower()
         if value not in choices:
             raise ValueError(f"{note}accepted: {', '.join(choices)}")
@@ -97,7 +100,7 @@ def choice(*choices: str, note: str = "") -> Parser:
     return Parser(parse, " \\| ".join(choices))
 
 
-def int_range(low: int, high: int) -> Parser:
+def int_range(low: int, high: int) -> Parser[int]:
     """An integer in [low, high]."""
 
     def parse(raw: str) -> int:
@@ -112,7 +115,7 @@ def int_range(low: int, high: int) -> Parser:
     return Parser(parse, f"integer {low}–{high}")
 
 
-def int_or_off(low: int, high: int) -> Parser:
+def int_or_off(low: int, high: int) -> Parser[int | str]:
     """An integer in [low, high], or the string "off"."""
     number = int_range(low, high)
 
@@ -127,7 +130,7 @@ def int_or_off(low: int, high: int) -> Parser:
     return Parser(parse, f"`off` or integer {low}–{high}")
 
 
-def float_range(low: float, high: float) -> Parser:
+def float_range(low: float, high: float) -> Parser[float]:
     """A number in [low, high]."""
 
     def parse(raw: str) -> float:
@@ -142,7 +145,7 @@ def float_range(low: float, high: float) -> Parser:
     return Parser(parse, f"number {low:g}–{high:g}")
 
 
-def float_list(count: int, names: str, *, minimum: float | None = None) -> Parser:
+def float_list(count: int, names: str, *, minimum: float | None = None) -> Parser[tuple[float, ...]]:
     """Exactly `count` comma-separated finite numbers (`names` spells them, e.g. "LEXICAL,DENSE"),
     each >= `minimum` when given; parsed to a tuple of floats."""
     bound = "" if minimum is None else f", each >= {minimum:g}"

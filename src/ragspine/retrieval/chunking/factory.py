@@ -6,8 +6,8 @@
     chunker = make_chunker("paragraph", max_chars=480, overlap_chars=80)   # the default
     chunks = chunker.chunk(text, DocumentMeta("doc-1"))
 
-Invariants: names and errors come from the CHUNKERS / INDEX_TEXTS registries (a test keeps the
-settings' choices equal to their names); `paragraph` is exactly the specification's
+Invariants: names and errors come from the CHUNKERS / INDEX_TEXTS registries (the tables of
+`ragspine.catalog`, whose names the settings accept); `paragraph` is exactly the specification's
 `chunk_document`; every chunker takes `max_chars` / `overlap_chars` (RAGSPINE_CHUNK_CHARS /
 RAGSPINE_CHUNK_OVERLAP) and keeps the citation invariant (`chunking.structure`);
 `make_index_text_fn("none")` is None, meaning each chunk's own text; "header" is Contextual
@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragspine.registry import Entry, Registry
+from ragspine import catalog
+from ragspine.registry import Registry
 from ragspine.retrieval.chunking.chunking import (
     DEFAULT_CHUNK_CHARS,
     DEFAULT_OVERLAP_CHARS,
@@ -47,30 +48,9 @@ class ParagraphChunker:
         return f"ParagraphChunker(max_chars={self.max_chars}, overlap_chars={self.overlap_chars})"
 
 
-_STRUCTURE = "ragspine.retrieval.chunking.structure:"
-CHUNKERS: Registry[Chunker] = Registry(
-    "chunker",
-    {
-        "paragraph": Entry(ParagraphChunker, "the specification's paragraph packer (480/80 characters)"),
-        "layout": Entry(_STRUCTURE + "LayoutChunker", "sections at Markdown / numbered / 第N章 headings and the title line; heading path and parent_id"),
-        "parent_child": Entry(_STRUCTURE + "ParentChildChunker", "half-budget children for matching, their section (window_text) for generation"),
-        "sentence_window": Entry(_STRUCTURE + "SentenceWindowChunker", "one chunk per sentence, window_text = two sentences each side"),
-        "semantic": Entry(_STRUCTURE + "SemanticChunker", "cuts where consecutive sentence embeddings diverge (needs an embedding backend)"),
-        "laws": Entry(_STRUCTURE + "LawsChunker", "layout preset: a section at every 第N条 / 款 / 项 (Article N), chapters in the heading path"),
-        "book": Entry(_STRUCTURE + "BookChunker", "layout preset: a section at every 第N篇 / 章 / 节, Chapter N, Markdown or numbered heading"),
-        "qa": Entry(_STRUCTURE + "QAChunker", "layout preset: each question (Q: / 问： / ...?) with its answer under one parent_id"),
-        "auto": Entry(_STRUCTURE + "AutoChunker", "picks laws / qa / book / layout / paragraph per document (metadata chunker)"),
-    },
-    protocol=Chunker,
-)
+CHUNKERS: Registry[Chunker] = catalog.CHUNKERS.bind(Chunker)
 
-INDEX_TEXTS: Registry[IndexTextFn] = Registry(
-    "index-text function",
-    {"header": Entry("ragspine.retrieval.chunking.contextual:ContextHeader",
-                     "title · entity · period · heading path prepended to the indexed and embedded text")},
-    protocol=IndexTextFn,
-    none_names=("none",),
-)  # fmt: skip
+INDEX_TEXTS: Registry[IndexTextFn] = catalog.INDEX_TEXTS.bind(IndexTextFn)
 
 
 def make_chunker(spec: str = "paragraph", **options: Any) -> Chunker:

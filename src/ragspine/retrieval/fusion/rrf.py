@@ -6,6 +6,7 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from ragspine import catalog
 from ragspine.retrieval.fusion.learned import LearnedFusion, load_model
 from ragspine.retrieval.fusion.signals import QuerySignals
 from ragspine.retrieval.fusion.zscore import WINDOW, zscore_fuse
@@ -49,7 +50,7 @@ def weighted_rrf(rankings: Iterable[tuple[Sequence[K], float]], k: int = DEFAULT
     return fused
 
 
-FUSION_METHODS = ("zscore", "learned", "adaptive", "weighted", "rrf")
+FUSION_METHODS = catalog.FUSION_METHODS  # declared with the setting's Literal, ragspine.catalog
 # zscore's dense share, chosen by `python -m bench.fusion_learn lodo` on every shared set's
 # train/dev records (never test): the share whose worst set is best against that set's BM25
 # order and its plain RRF (docs/benchmarks.md, "Score fusion"). 0.45 with BM25 at k1 1.5;

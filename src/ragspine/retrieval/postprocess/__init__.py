@@ -11,8 +11,8 @@ otherwise), `lost_in_middle` (best results at both ends of the prompt), `compres
 the query-relevant sentences of each result in `prompt_text`, exact substrings with offsets).
 An LLM compressor (LLMLingua-2 or a chat model) is a later member of this registry, not built.
 
-Invariants: names and errors come from the POSTPROCESSORS registry (a test keeps
-`ragspine.settings.config.POSTPROCESSORS` equal to its names); members run in the order written
+Invariants: names and errors come from the POSTPROCESSORS registry
+(`ragspine.catalog.POSTPROCESSORS`, whose names RAGSPINE_POSTPROCESSOR accepts); members run in the order written
 inside a `PostprocessorChain`, which refuses any member that adds a result or changes a chunk;
 "none" (or an empty spec) is None, so the link builds snippets exactly as without this stage.
 """
@@ -21,26 +21,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragspine.registry import Entry, Registry
+from ragspine import catalog
+from ragspine.registry import Registry
 from ragspine.retrieval.postprocess.chain import PostprocessorChain
 from ragspine.retrieval.postprocess.protocol import Postprocessor, PostprocessorError
 
 __all__ = ["POSTPROCESSORS", "Postprocessor", "PostprocessorChain", "PostprocessorError", "make_postprocessor"]
 
-POSTPROCESSORS: Registry[Postprocessor] = Registry(
-    "post-processor",
-    {
-        "mmr": Entry("ragspine.retrieval.postprocess.mmr:MMR", "Maximal Marginal Relevance (diversity)"),
-        "lost_in_middle": Entry(
-            "ragspine.retrieval.postprocess.reorder:LostInMiddle", "best results at the start and end"
-        ),
-        "compress": Entry(
-            "ragspine.retrieval.postprocess.compress:Compress", "query-relevant sentences into prompt_text"
-        ),
-    },
-    protocol=Postprocessor,
-    none_names=("none",),
-)
+POSTPROCESSORS: Registry[Postprocessor] = catalog.POSTPROCESSORS.bind(Postprocessor)
 
 
 def make_postprocessor(spec: str = "none", **options: dict[str, Any]) -> PostprocessorChain | None:

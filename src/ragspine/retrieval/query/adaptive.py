@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from ragspine.agent.agent import LLMProvider
-from ragspine.registry import Entry, Registry
+from ragspine import catalog
+from ragspine.registry import Registry
 from ragspine.retrieval.query.filter_extraction import years_in
 from ragspine.retrieval.query.gate import fold
 from ragspine.retrieval.query.glossary import Glossary, load_glossary
@@ -122,15 +123,7 @@ class LLMComplexityClassifier:
             return Route(route.route, (f"llm failed ({type(exc).__name__}); rules", *route.reasons))
 
 
-COMPLEXITY_CLASSIFIERS: Registry[ComplexityClassifier] = Registry(
-    "adaptive classifier",
-    {
-        "rules": Entry(RuleComplexityClassifier, "deterministic: comparisons, joined asks, several entities or periods"),
-        "llm": Entry(LLMComplexityClassifier, "the LLM judges SIMPLE/COMPLEX; the rules when it fails"),
-    },
-    protocol=ComplexityClassifier,
-    none_names=("none",),
-)
+COMPLEXITY_CLASSIFIERS: Registry[ComplexityClassifier] = catalog.COMPLEXITY_CLASSIFIERS.bind(ComplexityClassifier)
 
 
 def make_complexity_classifier(spec: str = "none", **options: object) -> ComplexityClassifier | None:

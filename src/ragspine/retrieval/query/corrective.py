@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from ragspine.agent.agent import LLMProvider
-from ragspine.registry import Entry, Registry
+from ragspine import catalog
+from ragspine.registry import Registry
 from ragspine.retrieval.query.transforms import reply_word
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.retrieval.types import RetrievalResult
@@ -144,15 +145,7 @@ class LLMGrader:
             return Grade(rule.verdict, match, rule.agreement, f"llm failed ({type(exc).__name__}); {rule.reason}")
 
 
-GRADERS: Registry[Grader] = Registry(
-    "corrective grader",
-    {
-        "rules": Entry(RuleGrader, "deterministic: BM25 match strength and channel agreement"),
-        "llm": Entry(LLMGrader, "the LLM reads the open passages; the rules when it fails"),
-    },
-    protocol=Grader,
-    none_names=("none",),
-)
+GRADERS: Registry[Grader] = catalog.GRADERS.bind(Grader)
 
 
 def make_grader(spec: str = "none", **options: object) -> Grader | None:

@@ -23,7 +23,8 @@ from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 from ragspine.agent.agent import LLMProvider
-from ragspine.registry import Entry, Registry
+from ragspine import catalog
+from ragspine.registry import Registry
 
 DEFAULT_FUSION_QUERIES = 4
 DEFAULT_SUB_QUESTIONS = 4
@@ -162,22 +163,8 @@ class LLMRewriter(_LLMTransform):
     )
 
 
-QUERY_TRANSFORMS: Registry[QueryTransform] = Registry(
-    "query transform",
-    {
-        "hyde": Entry(HydeTransform, "an LLM-written hypothetical passage, a search probe never returned"),
-        "rag_fusion": Entry(RagFusionTransform, "N LLM reformulations, rankings fused by RRF"),
-        "step_back": Entry(StepBackTransform, "a more general LLM-written question beside the original"),
-    },
-    protocol=QueryTransform,
-    none_names=("none",),
-)
-QUERY_DECOMPOSERS: Registry[QueryTransform] = Registry(
-    "query decomposer",
-    {"llm": Entry(LLMDecomposer, "LLM sub-questions, each run through the whole guarded pipeline")},
-    protocol=QueryTransform,
-    none_names=("none",),
-)
+QUERY_TRANSFORMS: Registry[QueryTransform] = catalog.QUERY_TRANSFORMS.bind(QueryTransform)
+QUERY_DECOMPOSERS: Registry[QueryTransform] = catalog.QUERY_DECOMPOSERS.bind(QueryTransform)
 
 
 def make_query_transform(spec: str = "none", **options: object) -> QueryTransform | None:

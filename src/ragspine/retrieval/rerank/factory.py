@@ -12,8 +12,8 @@
     make_reranker("llm", provider=provider)    # the listwise LLM judge
     make_reranker("my_pkg.rerankers:Mine")     # a class of yours implementing Reranker
 
-Invariants: names and errors come from the RERANKERS registry (a test keeps
-`ragspine.settings.config.RERANKERS` equal to its names); whatever is built is checked against
+Invariants: names and errors come from the RERANKERS registry (`ragspine.catalog.RERANKERS`,
+whose names RAGSPINE_RERANKER accepts); whatever is built is checked against
 the `Reranker` Protocol; a model is loaded only when its name is built (no hub download ever);
 every reranker runs behind `guard.rerank_traced` (RESTRICTED exit #1, timeout, fallback, lineage).
 """
@@ -23,7 +23,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ragspine.registry import Entry, Registry, spec_from_env
+from ragspine import catalog
+from ragspine.registry import Registry, spec_from_env
 from ragspine.retrieval.rerank.models import MODEL_SETTING
 from ragspine.retrieval.rerank.protocol import Reranker
 
@@ -37,21 +38,7 @@ def auto_reranker(model_dir: str | Path | None = None, **options: Any) -> Rerank
     return CrossEncoderReranker(model_dir, **options)
 
 
-_CROSS_ENCODER = "ragspine.retrieval.rerank.onnx_cross_encoder:CrossEncoderReranker"
-RERANKERS: Registry[Reranker] = Registry(
-    "reranker",
-    {
-        "cross_encoder": Entry(_CROSS_ENCODER, "ONNX cross-encoder over a model folder [rerank]"),
-        "ce": Entry(_CROSS_ENCODER, "= cross_encoder"),
-        "auto": Entry(auto_reranker, "cross_encoder when a model folder is configured, else none"),
-        "colbert": Entry("ragspine.retrieval.rerank.colbert:ColbertReranker", "ColBERT MaxSim, ONNX model folder [colbert]"),
-        "splade": Entry("ragspine.retrieval.rerank.splade:SpladeReranker", "SPLADE sparse scoring, SPLADE-tiny by default [splade]"),
-        "llm": Entry("ragspine.retrieval.rerank.llm_judge:ProviderListwiseJudge", "listwise LLM judge [llm]"),
-        "http": Entry("ragspine.retrieval.rerank.http:HttpReranker", "a rerank server: Cohere/Jina or TEI API"),
-    },
-    protocol=Reranker,
-    none_names=("none",),
-)  # fmt: skip
+RERANKERS: Registry[Reranker] = catalog.RERANKERS.bind(Reranker)
 
 
 def make_reranker(spec: str = "none", **options: Any) -> Reranker | None:

@@ -8,8 +8,8 @@
     make_visual_embedder("tiny")                                   # random weights: tests, benchmarks
     make_visual_embedder("my_pkg.visual:MyEmbedder")               # a class implementing VisualEmbedder
 
-Invariants: names and errors come from the VISUAL_EMBEDDERS registry (a test keeps
-`ragspine.settings.config.VISUAL_EMBEDDERS` equal to its names); whatever is built is checked
+Invariants: names and errors come from the VISUAL_EMBEDDERS registry
+(`ragspine.catalog.VISUAL_EMBEDDERS`, whose names RAGSPINE_VISUAL_EMBEDDER accepts); whatever is built is checked
 against the `VisualEmbedder` Protocol; torch and colpali-engine are imported only when a
 colpali / colqwen2 embedder is built.
 """
@@ -19,10 +19,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ragspine.registry import Entry, Registry
+from ragspine import catalog
+from ragspine.registry import Registry
 from ragspine.retrieval.visual.colpali import DEFAULT_BATCH_SIZE, ColPaliEmbedder  # torch: when built
 from ragspine.retrieval.visual.protocol import VisualEmbedder
-from ragspine.retrieval.visual.tiny import TinyVisualEmbedder
 
 
 def colpali(
@@ -39,16 +39,7 @@ def colqwen2(
     return ColPaliEmbedder(model_dir, family="colqwen2", device=device, batch_size=batch_size, dtype=dtype)
 
 
-VISUAL_EMBEDDERS: Registry[VisualEmbedder] = Registry(
-    "visual embedder",
-    {
-        "colpali": Entry(colpali, "ColPali from a local model folder, torch cpu/cuda [colpali]"),
-        "colqwen2": Entry(colqwen2, "ColQwen2 from a local model folder, torch cpu/cuda [colpali]"),
-        "tiny": Entry(TinyVisualEmbedder, "fixed-seed random weights, no quality: tests and benchmarks"),
-    },
-    protocol=VisualEmbedder,
-    none_names=("none",),
-)
+VISUAL_EMBEDDERS: Registry[VisualEmbedder] = catalog.VISUAL_EMBEDDERS.bind(VisualEmbedder)
 
 
 def make_visual_embedder(spec: str = "none", **options: Any) -> VisualEmbedder | None:

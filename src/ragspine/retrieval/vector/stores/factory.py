@@ -9,8 +9,8 @@
     store = make_vector_store("qdrant", collection="chunks", url="http://127.0.0.1:6333", model_id="e5")
 
 Invariants:
-- The valid names, and the error for an unknown one, come from the VECTOR_STORES registry (whose
-  keys are `ragspine.settings.config.VECTOR_STORES`, the values RAGSPINE_VECTOR_STORE accepts); the
+- The valid names, and the error for an unknown one, come from the VECTOR_STORES registry (built
+  from `ragspine.catalog.VECTOR_STORES`, whose names RAGSPINE_VECTOR_STORE accepts); the
   options a name accepts come from its class's constructor signature. An unknown name or option
   is a ValueError listing the valid ones.
 - An implementation's module is imported only when its name is built, so a bare install never
@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ragspine import catalog
 from ragspine.registry import check_options, spec_from_env
 from ragspine.retrieval.vector.stores.inprocess import VectorStore
 
@@ -52,15 +53,7 @@ class StoreEntry:
 
 
 VECTOR_STORES: Mapping[str, StoreEntry] = {
-    "in_process": StoreEntry(
-        "ragspine.retrieval.vector.stores.inprocess:InProcessVectorStore", "numpy rows in memory, saved to a folder"
-    ),
-    "pgvector": StoreEntry(
-        "ragspine.retrieval.vector.stores.pgvector:PgVectorStore", "a PostgreSQL table (pgvector) [postgres]"
-    ),
-    "qdrant": StoreEntry(
-        "ragspine.retrieval.vector.stores.qdrant:QdrantVectorStore", "a Qdrant collection [qdrant]"
-    ),
+    name: StoreEntry(target, about) for name, (target, about) in catalog.VECTOR_STORES.items()
 }
 
 
