@@ -81,6 +81,7 @@ from ragspine.settings.config import (
     show_value,
 )
 from ragspine.settings.config import resolve_settings as read_settings
+from ragspine.store_record import adoptable, check_and_record, check_vector_store, peek_record, record_ingest
 
 if TYPE_CHECKING:
     from ragspine.graph import GraphService
@@ -125,9 +126,15 @@ def resolve_settings(
     flags: Mapping[str, object] | None = None,
 ) -> ResolvedSettings:
     """`ragspine.settings.resolve_settings` plus the checks that need the components."""
-    resolved = read_settings(env, config_file=config_file, flags=flags)
+    resolved = read_settings(env, config_file=config_file, flags=flags, adopt=_store_record)
     _check_components(resolved.settings, resolved.sources)
     return resolved
+
+
+def _store_record(resolved: ResolvedSettings) -> dict[str, str]:
+    """What the store at RAGSPINE_DB recorded that replaces defaults (`ragspine.store_record`)."""
+    record = peek_record(resolved.settings.db, **store_options_for(resolved.settings))
+    return adoptable(record, resolved) if record else {}
 
 
 def load_settings(
@@ -602,8 +609,9 @@ def build_retriever(
     except BaseException:
         close_backend(backend)
         raise
-    try:  # a store made with other chunking or another analyzer is refused, with the way out
+    try:  # a store made with other chunking, analyzer or vector store is refused, with the way out
         check_index_settings(store, index_settings_for(settings))
+        check_and_record(store, settings, resolve_embedding(settings)[0])
         if settings.raptor == "on":
             retriever = make_raptor_for(settings, retriever, provider)
     except BaseException:
@@ -640,6 +648,9 @@ def ingest_files(
     from ragspine.ingest.rebuild import finish_rebuild, prepare_store
 
     asked = index_settings_for(settings)  # the store's record must match (or rebuild)
+    name, options_ = resolve_embedding(settings)[0], store_options_for(settings)
+    if not rebuild:
+        check_vector_store(peek_record(settings.db, **options_), settings, name)
     remake = prepare_store(settings.db, asked, rebuild=rebuild)
     backend = make_embedding(settings)
     # A server store's vectors are embedded here only into a shared store (pgvector, Qdrant):
@@ -657,6 +668,7 @@ def ingest_files(
     finally:
         close_backend(backend)
     withdrawn = finish_rebuild(settings.db, asked, [*report.ingested, *report.unchanged]) if rebuild else []
+    record_ingest(settings.db, settings, name, **options_)  # what it was built with (ragspine.store_record)
     if visual is not None:  # then the page index follows the store (ingest.visual)
         from ragspine.ingest.visual import ingest_visual
 
