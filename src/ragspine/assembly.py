@@ -81,7 +81,7 @@ from ragspine.settings.config import (
     show_value,
 )
 from ragspine.settings.config import resolve_settings as read_settings
-from ragspine.store_record import adoptable, check_and_record, check_vector_store, peek_record, record_ingest
+from ragspine.store_record import adoptable, check_vector_store, peek_record, record_build, record_ingest
 
 if TYPE_CHECKING:
     from ragspine.graph import GraphService
@@ -582,6 +582,8 @@ def build_retriever(
     glossary rewriter → security gate and query layers (`make_query_plan_for`) → reranker (RAGSPINE_RERANKER, else the listwise judge over `provider`)
     → post-processors → link. The caller closes the store and the index."""
     glossary = load_glossary(settings.glossary)
+    name = resolve_embedding(settings)[0]  # a replica asking for another vector store is refused first
+    check_vector_store(peek_record(settings.db, **store_options_for(settings)), settings, name)
     backend = make_embedding(settings)
     try:
         retriever, store = build_narrative_retriever(
@@ -611,7 +613,7 @@ def build_retriever(
         raise
     try:  # a store made with other chunking, analyzer or vector store is refused, with the way out
         check_index_settings(store, index_settings_for(settings))
-        check_and_record(store, settings, resolve_embedding(settings)[0])
+        record_build(store, settings, name, replace=False)  # what a new store is built with
         if settings.raptor == "on":
             retriever = make_raptor_for(settings, retriever, provider)
     except BaseException:

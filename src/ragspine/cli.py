@@ -251,6 +251,9 @@ def embed(
         ):
             report = workspace.embed_pending(batch_size=batch_size, progress=True, embed_batches=pool)
             assert report is not None  # a backend was resolved above
+            from ragspine.store_record import record_build
+
+            record_build(workspace.store, settings, backend_name, replace=True)  # opening it adopts these
             dense = workspace.retriever.index.dense
             assert dense is not None
             where = f"{getattr(dense.vectors, 'path', dense.vectors)} (model {dense.vectors.model_id})"

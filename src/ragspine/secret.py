@@ -23,7 +23,7 @@ from __future__ import annotations
 import hmac
 import re
 from typing import Any, NoReturn
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote_plus, urlencode, urlsplit, urlunsplit
 
 MASK = "****"
 _CREDENTIAL_PARAMS = re.compile(
@@ -124,10 +124,8 @@ def without_credentials(url: str) -> str:
     try:
         parts = urlsplit(url)
         host = parts.netloc.rpartition("@")[2]
-        pairs = parse_qsl(parts.query, keep_blank_values=True)
-        query = parts.query
-        if any(_CREDENTIAL_PARAMS.match(k) for k, _ in pairs):
-            query = urlencode([(k, v) for k, v in pairs if not _CREDENTIAL_PARAMS.match(k)])
+        kept = [p for p in parts.query.split("&") if p and not _CREDENTIAL_PARAMS.match(unquote_plus(p.split("=")[0]))]
+        query = "&".join(kept)  # the other parameters exactly as written
         return urlunsplit((parts.scheme, host, parts.path, query, parts.fragment))
     except ValueError:  # not parseable as a URL: keep nothing after the scheme
         return url.split("://", 1)[0] + "://"

@@ -45,7 +45,6 @@ from ragspine.settings.config import SETTINGS, ResolvedSettings, Settings
 __all__ = [
     "RECORD_KEY",
     "adoptable",
-    "check_and_record",
     "check_vector_store",
     "peek_record",
     "read_record",
@@ -148,13 +147,6 @@ def record_ingest(db: str, settings: Settings, backend: str | None, **options: A
             record_build(store, settings, backend, replace=True)
 
 
-def check_and_record(store: Any, settings: Settings, backend: str | None) -> None:
-    """On opening `store` with `settings` (whose dense channel uses `backend`): refuse another
-    vector store (`check_vector_store`), then record what a new store is built with."""
-    check_vector_store(read_record(store), settings, backend)
-    record_build(store, settings, backend, replace=False)
-
-
 # -- opening a store: adopt what the user did not give ----------------------------------------
 def adoptable(record: Mapping[str, str], resolved: ResolvedSettings) -> dict[str, str]:
     """The recorded values that replace defaults of `resolved` (see the module's invariants)."""
@@ -208,7 +200,7 @@ def check_vector_store(record: Mapping[str, str], settings: Settings, backend: s
     RAGSPINE_VECTOR_STORE, or another RAGSPINE_VECTOR_URL); nothing when the store recorded no
     vector store or no dense channel runs (`backend` None)."""
     kind = record.get(KIND)
-    if not kind or backend is None or (settings.vector_store == "in_process" and not _is_file(settings.db)):
+    if not kind or backend is None:
         return
     asked: list[tuple[str, str, str]] = [(KIND, kind, settings.vector_store)] if settings.vector_store != kind else []
     here, there = _location(kind, record.get(URL, ""), settings.db), _location(kind, settings.vector_url, settings.db)
