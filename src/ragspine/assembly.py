@@ -46,7 +46,7 @@ from ragspine.retrieval.link.narrative_link import (
     build_narrative_retriever,
 )
 from ragspine.retrieval.lexical.analyzers import make_analyzer
-from ragspine.retrieval.lexical.index.identity import IndexSettings, check_index_settings
+from ragspine.retrieval.lexical.index.identity import check_index_settings
 from ragspine.retrieval.link.routers import LibraryIndex, LibraryRouter, make_router
 from ragspine.retrieval.postprocess import PostprocessorChain, make_postprocessor
 from ragspine.retrieval.query.filter_extraction import make_filter_extractor
@@ -81,7 +81,9 @@ from ragspine.settings.config import (
     show_value,
 )
 from ragspine.settings.config import resolve_settings as read_settings
-from ragspine.store_record import adoptable, check_vector_store, peek_record, record_build, record_ingest
+from ragspine.store_record import (  # index_settings_for: re-exported
+    adoptable, check_vector_store, index_settings_for, peek_record, record_build, record_ingest,
+)
 
 if TYPE_CHECKING:
     from ragspine.graph import GraphService
@@ -124,9 +126,11 @@ def resolve_settings(
     *,
     config_file: str | Path | None = None,
     flags: Mapping[str, object] | None = None,
+    adopt: bool = True,
 ) -> ResolvedSettings:
-    """`ragspine.settings.resolve_settings` plus the checks that need the components."""
-    resolved = read_settings(env, config_file=config_file, flags=flags, adopt=_store_record)
+    """`ragspine.settings.resolve_settings` plus the checks that need the components; with
+    `adopt`, the store at RAGSPINE_DB's record replaces defaults (`ragspine.store_record`)."""
+    resolved = read_settings(env, config_file=config_file, flags=flags, adopt=_store_record if adopt else None)
     _check_components(resolved.settings, resolved.sources)
     return resolved
 
@@ -142,9 +146,10 @@ def load_settings(
     *,
     config_file: str | Path | None = None,
     flags: Mapping[str, object] | None = None,
+    adopt: bool = True,
 ) -> Settings:
     """Read and validate every RAGSPINE_* setting, components included; see `resolve_settings`."""
-    return resolve_settings(env, config_file=config_file, flags=flags).settings
+    return resolve_settings(env, config_file=config_file, flags=flags, adopt=adopt).settings
 
 
 def _check_components(settings: Settings, sources: Mapping[str, str]) -> None:
@@ -677,16 +682,6 @@ def ingest_files(
         report.visual = ingest_visual(settings.db, visual, dpi=settings.visual_dpi, force=force or remake,
                                       progress=progress)  # fmt: skip
     return report, withdrawn
-
-
-def index_settings_for(settings: Settings) -> IndexSettings:
-    """What a store built with `settings` records: the resolved analyzer (RAGSPINE_ANALYZER,
-    auto → en-stem), RAGSPINE_CHUNKER, RAGSPINE_CHUNK_CHARS, RAGSPINE_CHUNK_OVERLAP and
-    RAGSPINE_CONTEXTUAL."""
-    return IndexSettings(
-        make_analyzer(settings.analyzer).name, settings.chunk_chars, settings.chunk_overlap, settings.chunker,
-        settings.contextual,
-    )
 
 
 def close_backend(backend: object) -> None:

@@ -361,8 +361,8 @@ def search(
         where = [exact, *typed] if typed else (exact or None)
         if not query.strip():
             raise ValueError("query is empty: give some words to search for")
-        settings = load_settings(config_file=config_file, flags={"RAGSPINE_DB": db, **query_flags})
-        specs = read_libraries(libraries, libraries_file)
+        specs = read_libraries(libraries, libraries_file)  # libraries: RAGSPINE_DB's record is not theirs
+        settings = load_settings(config_file=config_file, flags={"RAGSPINE_DB": db, **query_flags}, adopt=not specs)
         _check_visual(settings, visual, libraries=bool(specs))
         if specs and explain:
             raise ValueError("--explain traces one store's pipeline; drop --library/--libraries")

@@ -37,7 +37,7 @@ from typing import Any
 
 from ragspine.errors import ModelMismatch
 from ragspine.retrieval.lexical.analyzers import make_analyzer
-from ragspine.retrieval.lexical.index.identity import recorded_index_settings
+from ragspine.retrieval.lexical.index.identity import IndexSettings, recorded_index_settings
 from ragspine.retrieval.store.factory import open_chunk_store, store_kind
 from ragspine.secret import redact_url, without_credentials
 from ragspine.settings.config import SETTINGS, ResolvedSettings, Settings
@@ -46,6 +46,7 @@ __all__ = [
     "RECORD_KEY",
     "adoptable",
     "check_vector_store",
+    "index_settings_for",
     "peek_record",
     "read_record",
     "record_build",
@@ -64,6 +65,16 @@ _BY_ENV = {s.env: s for s in SETTINGS}
 
 
 # -- what is recorded -------------------------------------------------------------------------
+def index_settings_for(settings: Settings) -> IndexSettings:
+    """What a store built with `settings` records: the resolved analyzer (RAGSPINE_ANALYZER,
+    auto → en-stem), RAGSPINE_CHUNKER, RAGSPINE_CHUNK_CHARS, RAGSPINE_CHUNK_OVERLAP and
+    RAGSPINE_CONTEXTUAL."""
+    return IndexSettings(
+        make_analyzer(settings.analyzer).name, settings.chunk_chars, settings.chunk_overlap, settings.chunker,
+        settings.contextual,
+    )
+
+
 def record_of(settings: Settings, backend: str | None) -> dict[str, str]:
     """The `build_settings` record of a store built with `settings` whose dense channel uses the
     embedding backend `backend` (a resolved registry name; None: no dense channel, nothing to
