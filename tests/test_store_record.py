@@ -209,7 +209,12 @@ def test_a_store_from_before_the_record_behaves_as_before_until_its_next_ingest(
 
 
 def test_stats_show_the_vector_store(laws_db: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from ragspine.service.app import create_app
+
     with ragspine.open(laws_db) as workspace:
-        assert workspace.stats()["index"]["vector_store"] == {
-            "kind": "in_process", "location": f"beside {laws_db}", "collection": None,
-        }  # fmt: skip
+        shown = {"kind": "in_process", "location": f"beside {laws_db}", "collection": None}
+        assert workspace.stats()["index"]["vector_store"] == shown
+        with TestClient(create_app(workspace)) as client:
+            assert client.get("/stats").json()["index"]["vector_store"] == shown
