@@ -162,18 +162,31 @@ def record_ingest(db: str, settings: Settings, backend: str | None, **options: A
 def adoptable(record: Mapping[str, str], resolved: ResolvedSettings) -> dict[str, str]:
     """The recorded values that replace defaults of `resolved` (see the module's invariants)."""
     settings, sources = resolved.settings, resolved.sources
-    free = [var for var in record if sources.get(var, "default") == "default" and record[var]]
+    free = {var for var in record if sources.get(var, "default") == "default" and record[var]}
     out = {var: record[var] for var in free if var in _INDEX_VARS and not _same(settings, var, record[var])}
-    if record.get(EMBEDDING):
-        if EMBEDDING in free and _embedding_name(settings) != record[EMBEDDING]:
-            out[EMBEDDING] = record[EMBEDDING]
-        if MODEL in free and (EMBEDDING in out or _embedding_name(settings) == record[EMBEDDING]):
-            out[MODEL] = record[MODEL]
-    if record.get(KIND):
-        if KIND in free and settings.vector_store != record[KIND]:
-            out[KIND] = record[KIND]
-        if out.get(KIND, settings.vector_store) == record[KIND]:
-            out |= {var: record[var] for var in (URL, COLLECTION) if var in free and not _same(settings, var, record[var])}
+    return out | _embedding(record, settings, free) | _vectors(record, settings, free)
+
+
+def _embedding(record: Mapping[str, str], settings: Settings, free: set[str]) -> dict[str, str]:
+    """The recorded backend unless another is given; its recorded model only with it."""
+    name = record.get(EMBEDDING)
+    if not name:
+        return {}
+    same = _embedding_name(settings) == name
+    out = {EMBEDDING: name} if EMBEDDING in free and not same else {}
+    if MODEL in free and (out or same) and settings.embedding_model != record[MODEL]:
+        out[MODEL] = record[MODEL]
+    return out
+
+
+def _vectors(record: Mapping[str, str], settings: Settings, free: set[str]) -> dict[str, str]:
+    """The recorded vector store kind unless another is given; its URL and collection only with it."""
+    kind = record.get(KIND)
+    if not kind:
+        return {}
+    out = {KIND: kind} if KIND in free and settings.vector_store != kind else {}
+    if out.get(KIND, settings.vector_store) == kind:
+        out |= {var: record[var] for var in (URL, COLLECTION) if var in free and not _same(settings, var, record[var])}
     return out
 
 
