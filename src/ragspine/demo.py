@@ -39,7 +39,7 @@ def run_demo(db: str | None = None, *, echo: Callable[[str], Any] = print) -> li
     ):
         path = db or str(Path(tmp) / "demo.db")
         # The product's own assembly, with the demo's store and glossary.
-        settings = replace(load_settings(), db=path, glossary=str(glossary))
+        settings = replace(load_settings(flags={"RAGSPINE_DB": path}), glossary=str(glossary))
         retriever, store = build_retriever(settings)
         backend = retriever.index.embedding_backend
         try:

@@ -49,6 +49,7 @@ from ragspine.retrieval.pipeline.trace import Trace
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.retrieval.vector.dense.chunk_vectors import BatchEmbedder, EmbedReport
 from ragspine.retrieval.vector.errors import VectorStoreError
+from ragspine.store_record import vector_store_of
 
 if TYPE_CHECKING:
     from ragspine.graph import GraphService
@@ -338,6 +339,7 @@ class Workspace:
                 "problem": coverage.problem,
                 "healthy": coverage.problem is None and coverage.damaged == 0 and stored is not None,
             }
+        index["vector_store"] = vector_store_of(self.settings)  # kind, location (masked), collection
         visual = getattr(self.retriever, "visual", None)  # the page index (RAGSPINE_VISUAL_EMBEDDER)
         index["visual"] = None if visual is None else visual.stats()
         out = {"documents": documents, "chunks": chunks, "index": index, "channels": channels(self.settings)}

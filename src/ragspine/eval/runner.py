@@ -245,7 +245,7 @@ def _dense_assembly(spec: str | None) -> tuple[EmbeddingBackend | None, Fusion]:
     from ragspine.assembly import embedding_options, load_settings, make_fusion
     from ragspine.retrieval.vector.embeddings.factory import make_embedding_backend
 
-    settings = load_settings()
+    settings = load_settings(adopt=False)  # eval builds its own stores: RAGSPINE_DB's record is not theirs
     fusion = make_fusion(settings)
     if spec is None:
         return None, fusion

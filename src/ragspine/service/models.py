@@ -147,6 +147,12 @@ class HealthOut(BaseModel):
     version: str
 
 
+class VectorStoreOut(BaseModel):
+    kind: Literal["in_process", "pgvector", "qdrant"] = Field(description="RAGSPINE_VECTOR_STORE")
+    location: str = Field(description="Where the vectors are (credentials masked)")
+    collection: str | None = Field(None, description="pgvector table / Qdrant collection; null: one per model")
+
+
 class DenseOut(BaseModel):
     """The dense channel's vectors; the coverage counts are as of the last search (all zero
     before the first one)."""
@@ -181,6 +187,7 @@ class IndexOut(BaseModel):
     retrieval: Literal["hybrid", "vector", "bm25"] = Field(description="What every search runs")
     embedding_model: str | None = Field(None, description="model_id of the embedding backend; null: no dense channel")
     dense: DenseOut | None = None
+    vector_store: VectorStoreOut | None = None
     visual: VisualOut | None = None
 
 
