@@ -55,6 +55,7 @@ from ragspine.retrieval.vector.errors import VectorStoreError
 if TYPE_CHECKING:
     from ragspine.graph import GraphService
     from ragspine.ingest.document import IngestSettings
+    from ragspine.ingest.metadata import Sidecar
     from ragspine.ingest.pipeline import IngestPipeline, Written
 
 _LOG = logging.getLogger(__name__)
@@ -125,17 +126,20 @@ class Workspace:
     ) -> IngestResult:
         """Ingest a file (a `Path`, or a str naming an existing file) or a text (a str, with
         `doc_id`). `meta`: title, topic, entity, geography, period, language, sensitivity (for a
-        file, its front matter wins over `meta`, except that the strictest label wins).
+        file, its sidecar `NAME.meta.json` and front matter win over `meta`, as in `ragspine
+        ingest`, except that the strictest label wins).
         `lower_label`: this version's label may be lower than the stored one's."""
         if isinstance(source, Path) or _names_file(source):
+            from ragspine.ingest.metadata import read_sidecar
+
             path = Path(source)
             try:
                 data = path.read_bytes()
             except OSError as exc:
                 raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from exc
-            return self.ingest_bytes(
-                path.name, data, doc_id=doc_id or path.name, valid_as_of=valid_as_of, lower_label=lower_label,
-                **meta,
+            return self._ingest_file(
+                path.name, data, read_sidecar(path), doc_id=doc_id or path.name, valid_as_of=valid_as_of,
+                lower_label=lower_label, **meta,
             )  # fmt: skip
         if doc_id is None:
             raise ValueError("ingesting a text needs doc_id=...")
@@ -191,6 +195,21 @@ class Workspace:
         metadata store the same chunks, labels and registry row either way. The label is the
         strictest of the file's own and `meta`'s, and never lower than the stored version's
         unless `lower_label`."""
+        return self._ingest_file(
+            filename, data, None, doc_id=doc_id, valid_as_of=valid_as_of, lower_label=lower_label, **meta
+        )
+
+    def _ingest_file(
+        self,
+        filename: str,
+        data: bytes,
+        sidecar: Sidecar | None,
+        *,
+        doc_id: str | None,
+        valid_as_of: str,
+        lower_label: bool,
+        **meta: str,
+    ) -> IngestResult:
         from ragspine.ingest.files import SourceFile
 
         _check_meta(meta)
@@ -199,7 +218,9 @@ class Workspace:
         defaults = {k: v for k, v in meta.items() if k != "sensitivity"}
         settings = self._ingest_settings(defaults, meta.get("sensitivity"))
         source = SourceFile(Path(name), doc_id, Path("."))
-        written = self._pipeline().ingest_file(source, data, settings, lower=lower_label, valid_as_of=valid_as_of)
+        written = self._pipeline().ingest_file(
+            source, data, settings, sidecar=sidecar, lower=lower_label, valid_as_of=valid_as_of
+        )
         return self._result(written)
 
     def _ingest_settings(self, defaults: Mapping[str, str | None], sensitivity: str | None = None) -> IngestSettings:

@@ -255,11 +255,12 @@ class IngestPipeline:
         own = own if own is not None else DocumentFields()
         user = dict(user_metadata or {})
         spans, numbers = pages if pages is not None else ((), ())
-        loaded = LoadedDocument(text, page_spans=tuple(spans), page_numbers=tuple(numbers))
+        loaded = LoadedDocument(text, loader=TEXT_LOADER, page_spans=tuple(spans), page_numbers=tuple(numbers))
         label = own.known.get("sensitivity")
         labels = [(label, f"the sensitivity argument for {doc_id!r}")] if label else []
         prepared = prepare_loaded(doc_id, loaded, own, settings, user_metadata=user, labels=labels)
-        origin = text_origin(doc_id, text, {"fields": dict(own.known), "free": dict(own.free), "user": user}, settings)
+        given = {name: value for name, value in own.known.items() if value}  # a blank field sets nothing
+        origin = text_origin(doc_id, text, {"fields": given, "free": dict(own.free), "user": user}, settings)
         return self.store_document(doc_id, prepared, settings, origin, lower=lower, valid_as_of=valid_as_of)
 
     def ingest_document(
