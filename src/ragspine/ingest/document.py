@@ -11,9 +11,10 @@ from). `keep_stricter` never lets a new version lower the label of the stored on
 caller says so for that document. Every chunk's text is a substring of the
 loaded text; PDF locators gain `;pages=…` (see `pages`).
 
-This is the one preparation path: the folder pipeline (`prepare`), and `Workspace.ingest_bytes`
-(HTTP upload, `ragspine.open().ingest`) and `Workspace.ingest_text` (via `prepare_loaded`) all
-label and chunk here, so the same file and metadata give the same chunks whichever way it came.
+This is the load-and-chunk half of the one ingest path (`ingest.pipeline.IngestPipeline`): files
+(`prepare`: the folder run, `Workspace.ingest_bytes`, HTTP upload) and texts (`prepare_loaded`:
+`Workspace.ingest_text`, `POST /documents`) are labelled (through `ingest.labels`, the one label
+reader) and chunked here, so the same file and metadata give the same chunks whichever way it came.
 Chunks are cut by `IngestSettings.chunker` (the workspace passes its configured one), else by the
 paragraph packer with the settings' budget.
 """
