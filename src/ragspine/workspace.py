@@ -238,9 +238,10 @@ class Workspace:
         (opened at the first write: a workspace that only reads never creates it)."""
         with self._ingest_lock:
             if self._ingest is None:
-                from ragspine.ingest.pipeline import IngestPipeline, open_registry
+                from ragspine.ingest.pipeline import IngestPipeline
+                from ragspine.ingest.registry import DocumentRegistry
 
-                self._ingest = IngestPipeline(self.retriever.index, registry=open_registry(self.settings.db))
+                self._ingest = IngestPipeline(self.retriever.index, registry=DocumentRegistry(self.settings.db))
             return self._ingest
 
     @staticmethod

@@ -34,7 +34,8 @@ from ragspine.eval.store import (
     mark_ingest,
     open_store,
 )
-from ragspine.ingest.pipeline import IngestPipeline, open_registry
+from ragspine.ingest.pipeline import IngestPipeline
+from ragspine.ingest.registry import DocumentRegistry
 from ragspine.retrieval.chunking.chunking import DEFAULT_OVERLAP_CHARS
 from ragspine.retrieval.fusion.rrf import Fusion
 from ragspine.retrieval.lexical.analyzers import make_analyzer
@@ -275,7 +276,7 @@ def ingest_corpus(index: NarrativeIndex, docs: Sequence[CorpusDoc], progress: bo
     label read, `NarrativeIndex.ingest`'s chunks, a registry row beside the store); return the
     chunks written."""
     written = 0
-    with IngestPipeline(index, registry=open_registry(index.store.db_path)) as pipeline:
+    with IngestPipeline(index, registry=DocumentRegistry(index.store.db_path)) as pipeline:
         for doc in _progress(docs, progress, desc="ingest", unit="doc"):
             meta = DocumentMeta(doc_id=doc.doc_id, title=doc.title)
             written += pipeline.ingest_document(doc.indexed_text, meta).chunks

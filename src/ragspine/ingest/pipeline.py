@@ -390,11 +390,6 @@ def text_origin(
     return Origin(content_hash(data), ingest_key(doc_id, content_hash(data), Sidecar(DocumentFields(), digest), settings), len(data))
 
 
-def open_registry(db: str) -> DocumentRegistry:
-    """The registry beside the store at `db` (a SQLite path, ":memory:" or a postgresql:// URL)."""
-    return DocumentRegistry(db)
-
-
 def ingest_paths(
     paths: Sequence[Path],
     db: str,
@@ -463,10 +458,10 @@ def ingest_paths(
     with open_chunk_store(db) as store:
         store.init_schema()
         # The writing index: no dense channel (the embed step opens the vectors) and no lexical
-        # index files (the persisted index catches up from the store at the first search).
-        index = NarrativeIndex(store, chunker=chunker, max_chars=max_chars, overlap_chars=overlap_chars,
-                               persist_index=False)  # fmt: skip
-        with IngestPipeline(index, registry=open_registry(db), embedding=embedding) as pipeline:
+        # index files (the persisted index catches up from the store at the first search); the
+        # chunks are cut by `settings`, so its own chunker is never used.
+        index = NarrativeIndex(store, persist_index=False)
+        with IngestPipeline(index, registry=DocumentRegistry(db), embedding=embedding) as pipeline:
             run = _FolderRun(
                 pipeline, settings, report, force=force, lower=frozenset(lower_labels), skip_garbled=skip_garbled
             )
