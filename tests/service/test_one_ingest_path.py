@@ -22,7 +22,9 @@ SAMPLE = Path(ragspine.__file__).parent / "data" / "sample_corpus"
 # the folder and the file's path, a workspace or an upload only the file's name).
 SAME = ("doc_id", "content_hash", "ingest_key", "version", "chunks", "status", "loader", "encoding",
         "pages", "size_bytes", "metadata")  # fmt: skip
-LABELLED = "---\ntitle: 夜鹰计划\nentity: ACME_CN\nsensitivity: confidential\nowner: board\n---\n\n裁员计划尚未批准。\n"
+LABELLED = (
+    "---\ntitle: 夜鹰计划\nentity: ACME_CN\nsensitivity: confidential\nowner: board\n---\n\n裁员计划尚未批准。\n"
+)
 
 
 def _folder(root: Path) -> Path:
@@ -62,7 +64,8 @@ def test_a_folder_through_the_cli_a_workspace_and_http_stores_the_same(tmp_path:
     assert [(r.doc_id, r.version) for r in results] == [(p.name, 1) for p in files]
     served = serve()
     for path in files:
-        response = served.client.post("/documents/upload", files={"file": (path.name, path.read_bytes(), "text/markdown")})
+        upload = {"file": (path.name, path.read_bytes(), "text/markdown")}
+        response = served.client.post("/documents/upload", files=upload)
         assert response.status_code == 201, response.text
     http_db = served.ws.settings.db
 
@@ -85,7 +88,8 @@ def test_a_sidecar_labels_a_file_the_same_through_the_cli_and_a_workspace(tmp_pa
     folder = tmp_path / "corpus"
     folder.mkdir()
     (folder / "memo.md").write_text("# Memo\n\nThe plant closes in May.\n", "utf-8")
-    (folder / "memo.md.meta.json").write_text(json.dumps({"sensitivity": "RESTRICTED", "entity": "ACME_CN"}), "utf-8")
+    sidecar = {"sensitivity": "RESTRICTED", "entity": "ACME_CN"}
+    (folder / "memo.md.meta.json").write_text(json.dumps(sidecar), "utf-8")
     cli_db = str(tmp_path / "cli.db")
     _cli_ingest(folder, cli_db, "--entity", "OTHER")
     with ragspine.open(tmp_path / "ws.db", env=BM25_ENV) as ws:

@@ -51,7 +51,9 @@ def levels_of(setting: str | Sequence[str] | None) -> tuple[str, ...]:
     return levels or DEFAULT_LEVELS
 
 
-def label_rules(rules: SensitivityRules | str | Path | None, levels: Sequence[str] | None) -> SensitivityRules:
+def label_rules(
+    rules: SensitivityRules | str | Path | None, levels: str | Sequence[str] | None
+) -> SensitivityRules:
     """The rules a run labels with: `rules` (a SensitivityRules, or a rule file whose own
     `levels` take precedence), else none, over the known `levels` (None: the defaults)."""
     known = levels_of(levels)

@@ -212,7 +212,9 @@ class IngestPipeline:
         return self.index.store
 
     # -- one document: load → chunk → store (→ index, → embed on write) -----------------------
-    def prepare_file(self, source: SourceFile, data: bytes, sidecar: Sidecar, settings: IngestSettings) -> PreparedDocument:
+    def prepare_file(
+        self, source: SourceFile, data: bytes, sidecar: Sidecar, settings: IngestSettings
+    ) -> PreparedDocument:
         """Steps 2-3 for a file: load its bytes with the loader for its suffix, read its labels,
         chunk it (`ingest.document.prepare`). ValueError (or MissingExtraError) with the reason."""
         return prepare(source, data, sidecar, settings)
@@ -264,7 +266,7 @@ class IngestPipeline:
         return self.store_document(doc_id, prepared, settings, origin, lower=lower, valid_as_of=valid_as_of)
 
     def ingest_document(
-        self, text: str, meta: DocumentMeta, *, levels: Sequence[str] | None = None, valid_as_of: str = ""
+        self, text: str, meta: DocumentMeta, *, levels: str | Sequence[str] | None = None, valid_as_of: str = ""
     ) -> Written:
         """A text with the caller's own `DocumentMeta` (eval's corpus entries): its label (the
         meta's sensitivity, a label source) is read and checked against `levels` like any other,
@@ -387,7 +389,8 @@ def text_origin(
     digest = hashlib.sha256(json.dumps(fields, sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()
     if settings is None:
         settings = IngestSettings(chunker=chunker)
-    return Origin(content_hash(data), ingest_key(doc_id, content_hash(data), Sidecar(DocumentFields(), digest), settings), len(data))
+    text_hash = content_hash(data)
+    return Origin(text_hash, ingest_key(doc_id, text_hash, Sidecar(DocumentFields(), digest), settings), len(data))
 
 
 def ingest_paths(
