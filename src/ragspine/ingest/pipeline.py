@@ -45,7 +45,6 @@ stay; `ragspine embed --reembed` finishes the job): the vectors are opened only 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 from collections.abc import Mapping, Sequence
@@ -386,7 +385,7 @@ def text_origin(
     """A text's registry origin: its content hash, and an ingest key over it, its own `fields`
     and the settings (or, without settings, the `chunker` that cut it)."""
     data = text.encode("utf-8")
-    digest = hashlib.sha256(json.dumps(fields, sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()
+    digest = content_hash(json.dumps(fields, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8"))
     if settings is None:
         settings = IngestSettings(chunker=chunker)
     text_hash = content_hash(data)
