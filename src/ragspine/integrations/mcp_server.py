@@ -44,7 +44,7 @@ INSTRUCTIONS = (
 )
 WHERE_HELP = (
     "Optional filter: {\"entity\": \"ACME_CN\"}, {\"period\": {\"gte\": \"2024\"}}, {\"and\": [...]}, or an "
-    "expression string such as \"period>=2024\" or \"entity in ACME_CN,ACME_HK\" (fields: topic, entity, "
+    "expression string such as \"period>=2024\", \"entity in ACME_CN,ACME_HK\" or \"period>=2024 and entity=ACME_CN\" (fields: topic, entity, "
     "geography, period, language, doc_id, valid_as_of, user metadata)."
 )
 
