@@ -68,7 +68,8 @@ def _passage_as_snippet(passage: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def test_the_http_snippet_model_is_derived_from_the_one_snippet() -> None:
-    declared = [k for k, (_, _, required) in fields_of(Snippet).items() if required or k in ("version", "valid_as_of", "lineage")]
+    defaults = ("version", "valid_as_of", "lineage")
+    declared = [k for k, (_, _, required) in fields_of(Snippet).items() if required or k in defaults]
     assert list(m.Snippet.model_fields) == declared
     assert list(m.Citation.model_fields) == [*declared, "ref", "cited"]
     assert m.Snippet.model_fields["chunk_id"].description and m.Snippet.model_config.get("extra") == "allow"
@@ -77,7 +78,8 @@ def test_the_http_snippet_model_is_derived_from_the_one_snippet() -> None:
 def test_python_http_and_mcp_give_identical_snippets(demo_ws: Workspace, http: httpx.Client) -> None:
     python = _json(demo_ws.search(QUERY, where={"entity": "ACME_CN"}, top_k=3))
     assert python and all(s["entity"] == "ACME_CN" for s in python)
-    over_http = http.post("/search", json={"query": QUERY, "where": {"entity": "ACME_CN"}, "top_k": 3}).json()["snippets"]
+    body = {"query": QUERY, "where": {"entity": "ACME_CN"}, "top_k": 3}
+    over_http = http.post("/search", json=body).json()["snippets"]
     # HTTP is the Python snippet in the model derived from it: the same keys and values, plus the
     # schema's declared defaults (scores.visual: null)
     assert over_http == [m.Snippet.model_validate(s).model_dump() for s in python]
@@ -163,7 +165,8 @@ def test_the_request_model_refuses_what_no_surface_runs() -> None:
         SearchRequest("x", where=42)
     with pytest.raises(InvalidRequest, match="<= 20"):
         SearchRequest("x", top_k=21, max_top_k=20)
-    assert SearchRequest("x", where="").where is None and SearchRequest("x", where={"entity": "A"}).where == {"entity": "A"}
+    assert SearchRequest("x", where="").where is None
+    assert SearchRequest("x", where={"entity": "A"}).where == {"entity": "A"}, "the structured form goes on as given"
 
 
 def test_ragspine_open_in_memory_search_returns_plain_dicts() -> None:

@@ -44,8 +44,9 @@ INSTRUCTIONS = (
 )
 WHERE_HELP = (
     "Optional filter: {\"entity\": \"ACME_CN\"}, {\"period\": {\"gte\": \"2024\"}}, {\"and\": [...]}, or an "
-    "expression string such as \"period>=2024\", \"entity in ACME_CN,ACME_HK\" or \"period>=2024 and entity=ACME_CN\" (fields: topic, entity, "
-    "geography, period, language, doc_id, valid_as_of, user metadata)."
+    "expression string such as \"period>=2024\", \"entity in ACME_CN,ACME_HK\" or "
+    "\"period>=2024 and entity=ACME_CN\" (fields: topic, entity, geography, period, language, doc_id, "
+    "valid_as_of, user metadata)."
 )
 
 Where = Annotated[dict[str, Any] | str | None, Field(description=WHERE_HELP)]

@@ -185,9 +185,8 @@ class ErrorOut(BaseModel):
 def query_models(max_top_k: int) -> tuple[type[BaseModel], type[BaseModel]]:
     """(SearchIn, AskIn) with `top_k` bounded by `max_top_k`: `check_top_k` decides, as on
     every surface (`true`, `"3"` and `2.0` are not a number of snippets)."""
-    TopK = Annotated[
-        int, Field(strict=True, ge=1, le=max_top_k), BeforeValidator(lambda value: check_top_k(value, max_top_k))
-    ]
+    check = BeforeValidator(lambda value: check_top_k(value, max_top_k))
+    TopK = Annotated[int, Field(strict=True, ge=1, le=max_top_k), check]
 
     class SearchIn(BaseModel):
         """A search: query, optional filters, how many snippets, and the retrieval mode."""
