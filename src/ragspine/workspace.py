@@ -44,6 +44,7 @@ from ragspine.settings.config import LEXICAL_MODES, RETRIEVAL_MODES, SETTINGS, S
 from ragspine.retrieval.store.protocol import ChunkStoreProtocol
 from ragspine.retrieval.model import check_user_metadata
 from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever
+from ragspine.retrieval.pipeline.otel import export_trace
 from ragspine.retrieval.pipeline.request import SearchRequest, check_top_k, check_where
 from ragspine.retrieval.pipeline.trace import Trace
 from ragspine.retrieval.sensitivity import is_restricted
@@ -295,10 +296,16 @@ class Workspace:
         per pipeline stage (`ragspine search --explain`)."""
         self.check_mode(mode)
         request = SearchRequest(query, where=where, top_k=top_k)
-        if trace is not None:
-            run = self.retriever.retrieve_run(request.query, filters=request.where, top_k=request.top_k, trace=trace)
-            return run.snippets
-        return self.retriever.retrieve(request.query, filters=request.where, top_k=request.top_k)
+        query, where, top_k = request.query, request.where, request.top_k
+        exported = trace is None and self.settings.otel == "on"
+        if exported:
+            trace = Trace()  # RAGSPINE_OTEL: recorded only to be exported
+        if trace is None:
+            return self.retriever.retrieve(query, filters=where, top_k=top_k)
+        snippets = self.retriever.retrieve_run(query, filters=where, top_k=top_k, trace=trace).snippets
+        if self.settings.otel == "on":
+            export_trace(trace)
+        return snippets
 
     def ask(self, question: str, *, where: Any = None, top_k: int = DEFAULT_ASK_TOP_K) -> Answer:
         """A cited answer: from the LLM when one is configured, else extractive. `where` and
