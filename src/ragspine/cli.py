@@ -348,7 +348,7 @@ def search(
     query_flags: dict[str, str | None],
 ) -> None:
     """Search the store; prints ranked snippets with their citations (RESTRICTED never shown)."""
-    from ragspine.retrieval.filters import parse_where
+    from ragspine.retrieval.filters import parse_filter
     from ragspine.retrieval.pipeline.trace import Trace
     from ragspine.search_libraries import read_libraries, search_libraries
     from ragspine.workspace import Workspace
@@ -357,7 +357,7 @@ def search(
 
     with _user_errors():
         exact = _parse_filters(filters)
-        typed = [parse_where(expression) for expression in wheres]
+        typed = [parse_filter(expression) for expression in wheres]
         where = [exact, *typed] if typed else (exact or None)
         if not query.strip():
             raise ValueError("query is empty: give some words to search for")

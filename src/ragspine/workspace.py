@@ -49,8 +49,10 @@ from ragspine.retrieval.store.protocol import ChunkStoreProtocol
 from ragspine.retrieval.model import check_user_metadata
 from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever
 from ragspine.retrieval.pipeline.otel import export_trace
+from ragspine.retrieval.pipeline.request import SearchRequest, check_top_k, check_where
 from ragspine.retrieval.pipeline.trace import Trace
 from ragspine.retrieval.sensitivity import is_restricted
+from ragspine.retrieval.snippet import Snippet
 from ragspine.retrieval.vector.dense.chunk_vectors import BatchEmbedder, EmbedReport
 from ragspine.retrieval.vector.errors import VectorStoreError
 from ragspine.store_record import vector_store_of
@@ -314,28 +316,30 @@ class Workspace:
         top_k: int = DEFAULT_SEARCH_TOP_K,
         mode: str | None = None,
         trace: Trace | None = None,
-    ) -> list[dict[str, Any]]:
-        """Ranked, cited, RESTRICTED-free snippet dicts. `where`: exact matches on the five
-        metadata fields ({"entity": "ACME_CN"}) or the typed filter language (docs/filters.md).
-        `mode` must be one the workspace can run. `trace`: receives one step per pipeline stage
-        (`ragspine search --explain`)."""
+    ) -> list[Snippet]:
+        """Ranked, cited, RESTRICTED-free snippet dicts (`ragspine.retrieval.snippet.Snippet`).
+        `where`: exact matches on the five metadata fields ({"entity": "ACME_CN"}), the typed
+        filter language (docs/filters.md), or its string form ("period>=2024 and
+        entity=ACME_CN"); `query`, `where` and `top_k` are checked as on every surface
+        (`SearchRequest`). `mode` must be one the workspace can run. `trace`: receives one step
+        per pipeline stage (`ragspine search --explain`)."""
         self.check_mode(mode)
-        if not isinstance(query, str) or not query.strip():
-            raise ValueError("query is empty: give some words to search for")
-        if top_k < 1:
-            raise ValueError(f"top_k must be >= 1, got {top_k}")
+        request = SearchRequest(query, where=where, top_k=top_k)
+        query, where, top_k = request.query, request.where, request.top_k
         exported = trace is None and self.settings.otel == "on"
         if exported:
             trace = Trace()  # RAGSPINE_OTEL: recorded only to be exported
         if trace is None:
-            return self.retriever.retrieve(query, filters=where or None, top_k=top_k)
-        snippets = self.retriever.retrieve_run(query, filters=where or None, top_k=top_k, trace=trace).snippets
+            return self.retriever.retrieve(query, filters=where, top_k=top_k)
+        snippets = self.retriever.retrieve_run(query, filters=where, top_k=top_k, trace=trace).snippets
         if self.settings.otel == "on":
             export_trace(trace)
         return snippets
 
     def ask(self, question: str, *, where: Any = None, top_k: int = DEFAULT_ASK_TOP_K) -> Answer:
-        """A cited answer: from the LLM when one is configured, else extractive."""
+        """A cited answer: from the LLM when one is configured, else extractive. `where` and
+        `top_k` are checked as `search` checks them."""
+        where, top_k = check_where(where), check_top_k(top_k)
         return ask(self.retriever, question, provider=self.provider, filters=where, top_k=top_k)
 
     def stats(self) -> dict[str, Any]:
