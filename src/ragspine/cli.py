@@ -22,7 +22,7 @@ from ragspine.assembly import load_settings
 from ragspine.secret import redact_text, redact_url
 from ragspine.settings.config import QUERY_STAGE, ConfigError
 from ragspine.retrieval.store.sqlite import NotAChunkStoreError
-from ragspine.render import format_snippets
+from ragspine.render import format_embed_report, format_snippets
 from ragspine.retrieval.model import FILTER_FIELDS
 
 
@@ -161,7 +161,7 @@ def ingest(
     click.echo(report.headline())
     click.echo(report.summary_table())
     if report.embedding is not None:
-        click.echo(_embed_summary(report.embedding))
+        click.echo(format_embed_report(report.embedding))
     if report.visual is not None:
         for kind, items in (("failed", report.visual.failures), ("warning", report.visual.warnings)):
             for item in items:
@@ -257,7 +257,7 @@ def embed(
             dense = workspace.retriever.index.dense
             assert dense is not None
             where = f"{getattr(dense.vectors, 'path', dense.vectors)} (model {dense.vectors.model_id})"
-    click.echo(_embed_summary(report))
+    click.echo(format_embed_report(report))
     click.echo(f"vectors: {where}")
 
 
@@ -297,17 +297,6 @@ def _remove_files(path: str) -> list[str]:
             continue
         removed.append(name)
     return removed
-
-
-def _embed_summary(report: Any) -> str:
-    """One line from an EmbedReport."""
-    rate = f" ({report.embedded / report.seconds:.1f} chunks/s)" if report.embedded and report.seconds > 0 else ""
-    return (
-        f"embedded {report.embedded} chunk(s) in {report.seconds:.1f}s{rate}; already embedded: "
-        f"{report.present}; lexical-only (RESTRICTED, remote backend): {report.lexical_only}; "
-        f"stale vectors removed: {report.removed}"
-        + (f"; damaged vectors re-embedded: {report.repaired}" if report.repaired else "")
-    )
 
 
 @main.command()

@@ -1,4 +1,4 @@
-"""Plain-text rendering of snippet dicts for people (the CLI and the demo)."""
+"""Plain-text rendering for people (the CLI and the demo): snippet dicts, embedding reports."""
 
 from __future__ import annotations
 
@@ -23,3 +23,14 @@ def format_snippets(snippets: Sequence[Mapping[str, Any]], *, width: int = 100) 
         body = body if len(body) <= 320 else body[:320] + " …"
         blocks.append(head + "\n" + textwrap.indent(textwrap.fill(body, width - 4), "    "))
     return "\n".join(blocks)
+
+
+def format_embed_report(report: Any) -> str:
+    """One line from an `EmbedReport` (what `ragspine ingest` and `ragspine embed` print)."""
+    rate = f" ({report.embedded / report.seconds:.1f} chunks/s)" if report.embedded and report.seconds > 0 else ""
+    return (
+        f"embedded {report.embedded} chunk(s) in {report.seconds:.1f}s{rate}; already embedded: "
+        f"{report.present}; lexical-only (RESTRICTED, remote backend): {report.lexical_only}; "
+        f"stale vectors removed: {report.removed}"
+        + (f"; damaged vectors re-embedded: {report.repaired}" if report.repaired else "")
+    )
