@@ -110,7 +110,7 @@ class _Leaves:
     """The tree's would-be leaves: the readable chunks, the centred vectors of those that have
     one (the level-1 members), and the language codes to record (None: a leaf gone)."""
 
-    chunks: dict[str, Chunk]
+    chunks: Mapping[str, Chunk]
     vectors: dict[str, np.ndarray]
     languages: dict[str, int | None]
 
