@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import calendar
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from typing import Any, Union
@@ -107,24 +107,35 @@ def parse_filter(spec: Any, _depth: int = 0) -> Filter | None:
         return spec
     if isinstance(spec, (list, tuple)):
         _check_size("filter list", len(spec), "filters")
-        items = [p for p in (parse_filter(item, _depth + 1) for item in spec) if p is not None]
-        return None if not items else items[0] if len(items) == 1 else And(tuple(items))
+        return _all_of(_parse_members(spec, _depth))
     if not isinstance(spec, Mapping):
         raise ValueError(f"a filter must be a dict, a list or a Predicate, got {type(spec).__name__}")
-    parts: list[Filter] = []
-    for key, value in spec.items():
-        if key in ("and", "or"):
-            if not isinstance(value, (list, tuple)):
-                raise ValueError(f"'{key}' takes a list of filters")
-            _check_size(f"'{key}'", len(value), "filters")
-            members = tuple(p for p in (parse_filter(v, _depth + 1) for v in value) if p is not None)
-            parts.append(And(members) if key == "and" else Or(members))
-        elif isinstance(value, Mapping):
-            if not value:
-                raise ValueError(f"filter on {key!r} has no operator; valid: {', '.join(OPERATORS)}")
-            parts.extend(Predicate(key, op, operand) for op, operand in value.items())
-        else:
-            parts.append(Predicate(key, "eq", value))
+    return _all_of([part for key, value in spec.items() for part in _parse_entry(key, value, _depth)])
+
+
+def _parse_members(specs: Iterable[Any], depth: int) -> tuple[Filter, ...]:
+    """The filters of a list's members (one level deeper), those meaning "no filter" left out."""
+    return tuple(p for p in (parse_filter(item, depth + 1) for item in specs) if p is not None)
+
+
+def _parse_entry(key: str, value: Any, depth: int) -> list[Filter]:
+    """The filters one `key: value` entry of a dict form stands for: an and/or group, one
+    predicate per operator of `{op: operand}`, or an `eq` predicate."""
+    if key in ("and", "or"):
+        if not isinstance(value, (list, tuple)):
+            raise ValueError(f"'{key}' takes a list of filters")
+        _check_size(f"'{key}'", len(value), "filters")
+        members = _parse_members(value, depth)
+        return [And(members) if key == "and" else Or(members)]
+    if isinstance(value, Mapping):
+        if not value:
+            raise ValueError(f"filter on {key!r} has no operator; valid: {', '.join(OPERATORS)}")
+        return [Predicate(key, op, operand) for op, operand in value.items()]
+    return [Predicate(key, "eq", value)]
+
+
+def _all_of(parts: Sequence[Filter]) -> Filter | None:
+    """`parts` AND-ed: None when there are none, the one filter alone, else an And."""
     if not parts:
         return None
     return parts[0] if len(parts) == 1 else And(tuple(parts))
