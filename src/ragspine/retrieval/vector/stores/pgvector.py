@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from ragspine.closing import Closeable
 from ragspine.extras import require
 from ragspine.retrieval.filters import (
     And,
@@ -61,7 +62,7 @@ def _drivers() -> tuple[Any, Any]:
     return psycopg, require("pgvector.psycopg", extra="postgres", purpose="PgVectorStore").register_vector
 
 
-class PgVectorStore:
+class PgVectorStore(Closeable):
     """Vectors in one PostgreSQL table (pgvector), cosine ranking; see the module invariants."""
 
     def __init__(self, url: str, table: str, dim: int, model_id: str | None = None) -> None:
@@ -232,12 +233,6 @@ class PgVectorStore:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
-
-    def __enter__(self) -> PgVectorStore:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"PgVectorStore(table={self.table!r}, dim={self.dim}, model_id={self.model_id!r})"

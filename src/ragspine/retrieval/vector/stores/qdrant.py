@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ragspine.closing import Closeable
 from ragspine.retrieval.filters import (  # the private parsers: pushed-down filters must agree with matches
     And,
     Filter,
@@ -69,7 +70,7 @@ def point_id(id_: str) -> str:
     return str(uuid.uuid5(ID_NAMESPACE, id_))
 
 
-class QdrantVectorStore:
+class QdrantVectorStore(Closeable):
     """Vectors in one Qdrant collection; see the module invariants.
 
     >>> store = QdrantVectorStore("demo", location=":memory:", model_id="demo")
@@ -241,12 +242,6 @@ class QdrantVectorStore:
         """Close the client this store opened (a client passed in is left open)."""
         if self._owns_client:
             self._client.close()
-
-    def __enter__(self) -> QdrantVectorStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __len__(self) -> int:
         return self.count()
