@@ -98,6 +98,14 @@ def check_upsert(
     return checked, matrix, metas
 
 
+def check_query(k: int, where: Filter | Mapping[str, Any] | None) -> Filter | None:
+    """Validate a query's arguments for any VectorStore: the typed `where` (`parse_filter`);
+    ValueError first when `k` is not a positive integer."""
+    if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    return parse_filter(where)
+
+
 class InProcessVectorStore:
     """Exact cosine search over unit-length numpy rows held in memory. A query costs one
     matrix-vector product over the stored rows (plus a `matches` call per row when `where` is
@@ -152,9 +160,7 @@ class InProcessVectorStore:
         self, vector: Sequence[float] | np.ndarray, *, k: int, where: Filter | Mapping[str, Any] | None = None
     ) -> list[tuple[str, float]]:
         """The `k` best (id, cosine) among vectors whose metadata matches `where`."""
-        if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
-            raise ValueError(f"k must be a positive integer, got {k!r}")
-        typed = parse_filter(where)
+        typed = check_query(k, where)
         query = unit_rows(as_vector(vector, dim=self.dim, what=self._what("query vector"))[None, :])[0]
         if not self._ids:
             return []

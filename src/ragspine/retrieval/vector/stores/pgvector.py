@@ -45,10 +45,9 @@ from ragspine.retrieval.filters import (
     _as_interval,
     _as_number,
     matches,
-    parse_filter,
 )
 from ragspine.retrieval.vector.errors import VectorModelMismatch
-from ragspine.retrieval.vector.stores.inprocess import SCORE_DECIMALS, check_upsert, rows_found, top_k
+from ragspine.retrieval.vector.stores.inprocess import SCORE_DECIMALS, check_query, check_upsert, rows_found, top_k
 from ragspine.retrieval.vector.arrays import as_vector, unit_rows
 
 EXACT_MAX_ROWS = 20_000  # up to this many rows a query scores every (pre-filtered) row
@@ -186,9 +185,7 @@ class PgVectorStore(Closeable):
         self, vector: Sequence[float] | np.ndarray, *, k: int, where: Filter | Mapping[str, Any] | None = None
     ) -> list[tuple[str, float]]:
         """The `k` best (id, cosine) among vectors whose metadata matches `where`."""
-        if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
-            raise ValueError(f"k must be a positive integer, got {k!r}")
-        typed = parse_filter(where)
+        typed = check_query(k, where)
         query = unit_rows(as_vector(vector, dim=self.dim, what=self._what("query vector"))[None, :])[0]
         condition, params = to_sql(typed)
         with self._lock:

@@ -42,10 +42,9 @@ from ragspine.retrieval.filters import (  # the private parsers: pushed-down fil
     _as_interval,
     _as_number,
     matches,
-    parse_filter,
 )
 from ragspine.retrieval.vector.embeddings.support import require
-from ragspine.retrieval.vector.stores.inprocess import SCORE_DECIMALS, check_upsert, rows_found, top_k
+from ragspine.retrieval.vector.stores.inprocess import SCORE_DECIMALS, check_query, check_upsert, rows_found, top_k
 from ragspine.retrieval.vector.stores.files import VectorFilesError, VectorFilesMismatch
 from ragspine.retrieval.vector.arrays import as_vector, batches, unit_rows
 
@@ -143,9 +142,7 @@ class QdrantVectorStore(Closeable):
         self, vector: Sequence[float] | np.ndarray, *, k: int, where: Filter | Mapping[str, Any] | None = None
     ) -> list[tuple[str, float]]:
         """The `k` best (id, cosine) among vectors whose metadata matches `where`."""
-        if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
-            raise ValueError(f"k must be a positive integer, got {k!r}")
-        typed = parse_filter(where)
+        typed = check_query(k, where)
         ready = self._collection_ready()
         query = unit_rows(as_vector(vector, dim=self.dim, what=self._what("query vector"))[None, :])[0]
         if not ready or (isinstance(typed, Or) and not typed.items):
