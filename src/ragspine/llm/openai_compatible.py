@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragspine.closing import Closeable
 from ragspine.extras import require
-from ragspine.http_retry import EndpointError, json_client, log_body, post_with_retries
+from ragspine.http_retry import DEFAULT_BACKOFF_S, DEFAULT_MAX_RETRIES, EndpointError, json_client, log_body, post_with_retries
 from ragspine.secret import Secret, redact_url
 
 if TYPE_CHECKING:
@@ -25,8 +25,6 @@ if TYPE_CHECKING:
 
 
 DEFAULT_TIMEOUT_S = 30.0
-DEFAULT_MAX_RETRIES = 2
-DEFAULT_BACKOFF_S = 0.5
 _HINTS = {
     401: "; check RAGSPINE_LLM_API_KEY",
     403: "; check RAGSPINE_LLM_API_KEY",

@@ -21,15 +21,13 @@ from collections.abc import Callable
 from typing import Any
 
 from ragspine.closing import Closeable
-from ragspine.http_retry import excerpt, json_client, log_body, post_with_retries
+from ragspine.http_retry import DEFAULT_BACKOFF_S, DEFAULT_MAX_RETRIES, excerpt, json_client, log_body, post_with_retries
 from ragspine.secret import redact_url
 from ragspine.retrieval.vector.embeddings.support import EmbeddingBackendError, check_texts, require
 from ragspine.retrieval.vector.arrays import batches
 from ragspine.secret import Secret
 
 DEFAULT_TIMEOUT_S = 30.0
-DEFAULT_MAX_RETRIES = 2
-DEFAULT_BACKOFF_S = 0.5
 DEFAULT_BATCH_SIZE = 64
 _HINTS = {
     401: "; check the API key",
