@@ -43,6 +43,7 @@ from ragspine.retrieval.chunking.chunking import (
     chunk_document,
     document_chunk,
     paragraph_spans,
+    trim_span,
 )
 from ragspine.retrieval.chunking.protocol import Layout
 from ragspine.retrieval.model import Chunk, DocumentMeta
@@ -242,10 +243,7 @@ def _cut_at_pages(sections: list[Section], text: str, page_starts: Sequence[int]
 def _add_section(
     sections: list[Section], text: str, start: int, end: int, level: int, path: tuple[str, ...], line_end: int | None
 ) -> None:
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
+    start, end = trim_span(text, start, end)
     if end > start:
         sections.append(Section(start, end, level, path, min(line_end, end) if line_end is not None else start))
 
