@@ -13,7 +13,6 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
-from ragspine.closing import Closeable
 from ragspine.extras import require
 from ragspine.retrieval.sensitivity import is_restricted
 
@@ -55,7 +54,7 @@ async def search_async(searcher: Searcher, query: str, *, where: Any, top_k: int
     return await asyncio.to_thread(searcher.search, query, where=where, top_k=top_k)
 
 
-class RemoteWorkspace(Closeable):
+class RemoteWorkspace:
     """The search and ask of a running `ragspine serve`, over its HTTP API.
 
     `url`: the service's base URL (e.g. "http://127.0.0.1:8000"); `api_key`: one of its
@@ -87,6 +86,12 @@ class RemoteWorkspace(Closeable):
             client, self._client = self._client, None
         if client is not None:
             client.close()
+
+    def __enter__(self) -> RemoteWorkspace:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def search(self, query: str, *, where: Any = None, top_k: int = 10) -> list[dict[str, Any]]:
         """Ranked, cited snippets from POST /search."""
