@@ -110,7 +110,10 @@ def parse_filter(spec: Any, _depth: int = 0) -> Filter | None:
         return _all_of(_parse_members(spec, _depth))
     if not isinstance(spec, Mapping):
         raise ValueError(f"a filter must be a dict, a list or a Predicate, got {type(spec).__name__}")
-    return _all_of([part for key, value in spec.items() for part in _parse_entry(key, value, _depth)])
+    parts: list[Filter] = []
+    for key, value in spec.items():
+        parts.extend(_parse_entry(key, value, _depth))
+    return _all_of(parts)
 
 
 def _parse_members(specs: Iterable[Any], depth: int) -> tuple[Filter, ...]:
