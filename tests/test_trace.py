@@ -121,3 +121,37 @@ def test_search_explain_prints_the_trace(tmp_path: Path) -> None:
     assert [s["stage"] for s in steps][0] == "gate" and steps[-1]["stage"] == "snippets"
     result = CliRunner().invoke(main, ["search", "营收", "--library", f"a={db}", "--explain"], env=env)
     assert result.exit_code != 0 and "--explain traces one store" in result.output
+
+
+def test_otel_exports_one_span_per_stage(tmp_path: Path) -> None:
+    from opentelemetry import trace as otel
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    import ragspine
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    otel.set_tracer_provider(provider)  # once per process: no other test sets one
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# 年报\n\n营收下滑的原因是出口订单减少。\n", "utf-8")
+    db = str(tmp_path / "s.db")
+    env = {"RAGSPINE_EMBEDDING": "none"}
+    assert CliRunner().invoke(main, ["ingest", str(docs), "--db", db], env=env).exit_code == 0
+    with ragspine.open(db, embedding="none", otel="off") as workspace:
+        workspace.search("营收下滑")
+    assert exporter.get_finished_spans() == ()  # off: nothing recorded or sent
+    with ragspine.open(db, embedding="none", otel="on") as workspace:
+        snippets = workspace.search("营收下滑")
+    spans = exporter.get_finished_spans()
+    names = [s.name for s in spans]
+    assert names[-1] == "ragspine.search" and names[:3] == ["ragspine.gate", "ragspine.variants", "ragspine.filters"]
+    root = spans[-1]
+    assert all(s.parent is not None and s.parent.span_id == root.context.span_id for s in spans[:-1])
+    snippet_span = next(s for s in spans if s.name == "ragspine.snippets")
+    assert snippet_span.attributes["ragspine.out"] == len(snippets) == 1
+    assert root.start_time <= spans[0].start_time and spans[-2].end_time <= root.end_time
+    assert not any("出口订单减少" in str(v) for s in spans for v in s.attributes.values())

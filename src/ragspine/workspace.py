@@ -44,6 +44,7 @@ from ragspine.settings.config import LEXICAL_MODES, RETRIEVAL_MODES, SETTINGS, S
 from ragspine.retrieval.store.protocol import ChunkStoreProtocol
 from ragspine.retrieval.model import check_user_metadata
 from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever
+from ragspine.retrieval.pipeline.otel import export_trace
 from ragspine.retrieval.pipeline.trace import Trace
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.retrieval.vector.dense.chunk_vectors import BatchEmbedder, EmbedReport
@@ -294,9 +295,15 @@ class Workspace:
             raise ValueError("query is empty: give some words to search for")
         if top_k < 1:
             raise ValueError(f"top_k must be >= 1, got {top_k}")
-        if trace is not None:
-            return self.retriever.retrieve_run(query, filters=where or None, top_k=top_k, trace=trace).snippets
-        return self.retriever.retrieve(query, filters=where or None, top_k=top_k)
+        exported = trace is None and self.settings.otel == "on"
+        if exported:
+            trace = Trace()  # RAGSPINE_OTEL: recorded only to be exported
+        if trace is None:
+            return self.retriever.retrieve(query, filters=where or None, top_k=top_k)
+        snippets = self.retriever.retrieve_run(query, filters=where or None, top_k=top_k, trace=trace).snippets
+        if self.settings.otel == "on":
+            export_trace(trace)
+        return snippets
 
     def ask(self, question: str, *, where: Any = None, top_k: int = DEFAULT_ASK_TOP_K) -> Answer:
         """A cited answer: from the LLM when one is configured, else extractive."""

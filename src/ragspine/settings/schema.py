@@ -585,6 +585,15 @@ class Settings:
         "Largest `top_k` an HTTP request may ask for (larger: 422).",
         int_range(1, 10000),
     )
+    otel: RaptorSwitch = setting(
+        "off",
+        "OpenTelemetry export of each search's pipeline trace (`ragspine[otel]`). on: one span per "
+        "search with a child span per stage (gate, variants, filters, channels, fusion, rerank, exit, "
+        "post-processing, snippets), its counts and decisions as attributes (chunk ids and query "
+        "variants, never chunk text), sent to the tracer provider the application or the standard "
+        "OTEL_* variables configure. off: no trace is recorded.",
+        choice(*RAPTOR_SWITCH),
+    )
 
     @property
     def llm_configured(self) -> bool:

@@ -33,7 +33,7 @@ from ragspine.retrieval.chunking.chunking import (
     DEFAULT_CHUNK_CHARS,
     DEFAULT_OVERLAP_CHARS,
 )
-from ragspine.retrieval.chunking.contextual import index_text_tag, indexed_text
+from ragspine.retrieval.chunking.contextual import index_text_tag
 from ragspine.retrieval.chunking.factory import ParagraphChunker
 from ragspine.retrieval.chunking.protocol import Chunker, IndexTextFn
 from ragspine.retrieval.filters import Filter
@@ -57,19 +57,12 @@ from ragspine.retrieval.rerank.protocol import Reranker
 from ragspine.retrieval.store.protocol import ChunkStoreProtocol
 from ragspine.retrieval.store.sqlite import ChunkStore  # noqa: F401 - the doctests use it
 from ragspine.retrieval.types import EmbeddingBackend, QueryRewriter
-from ragspine.retrieval.vector.arrays import as_matrix
 from ragspine.retrieval.vector.dense.ann import AnnConfig
 from ragspine.retrieval.vector.dense.channel import DenseChannel, vector_key
-from ragspine.retrieval.vector.dense.chunk_vectors import (
-    BatchEmbedder,
-    ChunkVectors,
-    EmbedReport,
-    embed_chunks,
-    vector_metadata,
-)
+from ragspine.retrieval.vector.dense.chunk_vectors import BatchEmbedder, ChunkVectors, EmbedReport, embed_chunks
+from ragspine.retrieval.vector.dense.pending import embed_missing
 from ragspine.retrieval.vector.errors import VectorFilesDamaged, VectorStoreError
 from ragspine.retrieval.vector.stores.inprocess import ChunkVectorStore
-from ragspine.retrieval.vector.embeddings.support import can_embed
 
 log = logging.getLogger(__name__)
 
@@ -173,17 +166,8 @@ class NarrativeIndex:
         """Vectors for the chunks that have none (RESTRICTED ones stay lexical-only on a remote
         backend)."""
         assert self.dense is not None
-        backend, vectors = self.dense.backend, self.dense.vectors
-        todo = [c for c in chunks if can_embed(backend, c.sensitivity)]
         try:
-            missing = set(vectors.missing([c.chunk_id for c in todo]))
-            todo = [c for c in todo if c.chunk_id in missing]
-            if todo:
-                vectors.upsert(
-                    [c.chunk_id for c in todo],
-                    as_matrix(backend.embed_texts([indexed_text(c, self.index_text) for c in todo])),
-                    [vector_metadata(c) for c in todo],
-                )
+            embed_missing(self.dense.vectors, self.dense.backend, chunks, index_text=self.index_text)
         except (sqlite3.DatabaseError, VectorStoreError) as exc:  # the chunks are written: BM25 has them
             log.warning("could not store the new chunks' vectors (%s); run `ragspine embed` to embed them", exc)
 

@@ -44,6 +44,7 @@ class Step:
     decisions: dict[str, Any] = field(default_factory=dict)
     ms: float = 0.0
     data: dict[str, Any] | None = None  # a detailed trace's full inputs (benchmarks); never shown
+    started_ns: int = field(default_factory=time.time_ns)  # wall clock at the step's start (spans)
 
     def to_dict(self) -> dict[str, Any]:
         return {"stage": self.stage, "in": self.came_in, "out": self.went_out, "ms": round(self.ms, 3),
@@ -74,7 +75,7 @@ class Trace:
     def add(self, name: str, *, came_in: int | None = None, went_out: int | None = None,
             ms: float = 0.0, **decisions: Any) -> Step:  # fmt: skip
         """Record a step whose work was timed elsewhere (or took no time worth timing)."""
-        step = Step(name, came_in, went_out, dict(decisions), ms)
+        step = Step(name, came_in, went_out, dict(decisions), ms, started_ns=time.time_ns() - int(ms * 1e6))
         self.steps.append(step)
         return step
 
