@@ -47,7 +47,7 @@ from ragspine.retrieval.filters import (
     matches,
 )
 from ragspine.retrieval.vector.errors import VectorModelMismatch
-from ragspine.retrieval.vector.stores.inprocess import SCORE_DECIMALS, check_query, check_upsert, rows_found, top_k
+from ragspine.retrieval.vector.stores.inprocess import SCORE_DECIMALS, VectorMetadata, Vectors, check_query, check_upsert, rows_found, top_k
 from ragspine.retrieval.vector.arrays import as_vector, unit_rows
 
 EXACT_MAX_ROWS = 20_000  # up to this many rows a query scores every (pre-filtered) row
@@ -108,12 +108,7 @@ class PgVectorStore(Closeable):
             run(f"CREATE INDEX IF NOT EXISTS {t}_doc ON {t} ((metadata->>'doc_id'))")
 
     # -- writes -------------------------------------------------------------------------------
-    def upsert(
-        self,
-        ids: Sequence[str],
-        vectors: Sequence[Sequence[float]] | np.ndarray,
-        metadata: Sequence[Mapping[str, Any]] | None = None,
-    ) -> None:
+    def upsert(self, ids: Sequence[str], vectors: Vectors, metadata: VectorMetadata = None) -> None:
         """Insert or replace one vector (and its metadata, default {}) per id, in one transaction."""
         ids, matrix, metas = check_upsert(ids, vectors, metadata, dim=self.dim, what=self._what())
         if not ids:

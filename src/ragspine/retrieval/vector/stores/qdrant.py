@@ -44,7 +44,7 @@ from ragspine.retrieval.filters import (  # the private parsers: pushed-down fil
     matches,
 )
 from ragspine.retrieval.vector.embeddings.support import require
-from ragspine.retrieval.vector.stores.inprocess import SCORE_DECIMALS, check_query, check_upsert, rows_found, top_k
+from ragspine.retrieval.vector.stores.inprocess import SCORE_DECIMALS, VectorMetadata, Vectors, check_query, check_upsert, rows_found, top_k
 from ragspine.retrieval.vector.stores.files import VectorFilesError, VectorFilesMismatch
 from ragspine.retrieval.vector.arrays import as_vector, batches, unit_rows
 
@@ -117,12 +117,7 @@ class QdrantVectorStore(Closeable):
         if self.dim is not None:
             self._ensure_collection(self.dim, write_manifest=saved is None)
 
-    def upsert(
-        self,
-        ids: Sequence[str],
-        vectors: Sequence[Sequence[float]] | np.ndarray,
-        metadata: Sequence[Mapping[str, Any]] | None = None,
-    ) -> None:
+    def upsert(self, ids: Sequence[str], vectors: Vectors, metadata: VectorMetadata = None) -> None:
         """Insert or replace one vector (and its metadata, default {}) per id."""
         self._collection_ready()  # adopt a collection another process created meanwhile
         ids, matrix, metas = check_upsert(ids, vectors, metadata, dim=self.dim, what=self._what())

@@ -47,7 +47,7 @@ from ragspine.retrieval.store.sqlite import Snapshot as _Snapshot
 from ragspine.retrieval.store.sqlite import Transaction
 from ragspine.retrieval.vector.arrays import as_matrix, as_vector, unit_rows
 from ragspine.retrieval.vector.errors import VectorFilesDamaged, VectorModelMismatch
-from ragspine.retrieval.vector.stores.inprocess import SCORE_DECIMALS, check_upsert, rows_found, top_k
+from ragspine.retrieval.vector.stores.inprocess import SCORE_DECIMALS, VectorMetadata, Vectors, check_upsert, rows_found, top_k
 
 # the logger this store has always logged under (its home was `dense.chunk_vectors`): logging
 # configured by name keeps working
@@ -133,12 +133,7 @@ class ChunkVectors:
         return cls(None if db == ":memory:" else db + tag + VECTORS_SUFFIX, model_id=model_id, dim=dim)
 
     # -- writes (the VectorStore seam) ----------------------------------------------------------
-    def upsert(
-        self,
-        ids: Sequence[str],
-        vectors: Sequence[Sequence[float]] | np.ndarray,
-        metadata: Sequence[Mapping[str, Any]] | None = None,
-    ) -> None:
+    def upsert(self, ids: Sequence[str], vectors: Vectors, metadata: VectorMetadata = None) -> None:
         """Insert or replace one vector and its metadata (default {}) per id, in one transaction;
         ValueError, and nothing written, on a wrong dimension, NaN, infinity or a repeated id."""
         checked, matrix, metas = check_upsert(ids, vectors, metadata, dim=self.dim, what="vectors")
