@@ -44,7 +44,7 @@ import numpy as np
 from ragspine.retrieval.filters import Filter, matches, parse_filter
 from ragspine.retrieval.store.protocol import ChunkStoreProtocol
 from ragspine.retrieval.store.sqlite import Snapshot as _Snapshot
-from ragspine.retrieval.store.sqlite import Transaction
+from ragspine.retrieval.store.sqlite import Transaction, set_wal_mode
 from ragspine.retrieval.vector.arrays import as_matrix, as_vector, unit_rows
 from ragspine.retrieval.vector.errors import VectorFilesDamaged, VectorModelMismatch
 from ragspine.retrieval.vector.stores.inprocess import SCORE_DECIMALS, VectorMetadata, Vectors, check_upsert, rows_found, top_k
@@ -109,8 +109,7 @@ class ChunkVectors:
         self._lock = threading.RLock()
         self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         try:
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA busy_timeout=10000")
+            set_wal_mode(self._conn)
             self._open_schema()
         except sqlite3.OperationalError as exc:  # locked, read-only, …: say what SQLite said
             self._conn.close()
