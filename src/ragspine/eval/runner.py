@@ -114,20 +114,13 @@ class EvalReport:
         """The report of `run` on `dataset`: the dataset's counts, the run's metrics against its
         qrels (`evaluate_run`), and `setup` (the fields that say how the run was made)."""
         metrics = evaluate_run({q: [d for d, _ in r] for q, r in run.items()}, dataset.qrels)
+        blank = sum(1 for q in metrics.per_query if not dataset.queries[q].strip())
         return cls(
-            dataset=dataset.name,
-            split=dataset.split,
-            docs=len(dataset.corpus),
-            queries=metrics.queries,
-            blank_queries=sum(1 for q in metrics.per_query if not dataset.queries[q].strip()),
-            unknown_judged_docs=dataset.unknown_judged_docs,
-            ndcg=metrics.ndcg,
-            recall=metrics.recall,
-            mrr=metrics.mrr,
-            run=run,
-            per_query=metrics.per_query,
-            **setup,
-        )
+            dataset=dataset.name, split=dataset.split, docs=len(dataset.corpus),
+            queries=metrics.queries, blank_queries=blank, unknown_judged_docs=dataset.unknown_judged_docs,
+            ndcg=metrics.ndcg, recall=metrics.recall, mrr=metrics.mrr,
+            run=run, per_query=metrics.per_query, **setup,
+        )  # fmt: skip
 
     @property
     def queries_per_s(self) -> float:
