@@ -247,6 +247,16 @@ def _compare(actual: Any, op: str, value: Any) -> bool:
             "lte": l_end <= r_end}[op]  # fmt: skip
 
 
+def compares_as_text(value: Any) -> bool:
+    """Whether `matches` compares `value` only as a string: a str that reads as neither a number
+    nor a date or period. A store pushing a filter down may test such a value by string equality.
+
+    >>> compares_as_text("ACME"), compares_as_text("2024-Q3"), compares_as_text("1,200")
+    (True, False, False)
+    """
+    return isinstance(value, str) and _as_number(value) is None and _as_interval(value) is None
+
+
 def _as_number(value: Any) -> float | None:
     if isinstance(value, bool):
         return None

@@ -37,15 +37,7 @@ import numpy as np
 
 from ragspine.closing import Closeable
 from ragspine.extras import require
-from ragspine.retrieval.filters import (
-    And,
-    Filter,
-    Or,
-    Predicate,
-    _as_interval,
-    _as_number,
-    matches,
-)
+from ragspine.retrieval.filters import And, Filter, Or, Predicate, compares_as_text, matches
 from ragspine.retrieval.vector.errors import VectorModelMismatch
 from ragspine.retrieval.vector.stores.inprocess import SCORE_DECIMALS, VectorMetadata, Vectors, check_query, check_upsert, rows_found, top_k
 from ragspine.retrieval.vector.arrays import as_vector, unit_rows
@@ -256,7 +248,7 @@ def _predicate_sql(predicate: Predicate) -> tuple[str, list[Any]]:
     present = "(metadata->>%s) IS NOT NULL"  # missing or JSON null never matches
     if predicate.op in ("eq", "in"):
         values = [predicate.value] if predicate.op == "eq" else list(predicate.value)
-        if all(isinstance(v, str) and _as_number(v) is None and _as_interval(v) is None for v in values):
+        if all(compares_as_text(v) for v in values):
             # Only an exact string match can match a string; other JSON types fall to `matches`.
             return (
                 "(jsonb_typeof(metadata->%s) NOT IN ('string', 'null') OR metadata->>%s = ANY(%s))",

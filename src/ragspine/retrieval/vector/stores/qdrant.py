@@ -41,6 +41,7 @@ from ragspine.retrieval.filters import (  # the private parsers: pushed-down fil
     Predicate,
     _as_interval,
     _as_number,
+    compares_as_text,
     matches,
 )
 from ragspine.retrieval.vector.embeddings.support import require
@@ -366,8 +367,8 @@ def _plain(value: Any) -> bool:
     """True when `matches` compares `value` by string equality alone against stored strings only:
     not a number, a period or a date, not blank, and not a spelling of a bool or a list."""
     return (
-        isinstance(value, str) and bool(value.strip()) and _as_number(value) is None
-        and _as_interval(value) is None and value not in ("True", "False") and not value.startswith("[")
+        compares_as_text(value) and bool(value.strip())
+        and value not in ("True", "False") and not value.startswith("[")
     )  # fmt: skip
 
 
