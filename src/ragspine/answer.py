@@ -19,11 +19,12 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from ragspine.agent.agent import LLMProvider, NarrativeRetriever
 from ragspine.http_retry import public_error
 from ragspine.retrieval.sensitivity import is_restricted
+from ragspine.retrieval.snippet import Citation
 from ragspine.secret import redact_text
 
 DEFAULT_ASK_TOP_K = 5
@@ -44,7 +45,7 @@ class Answer:
     question: str
     text: str
     mode: str  # "llm" or "extractive"
-    citations: list[dict[str, Any]] = field(default_factory=list)
+    citations: list[Citation] = field(default_factory=list)
     note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
@@ -143,5 +144,5 @@ def _extractive(question: str, sources: list[dict[str, Any]], *, note: str = "")
     return Answer(question, text, "extractive", _numbered(sources, set(range(1, len(sources) + 1))), note)
 
 
-def _numbered(sources: list[dict[str, Any]], cited: set[int]) -> list[dict[str, Any]]:
-    return [{"ref": n, "cited": n in cited, **s} for n, s in enumerate(sources, start=1)]
+def _numbered(sources: list[dict[str, Any]], cited: set[int]) -> list[Citation]:
+    return [cast(Citation, {"ref": n, "cited": n in cited, **s}) for n, s in enumerate(sources, start=1)]

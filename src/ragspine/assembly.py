@@ -46,7 +46,7 @@ from ragspine.retrieval.link.narrative_link import (
     build_narrative_retriever,
 )
 from ragspine.retrieval.lexical.analyzers import make_analyzer
-from ragspine.retrieval.lexical.index.identity import IndexSettings, check_index_settings
+from ragspine.retrieval.lexical.index.identity import check_index_settings
 from ragspine.retrieval.link.routers import LibraryIndex, LibraryRouter, make_router
 from ragspine.retrieval.postprocess import PostprocessorChain, make_postprocessor
 from ragspine.retrieval.query.filter_extraction import make_filter_extractor
@@ -81,6 +81,9 @@ from ragspine.settings.config import (
     show_value,
 )
 from ragspine.settings.config import resolve_settings as read_settings
+from ragspine.store_record import (  # index_settings_for: re-exported
+    adoptable, check_vector_store, index_settings_for, peek_record, record_build, record_ingest,
+)
 
 if TYPE_CHECKING:
     from ragspine.graph import GraphService
@@ -123,11 +126,19 @@ def resolve_settings(
     *,
     config_file: str | Path | None = None,
     flags: Mapping[str, object] | None = None,
+    adopt: bool = True,
 ) -> ResolvedSettings:
-    """`ragspine.settings.resolve_settings` plus the checks that need the components."""
-    resolved = read_settings(env, config_file=config_file, flags=flags)
+    """`ragspine.settings.resolve_settings` plus the checks that need the components; with
+    `adopt`, the store at RAGSPINE_DB's record replaces defaults (`ragspine.store_record`)."""
+    resolved = read_settings(env, config_file=config_file, flags=flags, adopt=_store_record if adopt else None)
     _check_components(resolved.settings, resolved.sources)
     return resolved
+
+
+def _store_record(resolved: ResolvedSettings) -> dict[str, str]:
+    """What the store at RAGSPINE_DB recorded that replaces defaults (`ragspine.store_record`)."""
+    record = peek_record(resolved.settings.db, **store_options_for(resolved.settings))
+    return adoptable(record, resolved) if record else {}
 
 
 def load_settings(
@@ -135,9 +146,10 @@ def load_settings(
     *,
     config_file: str | Path | None = None,
     flags: Mapping[str, object] | None = None,
+    adopt: bool = True,
 ) -> Settings:
     """Read and validate every RAGSPINE_* setting, components included; see `resolve_settings`."""
-    return resolve_settings(env, config_file=config_file, flags=flags).settings
+    return resolve_settings(env, config_file=config_file, flags=flags, adopt=adopt).settings
 
 
 def _check_components(settings: Settings, sources: Mapping[str, str]) -> None:
@@ -575,6 +587,8 @@ def build_retriever(
     glossary rewriter → security gate and query layers (`make_query_plan_for`) → reranker (RAGSPINE_RERANKER, else the listwise judge over `provider`)
     → post-processors → link. The caller closes the store and the index."""
     glossary = load_glossary(settings.glossary)
+    name = resolve_embedding(settings)[0]  # a replica asking for another vector store is refused first
+    check_vector_store(peek_record(settings.db, **store_options_for(settings)), settings, name)
     backend = make_embedding(settings)
     try:
         retriever, store = build_narrative_retriever(
@@ -602,8 +616,9 @@ def build_retriever(
     except BaseException:
         close_backend(backend)
         raise
-    try:  # a store made with other chunking or another analyzer is refused, with the way out
+    try:  # a store made with other chunking, analyzer or vector store is refused, with the way out
         check_index_settings(store, index_settings_for(settings))
+        record_build(store, settings, name, replace=False)  # what a new store is built with
         if settings.raptor == "on":
             retriever = make_raptor_for(settings, retriever, provider)
     except BaseException:
@@ -640,6 +655,9 @@ def ingest_files(
     from ragspine.ingest.rebuild import finish_rebuild, prepare_store
 
     asked = index_settings_for(settings)  # the store's record must match (or rebuild)
+    name, options_ = resolve_embedding(settings)[0], store_options_for(settings)
+    if not rebuild:
+        check_vector_store(peek_record(settings.db, **options_), settings, name)
     remake = prepare_store(settings.db, asked, rebuild=rebuild)
     backend = make_embedding(settings)
     # A server store's vectors are embedded here only into a shared store (pgvector, Qdrant):
@@ -657,22 +675,13 @@ def ingest_files(
     finally:
         close_backend(backend)
     withdrawn = finish_rebuild(settings.db, asked, [*report.ingested, *report.unchanged]) if rebuild else []
+    record_ingest(settings.db, settings, name, **options_)  # what it was built with (ragspine.store_record)
     if visual is not None:  # then the page index follows the store (ingest.visual)
         from ragspine.ingest.visual import ingest_visual
 
         report.visual = ingest_visual(settings.db, visual, dpi=settings.visual_dpi, force=force or remake,
                                       progress=progress)  # fmt: skip
     return report, withdrawn
-
-
-def index_settings_for(settings: Settings) -> IndexSettings:
-    """What a store built with `settings` records: the resolved analyzer (RAGSPINE_ANALYZER,
-    auto → en-stem), RAGSPINE_CHUNKER, RAGSPINE_CHUNK_CHARS, RAGSPINE_CHUNK_OVERLAP and
-    RAGSPINE_CONTEXTUAL."""
-    return IndexSettings(
-        make_analyzer(settings.analyzer).name, settings.chunk_chars, settings.chunk_overlap, settings.chunker,
-        settings.contextual,
-    )
 
 
 def close_backend(backend: object) -> None:

@@ -251,6 +251,9 @@ def embed(
         ):
             report = workspace.embed_pending(batch_size=batch_size, progress=True, embed_batches=pool)
             assert report is not None  # a backend was resolved above
+            from ragspine.store_record import record_build
+
+            record_build(workspace.store, settings, backend_name, replace=True)  # opening it adopts these
             dense = workspace.retriever.index.dense
             assert dense is not None
             where = f"{getattr(dense.vectors, 'path', dense.vectors)} (model {dense.vectors.model_id})"
@@ -345,7 +348,7 @@ def search(
     query_flags: dict[str, str | None],
 ) -> None:
     """Search the store; prints ranked snippets with their citations (RESTRICTED never shown)."""
-    from ragspine.retrieval.filters import parse_where
+    from ragspine.retrieval.filters import parse_filter
     from ragspine.retrieval.pipeline.trace import Trace
     from ragspine.search_libraries import read_libraries, search_libraries
     from ragspine.workspace import Workspace
@@ -354,12 +357,12 @@ def search(
 
     with _user_errors():
         exact = _parse_filters(filters)
-        typed = [parse_where(expression) for expression in wheres]
+        typed = [parse_filter(expression) for expression in wheres]
         where = [exact, *typed] if typed else (exact or None)
         if not query.strip():
             raise ValueError("query is empty: give some words to search for")
-        settings = load_settings(config_file=config_file, flags={"RAGSPINE_DB": db, **query_flags})
-        specs = read_libraries(libraries, libraries_file)
+        specs = read_libraries(libraries, libraries_file)  # libraries: RAGSPINE_DB's record is not theirs
+        settings = load_settings(config_file=config_file, flags={"RAGSPINE_DB": db, **query_flags}, adopt=not specs)
         _check_visual(settings, visual, libraries=bool(specs))
         if specs and explain:
             raise ValueError("--explain traces one store's pipeline; drop --library/--libraries")

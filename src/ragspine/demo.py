@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from ragspine.assembly import build_retriever, load_settings
+from ragspine.ingest.pipeline import IngestPipeline
+from ragspine.ingest.registry import DocumentRegistry
 from ragspine.render import format_snippets
 from ragspine.retrieval.model import DocumentMeta
 from ragspine.retrieval.link.narrative_link import split_filters
@@ -39,19 +41,20 @@ def run_demo(db: str | None = None, *, echo: Callable[[str], Any] = print) -> li
     ):
         path = db or str(Path(tmp) / "demo.db")
         # The product's own assembly, with the demo's store and glossary.
-        settings = replace(load_settings(), db=path, glossary=str(glossary))
+        settings = replace(load_settings(flags={"RAGSPINE_DB": path}), glossary=str(glossary))
         retriever, store = build_retriever(settings)
         backend = retriever.index.embedding_backend
         try:
             mode = "BM25 only" if backend is None else f"hybrid BM25 + {model_id_of(backend)}"
             echo(f"== Retrieval: {mode}")
             echo(f"== Ingesting the sample corpus into {path}")
-            for doc in manifest["documents"]:
-                fields = {k: v for k, v in doc.items() if k != "file"}
-                count = retriever.index.ingest(
-                    corpus.joinpath(doc["file"]).read_text("utf-8"), DocumentMeta(**fields)
-                )
-                echo(f"   {doc['doc_id']:<32} {doc['entity']:<9} {doc['sensitivity']:<10} {count} chunks")
+            with IngestPipeline(retriever.index, registry=DocumentRegistry(path)) as pipeline:  # the one ingest path
+                for doc in manifest["documents"]:
+                    fields = {k: v for k, v in doc.items() if k != "file"}
+                    text = corpus.joinpath(doc["file"]).read_text("utf-8")
+                    meta = DocumentMeta(**fields)
+                    count = pipeline.ingest_document(text, meta, levels=settings.sensitivity_levels).chunks
+                    echo(f"   {doc['doc_id']:<32} {doc['entity']:<9} {doc['sensitivity']:<10} {count} chunks")
             shown: list[dict[str, Any]] = []
             for number, question in enumerate(manifest["questions"], start=1):
                 shown.extend(_ask(retriever, number, question, echo))

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 
-def format_snippets(snippets: list[dict[str, Any]], *, width: int = 100) -> str:
+def format_snippets(snippets: Sequence[Mapping[str, Any]], *, width: int = 100) -> str:
     """Ranked, cited snippets as readable text."""
     if not snippets:
         return "no results"

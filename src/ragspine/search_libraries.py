@@ -18,6 +18,7 @@ from typing import Any
 from ragspine.secret import redact_text, redact_url
 from ragspine.settings.config import Settings
 from ragspine.retrieval.link.multi_index import LibraryIndex, MultiIndexRetriever
+from ragspine.retrieval.snippet import Snippet
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ def read_libraries(pairs: Sequence[str], file: Path | None) -> list[LibrarySpec]
 
 def search_libraries(
     settings: Settings, specs: Sequence[LibrarySpec], query: str, *, where: Any, top_k: int
-) -> list[dict[str, Any]]:
+) -> list[Snippet]:
     """Search the libraries RAGSPINE_ROUTER picks (every library when it picks none or fails);
     snippets carry `library_id`."""
     from ragspine.assembly import make_provider, make_router_for

@@ -5,7 +5,8 @@ Invariants: `str`, `repr` and f-strings show a mask, never the value; pickling r
 `json.dumps` fails on it (it is not a str); the only way to the value is `reveal()`, called where
 the value is sent (an Authorization header) and nowhere else. Comparison is constant-time.
 `redact_url` masks the password of a URL's user info (`postgresql://app:****@db/x`) and the
-values of credential-like query parameters (`?api_key=****`); `redact_text` does that to every
+values of credential-like query parameters (`?api_key=****`); `without_credentials` drops both
+(what is written to disk, e.g. a store's record of its vector store); `redact_text` does that to every
 URL in a text and masks `Bearer` tokens, `Authorization:` values and `sk-…` keys. Every URL or
 error text RAGSpine prints or answers (config show, the serve banner, CLI and HTTP errors,
 /stats, logged upstream bodies) goes through them.
@@ -22,7 +23,7 @@ from __future__ import annotations
 import hmac
 import re
 from typing import Any, NoReturn
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote_plus, urlencode, urlsplit, urlunsplit
 
 MASK = "****"
 _CREDENTIAL_PARAMS = re.compile(
@@ -107,6 +108,27 @@ def redact_url(url: str) -> str:
         return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
     except ValueError:  # not parseable as a URL: mask everything after the scheme
         return url.split("://", 1)[0] + "://" + MASK
+
+
+def without_credentials(url: str) -> str:
+    """`url` with its user info and its credential-like query parameters removed: what may be
+    written down (a store's record of where its vectors are); a path is returned unchanged.
+
+    >>> without_credentials("postgresql://app:hunter2@db.example:5432/rag?sslmode=require&password=x")
+    'postgresql://db.example:5432/rag?sslmode=require'
+    >>> without_credentials("https://TOKEN@qdrant.example:6333"), without_credentials("data/qdrant")
+    ('https://qdrant.example:6333', 'data/qdrant')
+    """
+    if "://" not in url:
+        return url
+    try:
+        parts = urlsplit(url)
+        host = parts.netloc.rpartition("@")[2]
+        kept = [p for p in parts.query.split("&") if p and not _CREDENTIAL_PARAMS.match(unquote_plus(p.split("=")[0]))]
+        query = "&".join(kept)  # the other parameters exactly as written
+        return urlunsplit((parts.scheme, host, parts.path, query, parts.fragment))
+    except ValueError:  # not parseable as a URL: keep nothing after the scheme
+        return url.split("://", 1)[0] + "://"
 
 
 def redact_text(text: str) -> str:

@@ -7,6 +7,9 @@ Invariants:
   `chunks` drops RESTRICTED rows; `stats` gives only counts.
 - A new version never lowers the label of the active one implicitly: the stricter stored label is
   kept (`IngestResult.warnings` says so) unless the caller passes `lower_label=True`.
+- Every write goes through `ingest.pipeline.IngestPipeline`, the path `ragspine ingest` and eval
+  take: the same labels, chunks, warnings and a registry row per document (beside the store),
+  whichever surface (Python, HTTP, CLI) wrote it. A workspace always writes a new version.
 - Each ingest or withdraw is one store transaction: a concurrent search sees the old version of a
   document or the new one, never a mix.
 - The dense channel exists only when the settings resolve an embedding backend
@@ -23,6 +26,7 @@ import functools
 import logging
 import os
 import sqlite3
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -45,14 +49,19 @@ from ragspine.retrieval.store.protocol import ChunkStoreProtocol
 from ragspine.retrieval.model import check_user_metadata
 from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever
 from ragspine.retrieval.pipeline.otel import export_trace
+from ragspine.retrieval.pipeline.request import SearchRequest, check_top_k, check_where
 from ragspine.retrieval.pipeline.trace import Trace
 from ragspine.retrieval.sensitivity import is_restricted
+from ragspine.retrieval.snippet import Snippet
 from ragspine.retrieval.vector.dense.chunk_vectors import BatchEmbedder, EmbedReport
 from ragspine.retrieval.vector.errors import VectorStoreError
+from ragspine.store_record import vector_store_of
 
 if TYPE_CHECKING:
     from ragspine.graph import GraphService
-    from ragspine.ingest.document import IngestSettings, PreparedDocument
+    from ragspine.ingest.document import IngestSettings
+    from ragspine.ingest.metadata import Sidecar
+    from ragspine.ingest.pipeline import IngestPipeline, Written
 
 _LOG = logging.getLogger(__name__)
 
@@ -90,6 +99,8 @@ class Workspace:
         provider: LLMProvider | None,
     ) -> None:
         self.settings, self.retriever, self.store, self.provider = settings, retriever, store, provider
+        self._ingest: IngestPipeline | None = None  # made at the first write (`_pipeline`)
+        self._ingest_lock = threading.Lock()
         index = retriever.index
         # What this workspace runs, from what was built (not re-resolved per request).
         self.retrieval_mode = (
@@ -120,17 +131,20 @@ class Workspace:
     ) -> IngestResult:
         """Ingest a file (a `Path`, or a str naming an existing file) or a text (a str, with
         `doc_id`). `meta`: title, topic, entity, geography, period, language, sensitivity (for a
-        file, its front matter wins over `meta`, except that the strictest label wins).
+        file, its sidecar `NAME.meta.json` and front matter win over `meta`, as in `ragspine
+        ingest`, except that the strictest label wins).
         `lower_label`: this version's label may be lower than the stored one's."""
         if isinstance(source, Path) or _names_file(source):
+            from ragspine.ingest.metadata import read_sidecar
+
             path = Path(source)
             try:
                 data = path.read_bytes()
             except OSError as exc:
                 raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from exc
-            return self.ingest_bytes(
-                path.name, data, doc_id=doc_id or path.name, valid_as_of=valid_as_of, lower_label=lower_label,
-                **meta,
+            return self._ingest_file(
+                path.name, data, read_sidecar(path), doc_id=doc_id or path.name, valid_as_of=valid_as_of,
+                lower_label=lower_label, **meta,
             )  # fmt: skip
         if doc_id is None:
             raise ValueError("ingesting a text needs doc_id=...")
@@ -150,11 +164,10 @@ class Workspace:
     ) -> IngestResult:
         """Make `text` the active version of `doc_id` (one transaction). `metadata`: user
         metadata (filterable); `pages`: (page spans, page numbers) of a paged document, carried
-        into each chunk's locator. Labelled and chunked by `ingest.document` (the one ingest
-        path): an unknown sensitivity label is a ValueError and nothing is written; a label
-        lower than the stored version's is kept higher unless `lower_label`."""
-        from ragspine.ingest.document import prepare_loaded
-        from ragspine.ingest.loaders import LoadedDocument
+        into each chunk's locator. Labelled, chunked, stored and registered by the one ingest
+        path (`ingest.pipeline.IngestPipeline`): an unknown sensitivity label is a ValueError
+        and nothing is written; a label lower than the stored version's is kept higher unless
+        `lower_label`."""
         from ragspine.ingest.metadata import DocumentFields
 
         _check_meta(meta)
@@ -163,14 +176,12 @@ class Workspace:
             raise ValueError("text is empty: nothing to ingest (use withdraw to remove a document)")
         user = {} if metadata is None else metadata
         check_user_metadata(user)
-        spans, numbers = pages if pages is not None else ((), ())
-        loaded = LoadedDocument(text, page_spans=tuple(spans), page_numbers=tuple(numbers))
         own = DocumentFields({k: v for k, v in meta.items() if v is not None}, user)
-        label = own.known.get("sensitivity")
-        labels = [(label, f"the sensitivity argument for {doc_id!r}")] if label else []
-        settings = self._ingest_settings({})
-        prepared = prepare_loaded(doc_id, loaded, own, settings, user_metadata=dict(user), labels=labels)
-        return self._write(doc_id, prepared, settings, valid_as_of, lower_label)
+        written = self._pipeline().ingest_text(
+            doc_id, text, self._ingest_settings({}), own=own, user_metadata=user, pages=pages, lower=lower_label,
+            valid_as_of=valid_as_of,
+        )  # fmt: skip
+        return self._result(written)
 
     def ingest_bytes(
         self,
@@ -182,47 +193,67 @@ class Workspace:
         lower_label: bool = False,
         **meta: str,
     ) -> IngestResult:
-        """Ingest a file's bytes with the loader for its suffix, through the same preparation as
-        `ragspine ingest` (`ingest.document.prepare`): the file's own metadata (Markdown front
-        matter) wins over `meta`, which fills the rest as defaults; its string/number free
+        """Ingest a file's bytes with the loader for its suffix, through the same pipeline as
+        `ragspine ingest` (`ingest.pipeline.IngestPipeline`): the file's own metadata (Markdown
+        front matter) wins over `meta`, which fills the rest as defaults; its string/number free
         fields become filterable user metadata; PDF pages reach the locators; the same file and
-        metadata store the same chunks and labels either way. The label is the strictest of
-        the file's own and `meta`'s, and never lower than the stored version's unless
-        `lower_label`."""
-        from ragspine.ingest.document import prepare
+        metadata store the same chunks, labels and registry row either way. The label is the
+        strictest of the file's own and `meta`'s, and never lower than the stored version's
+        unless `lower_label`."""
+        return self._ingest_file(
+            filename, data, None, doc_id=doc_id, valid_as_of=valid_as_of, lower_label=lower_label, **meta
+        )
+
+    def _ingest_file(
+        self,
+        filename: str,
+        data: bytes,
+        sidecar: Sidecar | None,
+        *,
+        doc_id: str | None,
+        valid_as_of: str,
+        lower_label: bool,
+        **meta: str,
+    ) -> IngestResult:
         from ragspine.ingest.files import SourceFile
-        from ragspine.ingest.metadata import DocumentFields, Sidecar
 
         _check_meta(meta)
         name = Path(filename).name
         doc_id = _check_doc_id(doc_id or name)
         defaults = {k: v for k, v in meta.items() if k != "sensitivity"}
         settings = self._ingest_settings(defaults, meta.get("sensitivity"))
-        prepared = prepare(SourceFile(Path(name), doc_id, Path(".")), data, Sidecar(DocumentFields()), settings)
-        return self._write(doc_id, prepared, settings, valid_as_of, lower_label)
+        source = SourceFile(Path(name), doc_id, Path("."))
+        written = self._pipeline().ingest_file(
+            source, data, settings, sidecar=sidecar, lower=lower_label, valid_as_of=valid_as_of
+        )
+        return self._result(written)
 
     def _ingest_settings(self, defaults: Mapping[str, str | None], sensitivity: str | None = None) -> IngestSettings:
-        from ragspine.ingest.document import ingest_settings
-        from ragspine.ingest.sensitivity_rules import SensitivityRules
+        """Step 1 of the pipeline (labels) for one request, with this workspace's chunking."""
+        from ragspine.ingest.pipeline import resolve_labels
 
-        index = self.retriever.index
-        levels = SensitivityRules(levels=tuple(self.settings.sensitivity_levels.split(",")))
-        return ingest_settings(
-            defaults, sensitivity, max_chars=index.max_chars, overlap_chars=index.overlap_chars,
-            sensitivity_from="the sensitivity argument", chunker=index.chunker, rules=levels,
+        return resolve_labels(
+            defaults, sensitivity, levels=self.settings.sensitivity_levels, max_chars=self.settings.chunk_chars,
+            overlap_chars=self.settings.chunk_overlap, sensitivity_from="the sensitivity argument",
+            chunker=self.retriever.index.chunker,
         )  # fmt: skip
 
-    def _write(
-        self, doc_id: str, prepared: PreparedDocument, settings: IngestSettings, valid_as_of: str, lower: bool
-    ) -> IngestResult:
-        from ragspine.ingest.document import keep_stricter, stored_labels
+    def _pipeline(self) -> IngestPipeline:
+        """The ingest pipeline over this workspace's index, with the registry beside its store
+        (opened at the first write: a workspace that only reads never creates it)."""
+        with self._ingest_lock:
+            if self._ingest is None:
+                from ragspine.ingest.pipeline import IngestPipeline
+                from ragspine.ingest.registry import DocumentRegistry
 
-        stored = stored_labels(self.store, doc_id)
-        prepared = keep_stricter(prepared, stored, settings.rules.levels, lower=lower)
-        for warning in prepared.warnings:
-            _LOG.warning("ingest %s: %s", doc_id, warning)
-        count = self.retriever.index.replace_chunks(doc_id, prepared.chunks, valid_as_of=valid_as_of)
-        return IngestResult(doc_id, count, self._version(doc_id), prepared.warnings)
+                self._ingest = IngestPipeline(self.retriever.index, registry=DocumentRegistry(self.settings.db))
+            return self._ingest
+
+    @staticmethod
+    def _result(written: Written) -> IngestResult:
+        for warning in written.warnings:
+            _LOG.warning("ingest %s: %s", written.doc_id, warning)
+        return IngestResult(written.doc_id, written.chunks, written.version, written.warnings)
 
     def embed_pending(
         self, *, progress: bool | None = None, batch_size: int = 64, embed_batches: BatchEmbedder | None = None
@@ -245,7 +276,7 @@ class Workspace:
         if not restricted and any(is_restricted(c.sensitivity) for c in rows):
             return 0
         if rows:
-            self.retriever.index.withdraw(doc_id)
+            self._pipeline().withdraw(doc_id)
         return len(rows)
 
     # -- reads --------------------------------------------------------------------------------
@@ -285,28 +316,30 @@ class Workspace:
         top_k: int = DEFAULT_SEARCH_TOP_K,
         mode: str | None = None,
         trace: Trace | None = None,
-    ) -> list[dict[str, Any]]:
-        """Ranked, cited, RESTRICTED-free snippet dicts. `where`: exact matches on the five
-        metadata fields ({"entity": "ACME_CN"}) or the typed filter language (docs/filters.md).
-        `mode` must be one the workspace can run. `trace`: receives one step per pipeline stage
-        (`ragspine search --explain`)."""
+    ) -> list[Snippet]:
+        """Ranked, cited, RESTRICTED-free snippet dicts (`ragspine.retrieval.snippet.Snippet`).
+        `where`: exact matches on the five metadata fields ({"entity": "ACME_CN"}), the typed
+        filter language (docs/filters.md), or its string form ("period>=2024 and
+        entity=ACME_CN"); `query`, `where` and `top_k` are checked as on every surface
+        (`SearchRequest`). `mode` must be one the workspace can run. `trace`: receives one step
+        per pipeline stage (`ragspine search --explain`)."""
         self.check_mode(mode)
-        if not isinstance(query, str) or not query.strip():
-            raise ValueError("query is empty: give some words to search for")
-        if top_k < 1:
-            raise ValueError(f"top_k must be >= 1, got {top_k}")
+        request = SearchRequest(query, where=where, top_k=top_k)
+        query, where, top_k = request.query, request.where, request.top_k
         exported = trace is None and self.settings.otel == "on"
         if exported:
             trace = Trace()  # RAGSPINE_OTEL: recorded only to be exported
         if trace is None:
-            return self.retriever.retrieve(query, filters=where or None, top_k=top_k)
-        snippets = self.retriever.retrieve_run(query, filters=where or None, top_k=top_k, trace=trace).snippets
+            return self.retriever.retrieve(query, filters=where, top_k=top_k)
+        snippets = self.retriever.retrieve_run(query, filters=where, top_k=top_k, trace=trace).snippets
         if self.settings.otel == "on":
             export_trace(trace)
         return snippets
 
     def ask(self, question: str, *, where: Any = None, top_k: int = DEFAULT_ASK_TOP_K) -> Answer:
-        """A cited answer: from the LLM when one is configured, else extractive."""
+        """A cited answer: from the LLM when one is configured, else extractive. `where` and
+        `top_k` are checked as `search` checks them."""
+        where, top_k = check_where(where), check_top_k(top_k)
         return ask(self.retriever, question, provider=self.provider, filters=where, top_k=top_k)
 
     def stats(self) -> dict[str, Any]:
@@ -338,6 +371,7 @@ class Workspace:
                 "problem": coverage.problem,
                 "healthy": coverage.problem is None and coverage.damaged == 0 and stored is not None,
             }
+        index["vector_store"] = vector_store_of(self.settings)  # kind, location (masked), collection
         visual = getattr(self.retriever, "visual", None)  # the page index (RAGSPINE_VISUAL_EMBEDDER)
         index["visual"] = None if visual is None else visual.stats()
         out = {"documents": documents, "chunks": chunks, "index": index, "channels": channels(self.settings)}
@@ -372,6 +406,8 @@ class Workspace:
         close_tree = getattr(self.retriever, "close", None)  # a RAPTOR retriever's tree file
         if callable(close_tree):
             close_tree()
+        if self._ingest is not None:
+            self._ingest.close()
         self.store.close()
         if dense is not None:
             dense.vectors.close()
@@ -386,9 +422,6 @@ class Workspace:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
-
-    def _version(self, doc_id: str) -> int:
-        return self.store.latest_version(doc_id)
 
 
 def open_workspace(

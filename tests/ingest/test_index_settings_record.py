@@ -88,8 +88,9 @@ def test_rebuild_recuts_every_file_and_withdraws_what_is_not_under_the_paths(
         assert len(chunks) > before and all(len(c["text"]) <= 150 for c in chunks)
         assert workspace.chunks("memo") == []  # no document keeps the old chunking
         assert workspace.search("starfish")[0]["doc_id"] == "tides.txt"
+    old = {"RAGSPINE_CHUNK_CHARS": "1000", "RAGSPINE_CHUNK_OVERLAP": "80"}  # given: opening adopts the record
     assert (
-        cli("search", "starfish", "--db", str(db)).exit_code == 1
+        cli("search", "starfish", "--db", str(db), env=old).exit_code == 1
     )  # 1000/80 is now the other setting
 
 

@@ -6,6 +6,7 @@ retrieval layer calls when it needs a model (the listwise judge). Both are struc
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 
@@ -15,7 +16,7 @@ class NarrativeRetriever(Protocol):
 
     def retrieve(
         self, query: str, *, filters: dict[str, str] | None = None, top_k: int = 50
-    ) -> list[dict[str, Any]]: ...
+    ) -> Sequence[Mapping[str, Any]]: ...
 
 
 @runtime_checkable

@@ -62,7 +62,7 @@ def resolve_mode(requested: str | EvalMode, embedding: str | None = None) -> Res
     if embedding is None:
         from ragspine.assembly import load_settings
 
-        embedding, source = load_settings().embedding, "RAGSPINE_EMBEDDING"
+        embedding, source = load_settings(adopt=False).embedding, "RAGSPINE_EMBEDDING"
     spec = embedding.strip().lower()
     if spec not in EMBEDDING_BACKENDS:
         raise EvalError(

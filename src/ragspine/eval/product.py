@@ -125,7 +125,7 @@ def run_product_eval(
         resolve_embedding,
     )
 
-    settings = load_settings(config_file=options.config, flags=options.flags())
+    settings = load_settings(config_file=options.config, flags=options.flags(), adopt=False)  # its own stores
     asked = index_settings_for(settings)
     _, why = resolve_embedding(settings)
     key = workspace_key(dataset, settings)

@@ -6,7 +6,9 @@ Invariants: each corpus entry is one document (doc_id = `_id`, title in its meta
 chunk (its first, i.e. highest-fused, chunk in the result list); the chunk depth grows until the
 ranking holds `top_k` distinct documents or the retriever has no more matching chunks; a blank
 query gets an empty ranking (it scores 0, it is not dropped). Only `NarrativeIndex`'s public
-ingest/retrieve calls are used, so any engine behind it is measured the same way.
+ingest/retrieve calls are used, so any engine behind it is measured the same way: ingest runs
+through `IngestPipeline` (the path `ragspine ingest` takes), whose `ingest_document` writes
+exactly the chunks `NarrativeIndex.ingest` makes.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from ragspine.eval.store import (
     mark_ingest,
     open_store,
 )
+from ragspine.ingest.pipeline import IngestPipeline
+from ragspine.ingest.registry import DocumentRegistry
 from ragspine.retrieval.chunking.chunking import DEFAULT_OVERLAP_CHARS
 from ragspine.retrieval.fusion.rrf import Fusion
 from ragspine.retrieval.lexical.analyzers import make_analyzer
@@ -210,7 +214,7 @@ def run_eval(dataset: BeirDataset, options: EvalOptions = EvalOptions()) -> Eval
             _ingest(store, index, dataset.corpus, fingerprint, state, options.progress)
         ingest_s = time.perf_counter() - started
         started = time.perf_counter()
-        embedded = index.embed_pending(progress=None if options.progress else False)
+        embedded = IngestPipeline(index).embed(progress=None if options.progress else False)  # the embed step
         embed_s = time.perf_counter() - started
         chunks = active_chunk_count(store)
         depth = chunk_depth(options.top_k, chunks, len(dataset.corpus))
@@ -248,7 +252,7 @@ def _dense_assembly(spec: str | None) -> tuple[EmbeddingBackend | None, Fusion]:
     from ragspine.assembly import embedding_options, load_settings, make_fusion
     from ragspine.retrieval.vector.embeddings.factory import make_embedding_backend
 
-    settings = load_settings()
+    settings = load_settings(adopt=False)  # eval builds its own stores: RAGSPINE_DB's record is not theirs
     fusion = make_fusion(settings)
     if spec is None:
         return None, fusion
@@ -271,10 +275,14 @@ def _ingest(
 
 
 def ingest_corpus(index: NarrativeIndex, docs: Sequence[CorpusDoc], progress: bool = True) -> int:
-    """Ingest each corpus entry as one document; return the chunks written."""
+    """Ingest each corpus entry as one document through the one ingest path (`IngestPipeline`:
+    label read, `NarrativeIndex.ingest`'s chunks, a registry row beside the store); return the
+    chunks written."""
     written = 0
-    for doc in _progress(docs, progress, desc="ingest", unit="doc"):
-        written += index.ingest(doc.indexed_text, DocumentMeta(doc_id=doc.doc_id, title=doc.title))
+    with IngestPipeline(index, registry=DocumentRegistry(index.store.db_path)) as pipeline:
+        for doc in _progress(docs, progress, desc="ingest", unit="doc"):
+            meta = DocumentMeta(doc_id=doc.doc_id, title=doc.title)
+            written += pipeline.ingest_document(doc.indexed_text, meta).chunks
     return written
 
 

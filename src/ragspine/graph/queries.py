@@ -24,6 +24,7 @@ from ragspine.graph.stores import GraphStore
 from ragspine.graph.vocabulary import Vocabulary
 from ragspine.retrieval.filters import MAX_ITEMS
 from ragspine.retrieval.sensitivity import is_restricted
+from ragspine.retrieval.snippet import Snippet
 from ragspine.retrieval.store.protocol import ChunkReader
 
 DEFAULT_SUPPORT_LIMIT = 20
@@ -32,7 +33,7 @@ DEFAULT_SUPPORT_LIMIT = 20
 class SnippetRetriever(Protocol):
     """What a roll-up searches with (`NarrativeIndexRetriever` is one)."""
 
-    def retrieve(self, query: str, *, filters: Any = None, top_k: int = ...) -> list[dict[str, Any]]: ...
+    def retrieve(self, query: str, *, filters: Any = None, top_k: int = ...) -> list[Snippet]: ...
 
 
 @dataclass

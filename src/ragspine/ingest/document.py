@@ -11,9 +11,10 @@ from). `keep_stricter` never lets a new version lower the label of the stored on
 caller says so for that document. Every chunk's text is a substring of the
 loaded text; PDF locators gain `;pages=…` (see `pages`).
 
-This is the one preparation path: the folder pipeline (`prepare`), and `Workspace.ingest_bytes`
-(HTTP upload, `ragspine.open().ingest`) and `Workspace.ingest_text` (via `prepare_loaded`) all
-label and chunk here, so the same file and metadata give the same chunks whichever way it came.
+This is the load-and-chunk half of the one ingest path (`ingest.pipeline.IngestPipeline`): files
+(`prepare`: the folder run, `Workspace.ingest_bytes`, HTTP upload) and texts (`prepare_loaded`:
+`Workspace.ingest_text`, `POST /documents`) are labelled (through `ingest.labels`, the one label
+reader) and chunked here, so the same file and metadata give the same chunks whichever way it came.
 Chunks are cut by `IngestSettings.chunker` (the workspace passes its configured one), else by the
 paragraph packer with the settings' budget.
 """
@@ -27,13 +28,21 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ragspine.ingest.files import SourceFile
+from ragspine.ingest.labels import (
+    DEFAULT_SENSITIVITY,
+    caller_label,
+    kept_label,
+    kept_warning,
+    label_sources,
+    read_label,
+    stored_labels,
+)
 from ragspine.retrieval.language import detect_language
 from ragspine.ingest.loaders import LoadedDocument, load_document
 from ragspine.ingest.metadata import DocumentFields, Sidecar, filterable, to_fields
 from ragspine.ingest.pages import with_pages
 from ragspine.ingest.sensitivity_rules import SensitivityRules
 from ragspine.ingest.quality import GARBLED_SHARE, garbled_share
-from ragspine.retrieval.sensitivity import check_label, normalize_label, strictest
 from ragspine.retrieval.chunking.chunking import (
     DEFAULT_CHUNK_CHARS,
     DEFAULT_OVERLAP_CHARS,
@@ -48,7 +57,6 @@ from ragspine.retrieval.store.protocol import ChunkStoreProtocol
 # 3: the strictest label of every source wins; rules also match paths relative to the folders
 # above a file; garbled-text detection recorded.
 INGEST_FORMAT = 3
-DEFAULT_SENSITIVITY = "INTERNAL"
 GARBLED = "garbled"  # the registry metadata key of a document whose text looks garbled
 DIMENSIONS = ("topic", "entity", "geography", "period", "language")
 
@@ -71,10 +79,10 @@ class IngestSettings:
     sensitivity_given: bool = False
 
     def __post_init__(self) -> None:
-        if self.sensitivity_given:  # checked now; the default only when a document needs it
-            label = check_label(self.sensitivity, self.rules.levels, source=self.sensitivity_from)
-        else:
-            label = normalize_label(self.sensitivity)
+        # checked now when given; the default only when a document needs it
+        label = caller_label(
+            self.sensitivity, self.rules.levels, given=self.sensitivity_given, source=self.sensitivity_from
+        )
         object.__setattr__(self, "sensitivity", label)
 
     def fingerprint(self) -> str:
@@ -140,11 +148,7 @@ def prepare(
     loaded = load_document(source.path, data)
     front = to_fields(loaded.metadata, "front matter") if loaded.metadata else DocumentFields()
     own = sidecar.fields.over(front)
-    labels = [
-        (fields.known["sensitivity"], f"the {where} of {source.doc_id!r}")
-        for fields, where in ((sidecar.fields, "sidecar"), (front, "front matter"))
-        if fields.known.get("sensitivity")
-    ]
+    labels = label_sources(source.doc_id, (sidecar.fields, "sidecar"), (front, "front matter"))
     prepared = prepare_loaded(
         source.doc_id, loaded, own, settings, user_metadata=filterable(own.free), labels=labels,
         paths=anchored_paths(source),
@@ -178,7 +182,10 @@ def prepare_loaded(
     rule globs match besides `doc_id`. ValueError with the reason."""
     fields = own.over(settings.defaults).known
     title = fields.get("title") or loaded.title
-    sensitivity, source_of_label = _sensitivity(doc_id, loaded, title, labels, paths, settings)
+    sensitivity, source_of_label = read_label(
+        doc_id, loaded.text, title, labels, rules=settings.rules, paths=paths, default=settings.sensitivity,
+        caller=settings.sensitivity if settings.sensitivity_given else None,
+    )  # fmt: skip
     meta = DocumentMeta(
         doc_id=doc_id,
         title=title,
@@ -215,58 +222,22 @@ def prepare_loaded(
     return PreparedDocument(meta, chunks, loaded, metadata, tuple(warnings))
 
 
-def stored_labels(store: ChunkStoreProtocol, doc_id: str) -> frozenset[str]:
-    """The labels (normalised) of the active chunks of `doc_id`; empty when it has none."""
-    return frozenset(normalize_label(chunk.sensitivity) for chunk in store.iter_chunks(doc_id=doc_id))
-
-
 def keep_stricter(
     prepared: PreparedDocument, stored: Iterable[str], levels: Sequence[str], *, lower: bool = False
 ) -> PreparedDocument:
     """`prepared`, relabelled with the strictest `stored` label of the active version when that
     is stricter than its own and `lower` is False (a warning says so): a re-ingest never lowers
     a label implicitly. A stored label outside `levels` counts as the strictest (fails closed)."""
-    known = [normalize_label(level) for level in levels]
-    ranked = sorted(stored, key=lambda label: (known.index(label) if label in known else len(known), label))
     new = prepared.meta.sensitivity
-    if not ranked or lower:
-        return prepared
-    kept = ranked[-1]
-    if kept in known and known.index(kept) <= known.index(new):
+    kept = kept_label(new, stored, levels, lower=lower)
+    if kept is None:
         return prepared
     chunks = [replace(chunk, sensitivity=kept) for chunk in prepared.chunks]
     metadata = {**prepared.metadata, "sensitivity": kept, "sensitivity_from": "kept"}
-    warning = (
-        f"kept the stored label {kept}: this version would be labelled {new}, and a label is "
-        "only lowered when asked for this document (ragspine ingest --lower-label DOC_ID)"
-    )
     return replace(
         prepared, meta=replace(prepared.meta, sensitivity=kept), chunks=chunks, metadata=metadata,
-        warnings=(*prepared.warnings, warning),
+        warnings=(*prepared.warnings, kept_warning(kept, new)),
     )  # fmt: skip
-
-
-def _sensitivity(
-    doc_id: str,
-    loaded: LoadedDocument,
-    title: str,
-    labels: Sequence[tuple[str, str]],
-    paths: Sequence[str],
-    settings: IngestSettings,
-) -> tuple[str, str]:
-    """(the strictest label of every source, which kind of source gave it)."""
-    levels = settings.rules.levels
-    found = [(check_label(label, levels, source=where), "document") for label, where in labels]
-    ruled = settings.rules.classify(doc_id, loaded.text, title, paths=paths)
-    if ruled is not None:
-        found.append((ruled, "rule"))
-    if settings.sensitivity_given:
-        found.append((settings.sensitivity, "argument"))
-    if not found:
-        where = f"the default label, as nothing labels {doc_id!r}: give it a sensitivity"
-        return check_label(settings.sensitivity, levels, source=where), "default"
-    best = strictest([label for label, _ in found], levels)
-    return next((label, kind) for label, kind in found if label == best)
 
 
 def _identity(chunker: Chunker) -> str:

@@ -97,7 +97,8 @@ class DocumentRegistry:
                 self._conn.execute(f"CREATE INDEX IF NOT EXISTS ix_{TABLE}_root ON {TABLE} (root, status)")
             return
         self._mark = "?"
-        self._conn = sqlite3.connect(self.db_path, isolation_level=None)
+        # Used from the HTTP service's threads too; `IngestPipeline` writes one row at a time.
+        self._conn = sqlite3.connect(self.db_path, isolation_level=None, check_same_thread=False)
         self._conn.execute("PRAGMA busy_timeout=10000")
         # A registry row lost to a power cut only means that document is ingested again next run.
         self._conn.execute("PRAGMA synchronous=NORMAL")

@@ -1,9 +1,13 @@
 """What every adapter shares: the searcher it wraps (local workspace or HTTP API), the
 RESTRICTED re-check and the metadata a framework's document carries.
 
-Invariant: `passages` is the one gate every adapter passes snippets through; it drops any snippet
-labelled RESTRICTED (the workspace never returns one: this is the second check at the adapter
-boundary), so no framework object is ever built from RESTRICTED text.
+Invariants: `passages` is the one gate every adapter passes snippets through; it drops any
+snippet labelled RESTRICTED (the workspace never returns one: this is the second check at the
+adapter boundary), so no framework object is ever built from RESTRICTED text. Every adapter
+hands over the one snippet type (`ragspine.retrieval.snippet.Snippet`), and `snippet_metadata`
+is the one conversion of a snippet into a framework document's metadata (LangChain `Document`,
+LlamaIndex `TextNode`). A search is checked as on every surface (`SearchRequest`): the
+`RemoteWorkspace` refuses locally what the service would refuse.
 """
 
 from __future__ import annotations
@@ -11,10 +15,13 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Iterable, Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 from ragspine.extras import require
+from ragspine.retrieval.filters import And, Or, Predicate, to_dict
+from ragspine.retrieval.pipeline.request import SearchRequest, check_top_k
 from ragspine.retrieval.sensitivity import is_restricted
+from ragspine.retrieval.snippet import Snippet
 
 # The snippet fields a framework document's metadata carries besides the text.
 CITATION_FIELDS = ("doc_id", "title", "source_locator", "chunk_id", "version", "valid_as_of")
@@ -26,12 +33,12 @@ HTTP_TIMEOUT_S = 60.0
 class Searcher(Protocol):
     """What an adapter searches: a `ragspine.open(...)` workspace or a `RemoteWorkspace`."""
 
-    def search(self, query: str, *, where: Any = None, top_k: int = ...) -> list[dict[str, Any]]: ...
+    def search(self, query: str, *, where: Any = None, top_k: int = ...) -> list[Snippet]: ...
 
 
-def passages(snippets: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def passages(snippets: Iterable[Mapping[str, Any]]) -> list[Snippet]:
     """The snippets an adapter may hand over: every one not labelled RESTRICTED, in order."""
-    return [dict(s) for s in snippets if not is_restricted(str(s.get("sensitivity", "")))]
+    return [cast(Snippet, dict(s)) for s in snippets if not is_restricted(str(s.get("sensitivity", "")))]
 
 
 def snippet_metadata(snippet: Mapping[str, Any]) -> dict[str, Any]:
@@ -46,7 +53,7 @@ def snippet_metadata(snippet: Mapping[str, Any]) -> dict[str, Any]:
     return meta
 
 
-async def search_async(searcher: Searcher, query: str, *, where: Any, top_k: int) -> list[dict[str, Any]]:
+async def search_async(searcher: Searcher, query: str, *, where: Any, top_k: int) -> list[Snippet]:
     """`searcher.search` without blocking the event loop: a remote searcher's own async call,
     a local one in a worker thread (the workspace is thread-safe)."""
     if isinstance(searcher, RemoteWorkspace):
@@ -93,12 +100,12 @@ class RemoteWorkspace:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def search(self, query: str, *, where: Any = None, top_k: int = 10) -> list[dict[str, Any]]:
+    def search(self, query: str, *, where: Any = None, top_k: int = 10) -> list[Snippet]:
         """Ranked, cited snippets from POST /search."""
         body = _answer(self._pool().post("/search", json=_search_body(query, where, top_k)))
         return passages(body["snippets"])
 
-    async def asearch(self, query: str, *, where: Any = None, top_k: int = 10) -> list[dict[str, Any]]:
+    async def asearch(self, query: str, *, where: Any = None, top_k: int = 10) -> list[Snippet]:
         """`search` on an async HTTP client."""
         async with self._httpx.AsyncClient(base_url=self.url, headers=self._headers, timeout=self._timeout) as client:
             body = _answer(await client.post("/search", json=_search_body(query, where, top_k)))
@@ -106,25 +113,32 @@ class RemoteWorkspace:
 
     def ask(self, question: str, *, where: Any = None, top_k: int = 5) -> dict[str, Any]:
         """The answer of POST /ask: {question, answer, mode, note, citations}."""
-        payload = {"question": question, "top_k": top_k, "where": _where_object(where)}
+        payload = {"question": question, "top_k": check_top_k(top_k), "where": _where_object(where)}
         body = _answer(self._pool().post("/ask", json=payload))
         body["citations"] = passages(body["citations"])
         return dict(body)
 
 
 def _search_body(query: str, where: Any, top_k: int) -> dict[str, Any]:
-    return {"query": query, "top_k": top_k, "where": _where_object(where)}
+    """The POST /search body of a request checked as every surface checks it."""
+    request = SearchRequest(query, where=where, top_k=top_k)
+    return {"query": request.query, "top_k": request.top_k, "where": _where_object(request.where)}
 
 
-def _where_object(where: Any) -> dict[str, Any] | None:
-    """The API's `where` (one JSON object) for the Python forms: a dict, or a list AND-ed."""
+def _where_object(where: Any) -> dict[str, Any] | str | None:
+    """The API's `where` for the Python forms: a dict or the string form as they are, a Filter
+    as its dict form, a list AND-ed."""
     if not where:
         return None
+    if isinstance(where, str):
+        return where
+    if isinstance(where, Predicate | And | Or):
+        return dict(to_dict(where))
     if isinstance(where, Mapping):
         return dict(where)
     if isinstance(where, list | tuple):
         return {"and": [_where_object(w) or {} for w in where]}
-    raise ValueError(f"where must be a dict (or a list of dicts, AND-ed) for the HTTP API, got {type(where).__name__}")
+    raise ValueError(f"where must be a dict, a string or a list (AND-ed) for the HTTP API, got {type(where).__name__}")
 
 
 def _answer(response: Any) -> dict[str, Any]:

@@ -10,10 +10,12 @@ Invariant: the documents are built only from `common.passages` (RESTRICTED never
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Annotated, Any
 
 from ragspine.extras import require
 from ragspine.integrations.common import Searcher, passages, search_async, snippet_metadata
+from ragspine.retrieval.pipeline.request import check_top_k
 
 _core = require("langchain_core.retrievers", extra="langchain", purpose="RAGSpineRetriever (LangChain)")
 _documents = require("langchain_core.documents", extra="langchain", purpose="RAGSpineRetriever (LangChain)")
@@ -22,7 +24,7 @@ _pydantic = require("pydantic", extra="langchain", purpose="RAGSpineRetriever (L
 __all__ = ["RAGSpineRetriever", "to_documents"]
 
 
-def to_documents(snippets: list[dict[str, Any]]) -> list[Any]:
+def to_documents(snippets: Iterable[Mapping[str, Any]]) -> list[Any]:
     """LangChain `Document`s for `snippets` (RESTRICTED dropped), ids = chunk ids."""
     return [
         _documents.Document(page_content=s["text"], metadata=snippet_metadata(s), id=s.get("chunk_id"))
@@ -34,13 +36,14 @@ class RAGSpineRetriever(_core.BaseRetriever):  # type: ignore[name-defined]
     """LangChain retriever: ranked, cited RAGSpine snippets as `Document`s.
 
     `searcher`: a `ragspine.open(...)` workspace or a `RemoteWorkspace`; `where`: a filter
-    applied to every query (docs/filters.md); `top_k`: documents per query.
+    applied to every query (any form, the string form included: docs/filters.md); `top_k`:
+    documents per query, a whole number (checked as on every surface: `check_top_k`).
     """
 
     model_config = _pydantic.ConfigDict(arbitrary_types_allowed=True)
     searcher: Any
     where: Any = None
-    top_k: int = 5
+    top_k: Annotated[int, _pydantic.BeforeValidator(check_top_k)] = 5
 
     def _get_relevant_documents(self, query: str, *, run_manager: Any) -> list[Any]:
         return to_documents(_searcher(self.searcher).search(query, where=self.where, top_k=self.top_k))

@@ -11,10 +11,12 @@ Invariant: the nodes are built only from `common.passages` (RESTRICTED never inc
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ragspine.extras import require
 from ragspine.integrations.common import Searcher, passages, search_async, snippet_metadata
+from ragspine.retrieval.pipeline.request import check_top_k
 
 _retrievers = require("llama_index.core.retrievers", extra="llamaindex", purpose="RAGSpineRetriever (LlamaIndex)")
 _schema = require("llama_index.core.schema", extra="llamaindex", purpose="RAGSpineRetriever (LlamaIndex)")
@@ -23,7 +25,7 @@ __all__ = ["RAGSpineRetriever", "to_nodes"]
 LLM_VISIBLE = ("title", "source_locator")
 
 
-def to_nodes(snippets: list[dict[str, Any]]) -> list[Any]:
+def to_nodes(snippets: Iterable[Mapping[str, Any]]) -> list[Any]:
     """`NodeWithScore`s for `snippets` (RESTRICTED dropped). LlamaIndex's prompt templates show
     an LLM the text with its title and source_locator (to cite); no metadata is embedded."""
     nodes = []
@@ -41,13 +43,14 @@ class RAGSpineRetriever(_retrievers.BaseRetriever):  # type: ignore[name-defined
     """LlamaIndex retriever: ranked, cited RAGSpine snippets as `NodeWithScore`s.
 
     `searcher`: a `ragspine.open(...)` workspace or a `RemoteWorkspace`; `where`: a filter
-    applied to every query (docs/filters.md); `top_k`: nodes per query.
+    applied to every query (any form, the string form included: docs/filters.md); `top_k`:
+    nodes per query, a whole number (checked as on every surface: `check_top_k`).
     """
 
     def __init__(self, searcher: Searcher, *, where: Any = None, top_k: int = 5, **kwargs: Any) -> None:
         if not isinstance(searcher, Searcher):
             raise TypeError(f"searcher must be a ragspine workspace or RemoteWorkspace, got {type(searcher).__name__}")
-        self.searcher, self.where, self.top_k = searcher, where, top_k
+        self.searcher, self.where, self.top_k = searcher, where, check_top_k(top_k)
         super().__init__(**kwargs)
 
     def _retrieve(self, query_bundle: Any) -> list[Any]:

@@ -5,6 +5,9 @@ by `ragspine serve`, behind its API keys).
 Invariants:
 - Every tool is one call on a `Workspace` (built by `ragspine.assembly` through
   `Workspace.from_settings`); results pass `common.passages` (RESTRICTED dropped, again).
+- A passage is the one snippet type (`ragspine.retrieval.snippet.Snippet`, its model derived
+  from it) with its rank and citation; `query`, `where` and `top_k` are checked as on every
+  surface (`SearchRequest`, `check_top_k`: `top_k: "3"` is refused, as over HTTP).
 - `get_chunk` refuses a RESTRICTED chunk (a tool error; its text never leaves).
 - Every tool states its input and output JSON schemas, answers with structured content, and
   turns bad input into a tool error (`isError`, a one-line message), never a traceback.
@@ -13,17 +16,20 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any, cast
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from ragspine import __version__
 from ragspine.extras import MissingExtraError, require
 from ragspine.integrations.common import passages
+from ragspine.retrieval.pipeline.request import check_top_k
+from ragspine.retrieval.snippet import Snippet
+from ragspine.retrieval.typed_model import model_from_typeddict
 from ragspine.search_libraries import LibrarySpec
 from ragspine.workspace import DEFAULT_SEARCH_TOP_K, Workspace
 
@@ -38,32 +44,44 @@ INSTRUCTIONS = (
 )
 WHERE_HELP = (
     "Optional filter: {\"entity\": \"ACME_CN\"}, {\"period\": {\"gte\": \"2024\"}}, {\"and\": [...]}, or an "
-    "expression string such as \"period>=2024\" or \"entity in ACME_CN,ACME_HK\" (fields: topic, entity, "
-    "geography, period, language, doc_id, valid_as_of, user metadata)."
+    "expression string such as \"period>=2024\", \"entity in ACME_CN,ACME_HK\" or "
+    "\"period>=2024 and entity=ACME_CN\" (fields: topic, entity, geography, period, language, doc_id, "
+    "valid_as_of, user metadata)."
 )
 
 Where = Annotated[dict[str, Any] | str | None, Field(description=WHERE_HELP)]
 Library = Annotated[str | None, Field(description="A library name from list_libraries (default: the default one)")]
 
 
-class Passage(BaseModel):
-    """A ranked, cited passage (never RESTRICTED); the other snippet fields ride along."""
+# `top_k`: a whole number from 1 to MAX_TOP_K, checked by `check_top_k` (as on every surface).
+_CHECK_TOP_K = BeforeValidator(lambda value: check_top_k(value, MAX_TOP_K))
+SearchTopK = Annotated[int, Field(ge=1, le=MAX_TOP_K, description="How many passages"), _CHECK_TOP_K]
+AskTopK = Annotated[int, Field(ge=1, le=MAX_TOP_K, description="Passages to answer from"), _CHECK_TOP_K]
 
-    model_config = ConfigDict(extra="allow")
-    rank: int = Field(description="1 for the best passage")
-    citation: str = Field(description="How to cite it: title [source_locator]")
-    text: str
-    doc_id: str
-    chunk_id: str = Field(description="Pass to get_chunk to read this passage again")
-    source_locator: str = Field(description="Where in the document: file#pages@char-offsets")
-    scores: dict[str, float | None] = Field(description="Per channel: bm25, vector (null: no dense channel), fused")
-    lineage: dict[str, Any] = Field(description="How it was found: filters applied, extracted, fallbacks")
+
+# A ranked, cited passage (never RESTRICTED): the snippet, with its rank and citation first; its
+# optional keys ride along, and `scores` keeps every channel's score.
+Passage = model_from_typeddict(
+    Snippet,
+    name="Passage",
+    doc="A ranked, cited passage (never RESTRICTED); the other snippet fields ride along.",
+    first={"rank": (int, "1 for the best passage"), "citation": (str, "How to cite it: title [source_locator]")},
+    defaults={"version": None, "valid_as_of": "", "lineage": {}},
+    types={"scores": dict[str, float | None]},
+    descriptions={
+        "chunk_id": "Pass to get_chunk to read this passage again (null: a visual page pointer)",
+        "source_locator": "Where in the document: file#pages@char-offsets",
+        "scores": "Per channel: bm25, vector (null: no dense channel), fused",
+        "lineage": "How it was found: filters applied, extracted, fallbacks",
+    },
+    extra="allow",
+)
 
 
 class SearchResult(BaseModel):
     library: str
     query: str
-    passages: list[Passage]
+    passages: list[Passage]  # type: ignore[valid-type]
 
 
 class AskResult(BaseModel):
@@ -71,7 +89,7 @@ class AskResult(BaseModel):
     answer: str = Field(description="The answer; [n] cites citations[n-1]")
     mode: str = Field(description="llm (the configured model wrote it) or extractive (top passages)")
     note: str = ""
-    citations: list[Passage]
+    citations: list[Passage]  # type: ignore[valid-type]
 
 
 class LibraryInfo(BaseModel):
@@ -136,24 +154,24 @@ def build_mcp_server(
     def search(
         query: Annotated[str, Field(min_length=1, max_length=2000, description="What to look for, in any language")],
         where: Where = None,
-        top_k: Annotated[int, Field(ge=1, le=MAX_TOP_K, description="How many passages")] = DEFAULT_SEARCH_TOP_K,
+        top_k: SearchTopK = DEFAULT_SEARCH_TOP_K,
         library: Library = None,
     ) -> SearchResult:
         """Ranked, cited passages for a query (BM25 + dense fused; RESTRICTED never returned)."""
         lib = pick(library)
-        found = guarded(lambda: lib.workspace.search(query, where=_where(where), top_k=top_k))
+        found = guarded(lambda: lib.workspace.search(query, where=where, top_k=top_k))
         return SearchResult(library=lib.name, query=query, passages=_passages(found))
 
     @server.tool(title="Ask", annotations=_read_only())
     def ask(
         question: Annotated[str, Field(min_length=1, max_length=2000, description="A question, in any language")],
         where: Where = None,
-        top_k: Annotated[int, Field(ge=1, le=MAX_TOP_K, description="Passages to answer from")] = 5,
+        top_k: AskTopK = 5,
         library: Library = None,
     ) -> AskResult:
         """An answer with numbered citations: from the configured LLM, else extractive."""
         lib = pick(library)
-        answer = guarded(lambda: lib.workspace.ask(question, where=_where(where), top_k=top_k)).to_dict()
+        answer = guarded(lambda: lib.workspace.ask(question, where=where, top_k=top_k)).to_dict()
         answer["citations"] = _passages(answer["citations"])
         return AskResult.model_validate(answer)
 
@@ -184,19 +202,11 @@ def _read_only() -> Any:
     return types.ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
 
 
-def _where(where: dict[str, Any] | str | None) -> Any:
-    if isinstance(where, str):
-        from ragspine.retrieval.filters import parse_where
-
-        return parse_where(where) if where.strip() else None
-    return where or None
-
-
-def _citation(snippet: dict[str, Any]) -> str:
+def _citation(snippet: Mapping[str, Any]) -> str:
     return f"{snippet.get('title') or snippet['doc_id']} [{snippet['source_locator']}]"
 
 
-def _passages(snippets: Sequence[dict[str, Any]]) -> list[Passage]:
+def _passages(snippets: Sequence[Mapping[str, Any]]) -> list[Any]:
     return [
         Passage.model_validate({**s, "rank": n, "citation": _citation(s)})
         for n, s in enumerate(passages(snippets), start=1)

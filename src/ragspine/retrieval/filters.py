@@ -93,7 +93,8 @@ def _check_size(what: str, size: int, unit: str) -> None:
 
 
 def parse_filter(spec: Any, _depth: int = 0) -> Filter | None:
-    """Build a filter from its dict form (also accepts Filter objects and lists, AND-ed).
+    """Build a filter from its dict form (also accepts Filter objects, lists, AND-ed, and the
+    string form of `parse_expression`).
 
     `{"entity": "ACME"}` · `{"period": {"gte": "2024"}}` · `{"entity": {"in": ["A", "B"]}}` ·
     `{"or": [{...}, {...}]}` · `{"and": [...]}`; several keys in one dict are AND-ed.
@@ -105,11 +106,13 @@ def parse_filter(spec: Any, _depth: int = 0) -> Filter | None:
         return None
     if isinstance(spec, (Predicate, And, Or)):
         return spec
+    if isinstance(spec, str):
+        return parse_expression(spec)
     if isinstance(spec, (list, tuple)):
         _check_size("filter list", len(spec), "filters")
         return _all_of(_parse_members(spec, _depth))
     if not isinstance(spec, Mapping):
-        raise ValueError(f"a filter must be a dict, a list or a Predicate, got {type(spec).__name__}")
+        raise ValueError(f"a filter must be a dict, a list, a string or a Predicate, got {type(spec).__name__}")
     parts: list[Filter] = []
     for key, value in spec.items():
         parts.extend(_parse_entry(key, value, _depth))
@@ -161,6 +164,27 @@ def parse_where(expression: str) -> Predicate:
         f"--where {expression!r}: expected FIELD OP VALUE with OP one of "
         "=, !=, >, >=, <, <=, in, nin, between (e.g. \"period>=2024\", \"entity in A,B\")"
     )
+
+
+def parse_expression(text: str) -> Filter | None:
+    """The string form: one `parse_where` expression, or several joined by ` and ` (AND-ed):
+    `"period>=2024 and entity=ACME_CN"`. Blank text is no filter. A value that itself holds
+    " and " (`"title=R and D"`) is read as one expression when the parts are not all
+    expressions; the dict form says anything the string form cannot.
+
+    >>> parse_expression("period>=2024 and entity=ACME_CN") == And((Predicate("period", "gte", "2024"), Predicate("entity", "eq", "ACME_CN")))
+    True
+    """
+    if not text.strip():
+        return None
+    parts = text.split(" and ")
+    if len(parts) > 1:
+        _check_size("filter expression", len(parts), "clauses")
+        try:
+            return And(tuple(parse_where(part) for part in parts))
+        except ValueError:
+            pass
+    return parse_where(text)
 
 
 def matches(spec: Filter | None, record: Mapping[str, Any]) -> bool:

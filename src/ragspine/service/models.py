@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, create_model
 
-from ragspine.settings.config import RETRIEVAL_MODES
+from ragspine.retrieval import snippet as core
 from ragspine.retrieval.model import FILTER_FIELDS
+from ragspine.retrieval.pipeline.request import check_top_k
+from ragspine.retrieval.typed_model import model_from_typeddict
+from ragspine.settings.config import RETRIEVAL_MODES
 
 MAX_QUERY_CHARS = 2000
 MAX_META_CHARS = 500
@@ -34,8 +37,9 @@ Mode = Literal[RETRIEVAL_MODES]  # type: ignore[valid-type]
 
 WHERE_HELP = (
     "Typed filter, AND-ed with `filters`: {field: value}, {field: {op: value}} with op in eq, ne, "
-    "in, nin, gt, gte, lt, lte, between, and {\"and\": [...]} / {\"or\": [...]}; fields: the five "
-    "dimensions, doc_id, sensitivity, valid_as_of, user metadata (docs/filters.md)."
+    "in, nin, gt, gte, lt, lte, between, and {\"and\": [...]} / {\"or\": [...]}, or the string form "
+    "\"period>=2024 and entity=ACME_CN\"; fields: the five dimensions, doc_id, sensitivity, "
+    "valid_as_of, user metadata (docs/filters.md)."
 )
 
 Filters = create_model(  # type: ignore[call-overload]
@@ -75,42 +79,22 @@ class WithdrawOut(BaseModel):
     withdrawn_chunks: int
 
 
-class Scores(BaseModel):
-    bm25: float | None = Field(description="null for a visual page pointer")
-    vector: float | None = None
-    fused: float
-    visual: float | None = Field(None, description="MaxSim of a visual page pointer (RAGSPINE_VISUAL_EMBEDDER)")
-
-
-class Snippet(BaseModel):
-    """A ranked, cited chunk (never RESTRICTED)."""
-
-    model_config = ConfigDict(extra="allow")
-    text: str
-    doc_id: str
-    title: str
-    source_locator: str
-    chunk_id: str | None = Field(description="null for a visual page pointer (is_visual: a page, never a citable fact)")
-    topic: str
-    entity: str
-    geography: str
-    period: str
-    language: str
-    sensitivity: str
-    version: int | None = None
-    valid_as_of: str = ""
-    scores: Scores
-    lineage: dict[str, Any] = {}
-
-
-class Citation(Snippet):
-    ref: int = Field(description="The number the answer cites it by: [ref]")
-    cited: bool = Field(description="Whether the answer text cites it")
+# The snippet is declared once (`ragspine.retrieval.snippet`); these are its HTTP schema: what a
+# client may find omitted has a default, the other optional keys ride along (`extra="allow"`),
+# and Scores keeps only its declared channels.
+_SNIPPET_DEFAULTS: dict[str, Any] = {"version": None, "valid_as_of": "", "lineage": {}}
+Scores = model_from_typeddict(core.Scores, defaults={"vector": None, "visual": None})
+Snippet = model_from_typeddict(
+    core.Snippet, doc=core.Snippet.__doc__, defaults=_SNIPPET_DEFAULTS, types={"scores": Scores}, extra="allow"
+)
+Citation = model_from_typeddict(
+    core.Citation, name="Citation", defaults=_SNIPPET_DEFAULTS, types={"scores": Scores}, extra="allow"
+)
 
 
 class SearchOut(BaseModel):
     mode: str = Field(description="What ran: bm25, hybrid (BM25 + dense, fused) or vector (dense alone)")
-    snippets: list[Snippet]
+    snippets: list[Snippet]  # type: ignore[valid-type]
 
 
 class AskOut(BaseModel):
@@ -118,7 +102,7 @@ class AskOut(BaseModel):
     answer: str
     mode: Literal["llm", "extractive"]
     note: str = Field("", description="Set when the LLM failed and the answer fell back to extractive")
-    citations: list[Citation]
+    citations: list[Citation]  # type: ignore[valid-type]
 
 
 class ChunkOut(BaseModel):
@@ -145,6 +129,12 @@ class FieldsOut(BaseModel):
 class HealthOut(BaseModel):
     status: Literal["ok"]
     version: str
+
+
+class VectorStoreOut(BaseModel):
+    kind: Literal["in_process", "pgvector", "qdrant"] = Field(description="RAGSPINE_VECTOR_STORE")
+    location: str = Field(description="Where the vectors are (credentials masked)")
+    collection: str | None = Field(None, description="pgvector table / Qdrant collection; null: one per model")
 
 
 class DenseOut(BaseModel):
@@ -181,6 +171,7 @@ class IndexOut(BaseModel):
     retrieval: Literal["hybrid", "vector", "bm25"] = Field(description="What every search runs")
     embedding_model: str | None = Field(None, description="model_id of the embedding backend; null: no dense channel")
     dense: DenseOut | None = None
+    vector_store: VectorStoreOut | None = None
     visual: VisualOut | None = None
 
 
@@ -199,8 +190,10 @@ class ErrorOut(BaseModel):
 
 
 def query_models(max_top_k: int) -> tuple[type[BaseModel], type[BaseModel]]:
-    """(SearchIn, AskIn) with `top_k` bounded by `max_top_k`."""
-    TopK = Annotated[int, Field(strict=True, ge=1, le=max_top_k)]  # strict: `true` is not 1
+    """(SearchIn, AskIn) with `top_k` bounded by `max_top_k`: `check_top_k` decides, as on
+    every surface (`true`, `"3"` and `2.0` are not a number of snippets)."""
+    check = BeforeValidator(lambda value: check_top_k(value, max_top_k))
+    TopK = Annotated[int, Field(strict=True, ge=1, le=max_top_k), check]
 
     class SearchIn(BaseModel):
         """A search: query, optional filters, how many snippets, and the retrieval mode."""
@@ -208,7 +201,7 @@ def query_models(max_top_k: int) -> tuple[type[BaseModel], type[BaseModel]]:
         model_config = ConfigDict(extra="forbid")
         query: Annotated[Text, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
         filters: Filters | None = None  # type: ignore[valid-type]
-        where: dict[str, Any] | None = Field(None, description=WHERE_HELP)
+        where: dict[str, Any] | Text | None = Field(None, description=WHERE_HELP)
         top_k: TopK = min(10, max_top_k)
         mode: Mode | None = Field(None, description="auto (default), or a preset the service can run")
 
@@ -218,7 +211,7 @@ def query_models(max_top_k: int) -> tuple[type[BaseModel], type[BaseModel]]:
         model_config = ConfigDict(extra="forbid")
         question: Annotated[Text, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
         filters: Filters | None = None  # type: ignore[valid-type]
-        where: dict[str, Any] | None = Field(None, description=WHERE_HELP)
+        where: dict[str, Any] | Text | None = Field(None, description=WHERE_HELP)
         top_k: TopK = min(5, max_top_k)
 
     return SearchIn, AskIn

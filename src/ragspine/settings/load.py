@@ -2,7 +2,9 @@
 
 Invariants: no other module reads the environment for a setting. Precedence, highest first: a
 command-line flag, the environment (a variable or one of its aliases, which must agree), the
-TOML file named by RAGSPINE_CONFIG (or `--config`), the default. Every value is parsed by its
+TOML file named by RAGSPINE_CONFIG (or `--config`), the store's record of what it was built with
+(offered by the caller's `adopt` hook: it replaces defaults only, never a value the user gave),
+the default. Every value is parsed by its
 setting's parser; a bad one raises ConfigError naming the variable, where the value came from
 and the value (masked for a secret, redacted otherwise). The source of every value is kept
 (`ResolvedSettings.sources`) for `ragspine config show`.
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +31,15 @@ class ResolvedSettings:
     """Settings plus, for each variable, where its value came from."""
 
     settings: Settings
-    sources: Mapping[str, str] = field(default_factory=dict)  # "default" | "environment" | "file" | "flag"
+    sources: Mapping[str, str] = field(default_factory=dict)  # "default" | "environment" | "file" | "flag" | "store"
+
+
+EXPLICIT_SOURCES = ("flag", "environment", "file")  # values the user gave; "store" and "default" are not
+STORE_SOURCE = "store"  # a value adopted from the store's record of what it was built with
+
+# Given the settings read so far (unchecked), the raw values the store recorded that should
+# replace defaults, by variable name (`ragspine.assembly` reads them from the store).
+Adopter = Callable[[ResolvedSettings], Mapping[str, str]]
 
 
 def load_settings(
@@ -47,10 +57,12 @@ def resolve_settings(
     *,
     config_file: str | Path | None = None,
     flags: Mapping[str, object] | None = None,
+    adopt: Adopter | None = None,
 ) -> ResolvedSettings:
     """Read, parse and validate every setting from `flags` (keyed by variable name; None means
     not given), `env` (default: the process environment), the config file (`config_file`, else
-    RAGSPINE_CONFIG) and the defaults, in that order of precedence."""
+    RAGSPINE_CONFIG) and the defaults, in that order of precedence; then `adopt` (when given)
+    may replace defaults by the store's recorded values (source "store")."""
     environ = os.environ if env is None else env
     given = {k: str(v) for k, v in (flags or {}).items() if v is not None}
     if config_file is not None:
@@ -74,8 +86,22 @@ def resolve_settings(
         if setting.env == "RAGSPINE_CONFIG" and values[setting.field_name] is not None:
             in_file = _read_config_file(values[setting.field_name])
     settings = Settings(**{k: v for k, v in values.items() if v is not None})
+    if adopt is not None:
+        settings = _adopt(adopt(ResolvedSettings(settings, dict(sources))), values, sources)
     check_combinations(settings, sources)
     return ResolvedSettings(settings, sources)
+
+
+def _adopt(recorded: Mapping[str, str], values: dict[str, Any], sources: dict[str, str]) -> Settings:
+    """The settings with each recorded value that replaces a default (never a value the user gave)."""
+    by_env = {s.env: s for s in SETTINGS}
+    for var, raw in recorded.items():
+        setting = by_env.get(var)
+        if setting is None or sources.get(var) != "default":
+            continue
+        values[setting.field_name] = _parse(setting, raw, STORE_SOURCE)
+        sources[var] = STORE_SOURCE
+    return Settings(**{k: v for k, v in values.items() if v is not None})
 
 
 

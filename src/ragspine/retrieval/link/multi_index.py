@@ -11,13 +11,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, cast
 
 from ragspine.retrieval.fusion.rrf import DEFAULT_RRF_K, rrf_fuse
 from ragspine.retrieval.pipeline.hybrid import DEFAULT_TOP_K
 from ragspine.retrieval.link.routers import KeywordRouter, LibraryIndex, LibraryRouter, LLMRouter
 from ragspine.http_retry import public_error
 from ragspine.retrieval.sensitivity import is_restricted
+from ragspine.retrieval.snippet import Scores, Snippet
 
 __all__ = ["KeywordRouter", "LLMRouter", "LibraryIndex", "LibraryRouter", "MultiIndexRetriever"]
 
@@ -53,7 +54,7 @@ class MultiIndexRetriever:
 
     def retrieve(
         self, query: str, *, filters: dict[str, Any] | None = None, top_k: int = DEFAULT_TOP_K
-    ) -> list[dict[str, Any]]:
+    ) -> list[Snippet]:
         """Fused, RESTRICTED-free snippets from the routed libraries, each with `library_id`."""
         selected, routing = self._route(query)
         with ThreadPoolExecutor(max_workers=min(self.max_workers, len(selected))) as pool:
@@ -72,11 +73,11 @@ class MultiIndexRetriever:
             [[(lid, str(s["chunk_id"])) for s in per_library[lid]] for lid in selected], k=self.rrf_k
         )
         order = sorted((key for key in fused if key in keyed), key=lambda key: (-fused[key], key))
-        out = []
+        out: list[Snippet] = []
         for key in order[:top_k]:
-            snippet = dict(keyed[key])
+            snippet = cast(Snippet, dict(keyed[key]))
             snippet["library_id"] = key[0]
-            snippet["scores"] = {**snippet.get("scores", {}), "library_fused": fused[key]}
+            snippet["scores"] = cast(Scores, {**snippet.get("scores", {}), "library_fused": fused[key]})
             snippet["lineage"] = {**snippet.get("lineage", {}), "routing": routing}
             out.append(snippet)
         return out

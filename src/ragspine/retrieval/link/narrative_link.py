@@ -33,6 +33,7 @@ from ragspine.retrieval.rerank.guard import DEFAULT_TOP_N
 from ragspine.retrieval.rerank.llm_judge import ProviderListwiseJudge
 from ragspine.retrieval.rerank.protocol import Reranker
 from ragspine.retrieval.sensitivity import RESTRICTED_SENSITIVITY
+from ragspine.retrieval.snippet import Snippet
 from ragspine.retrieval.store.factory import open_chunk_store
 from ragspine.retrieval.store.protocol import ChunkStoreProtocol
 from ragspine.retrieval.types import EmbeddingBackend, QueryRewriter
@@ -107,8 +108,8 @@ class NarrativeIndexRetriever:
         filters: Mapping[str, Any] | Filter | None = None,
         top_k: int = DEFAULT_TOP_K,
         where: Filter | Mapping[str, Any] | None = None,
-    ) -> list[dict[str, Any]]:
-        """RESTRICTED-free snippet dicts with full lineage, best first.
+    ) -> list[Snippet]:
+        """RESTRICTED-free snippets (`ragspine.retrieval.snippet.Snippet`) with full lineage, best first.
 
         `filters`: exact matches on the five metadata fields (the specification's form), or
         any filter in the typed language (see `split_filters`); `where`: a typed filter AND-ed

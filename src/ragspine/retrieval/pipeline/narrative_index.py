@@ -146,7 +146,12 @@ class NarrativeIndex:
         self.lexical_index = StoreIndex(store, analyzer, persist=persist_index, index_text=index_text)
 
     def ingest(self, text: str, meta: DocumentMeta, valid_as_of: str = "") -> int:
-        """Chunk `text` (with the index's chunker) and make it the active version of `meta.doc_id`; return chunks written."""
+        """Chunk `text` (with the index's chunker) and make it the active version of `meta.doc_id`; return chunks written.
+
+        The specification's low-level chunk-and-replace primitive: no label reading, no
+        registry row. Products ingest through `ragspine.ingest.pipeline.IngestPipeline` (the
+        CLI, `Workspace`, HTTP, eval), whose store step calls this method or `replace_chunks`;
+        this layer never imports `ragspine.ingest`."""
         if not isinstance(text, str):
             raise ValueError(f"text must be a string, got {type(text).__name__}")
         if not isinstance(meta.doc_id, str) or not meta.doc_id.strip():

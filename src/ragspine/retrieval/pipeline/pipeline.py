@@ -38,6 +38,7 @@ from typing import Any, Protocol
 from ragspine.retrieval.filters import Filter, parse_filter, to_dict
 from ragspine.retrieval.model import FILTER_FIELDS
 from ragspine.retrieval.pipeline.snippets import SnippetRun, to_snippet, to_snippets
+from ragspine.retrieval.snippet import Snippet
 from ragspine.retrieval.pipeline.stages import RerankStep, check_query, restricted_exit
 from ragspine.retrieval.pipeline.trace import Trace
 from ragspine.retrieval.pipeline.visual import fuse_visual
@@ -422,7 +423,7 @@ class Pipeline:
         return self.plan.grader.grade(query, results, self.index.lexical_match(query, results))
 
     # -- visual pages -------------------------------------------------------------------------------
-    def _visual(self, request: Request, snippets: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _visual(self, request: Request, snippets: list[Snippet]) -> list[Snippet]:
         """Page pointers of the page-image channel fused with the text snippets."""
         assert self.visual is not None
         wanted = parse_filter([{k: v} for k, v in request.exact.items()] + ([request.explicit] if request.explicit else []))

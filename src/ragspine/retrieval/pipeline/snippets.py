@@ -1,4 +1,5 @@
-"""The snippets stage: ranked results, already past RESTRICTED exit #2, as the agent's cited snippet dicts.
+"""The snippets stage: ranked results, already past RESTRICTED exit #2, as the agent's cited
+snippets (`ragspine.retrieval.snippet.Snippet`, the one snippet type every surface returns).
 
 Invariants: a snippet's `text` and every citation field are its chunk's own; `scores` holds the
 channels' scores and the fused one; `lineage` is a copy of the run's lineage for that result.
@@ -13,9 +14,10 @@ specification's snippet (no added key).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from ragspine.retrieval.model import Chunk
+from ragspine.retrieval.snippet import Scores, Snippet
 from ragspine.retrieval.types import RetrievalResult
 
 
@@ -23,23 +25,26 @@ from ragspine.retrieval.types import RetrievalResult
 class SnippetRun:
     """What a query run returns: the snippets, the run's lineage, and why it refused (or None)."""
 
-    snippets: list[dict[str, Any]]
+    snippets: list[Snippet]
     lineage: dict[str, Any]
     refusal: str | None = None
 
 
-def to_snippets(ranked: list[tuple[RetrievalResult, dict[str, Any]]]) -> list[dict[str, Any]]:
+def to_snippets(ranked: list[tuple[RetrievalResult, dict[str, Any]]]) -> list[Snippet]:
     """Each (result, lineage) as a snippet dict, parents expanded (see the module docstring)."""
     return expand_parents([to_snippet(r, lineage) for r, lineage in ranked], [r.chunk for r, _ in ranked])
 
 
-def expand_parents(snippets: list[dict[str, Any]], chunks: list[Chunk]) -> list[dict[str, Any]]:
+def expand_parents(snippets: list[Snippet], chunks: list[Chunk]) -> list[Snippet]:
     """Add each structured chunk's expansion to its snippet (see the module docstring)."""
     carried: dict[tuple[str, str], str] = {}
     for snippet, chunk in zip(snippets, chunks, strict=True):
-        for name in ("heading", "parent_id", "parent_locator"):
-            if getattr(chunk, name):
-                snippet[name] = getattr(chunk, name)
+        if chunk.heading:
+            snippet["heading"] = chunk.heading
+        if chunk.parent_id:
+            snippet["parent_id"] = chunk.parent_id
+        if chunk.parent_locator:
+            snippet["parent_locator"] = chunk.parent_locator
         if not chunk.window_text:
             continue
         key = (chunk.doc_id, chunk.parent_id or chunk.parent_locator)
@@ -52,10 +57,16 @@ def expand_parents(snippets: list[dict[str, Any]], chunks: list[Chunk]) -> list[
     return snippets
 
 
-def to_snippet(result: RetrievalResult, lineage: dict[str, Any]) -> dict[str, Any]:
-    """One result as the specification's snippet dict (no parent expansion)."""
+def to_snippet(result: RetrievalResult, lineage: dict[str, Any]) -> Snippet:
+    """One result as the specification's snippet (no parent expansion)."""
     chunk = result.chunk
-    return {
+    scores = cast(Scores, {  # the extra channels' scores ride along under their names
+        "bm25": result.bm25_score,
+        "vector": result.vector_score,
+        "fused": result.fused_score,
+        **dict(result.channel_scores),
+    })
+    snippet: Snippet = {
         "text": chunk.text,
         "doc_id": chunk.doc_id,
         "title": chunk.title,
@@ -69,18 +80,10 @@ def to_snippet(result: RetrievalResult, lineage: dict[str, Any]) -> dict[str, An
         "sensitivity": chunk.sensitivity,
         "version": getattr(chunk, "version", None),
         "valid_as_of": getattr(chunk, "valid_as_of", ""),
-        "scores": {
-            "bm25": result.bm25_score,
-            "vector": result.vector_score,
-            "fused": result.fused_score,
-            **dict(result.channel_scores),
-        },
+        "scores": scores,
         "lineage": dict(lineage),
-    } | _prompt_fields(result)
-
-
-def _prompt_fields(result: RetrievalResult) -> dict[str, Any]:
-    """`prompt_text` (what a prompt shows instead of `text`) and its spans into `text`, when set."""
-    if result.prompt_text is None:
-        return {}
-    return {"prompt_text": result.prompt_text, "prompt_spans": [list(span) for span in result.prompt_spans]}
+    }
+    if result.prompt_text is not None:  # what a prompt shows instead of `text`, and its spans into `text`
+        snippet["prompt_text"] = result.prompt_text
+        snippet["prompt_spans"] = [list(span) for span in result.prompt_spans]
+    return snippet

@@ -19,29 +19,30 @@ query that was not refused.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from ragspine.retrieval.filters import Filter
 from ragspine.retrieval.fusion.rrf import DEFAULT_RRF_K, rrf_fuse
 from ragspine.retrieval.model import FILTER_FIELDS, Chunk
 from ragspine.retrieval.sensitivity import is_restricted
+from ragspine.retrieval.snippet import Snippet
 from ragspine.retrieval.store.protocol import ChunkStoreProtocol, StoredChunk
 from ragspine.retrieval.visual.channel import CHANNEL, VisualChannel
 from ragspine.retrieval.visual.protocol import PageRecord, locator_pages
 
 
 def fuse_visual(
-    snippets: list[dict[str, Any]],
+    snippets: list[Snippet],
     query: str,
     channel: VisualChannel,
     store: ChunkStoreProtocol,
     *,
     top_k: int,
-    member: Callable[[Chunk], dict[str, Any]],
+    member: Callable[[Chunk], Snippet],
     filters: Filter | None = None,
     lineage: dict[str, Any] | None = None,
     k: int = DEFAULT_RRF_K,
-) -> list[dict[str, Any]]:
+) -> list[Snippet]:
     """The text `snippets` and the page pointers of the visual channel's ranking for `query`
     (among the pages `filters` allow), fused by RRF and cut to `top_k`. A page that gives no
     pointer (RESTRICTED, or of a document version no longer active) takes no place in that
@@ -68,7 +69,7 @@ def fuse_visual(
     fused = rrf_fuse([text_keys, [f"visual:{key}" for key, _ in hits]], k=k)
     order = sorted(fused, key=lambda key: (-fused[key], not key.startswith("text:"), key))
     pointer_lineage = {**(lineage or {}), "visual_model": channel.embedder.model_id}
-    out: list[dict[str, Any]] = []
+    out: list[Snippet] = []
     for key in order[:top_k]:
         kind, _, name = key.partition(":")
         if kind == "text":
@@ -81,9 +82,9 @@ def fuse_visual(
 
 
 def _pointer(
-    record: PageRecord, score: float, fused: float, members: list[dict[str, Any]], lineage: dict[str, Any]
-) -> dict[str, Any]:
-    return {
+    record: PageRecord, score: float, fused: float, members: list[Snippet], lineage: dict[str, Any]
+) -> Snippet:
+    return cast(Snippet, {  # the five dimensions from the page record, in FILTER_FIELDS order
         "is_visual": True,
         "doc_id": record.doc_id,
         "page": record.page,
@@ -97,10 +98,10 @@ def _pointer(
         "members": members,
         "scores": {"visual": score, "bm25": None, "vector": None, "fused": fused},
         "lineage": {**lineage, "channel": CHANNEL},
-    }
+    })
 
 
-def _members(chunks: list[StoredChunk], record: PageRecord, member: Callable[[Chunk], dict[str, Any]]) -> list[dict[str, Any]]:
+def _members(chunks: list[StoredChunk], record: PageRecord, member: Callable[[Chunk], Snippet]) -> list[Snippet]:
     out = []
     for chunk in chunks:
         pages = locator_pages(chunk.source_locator)

@@ -42,6 +42,7 @@ from ragspine.retrieval.raptor.build import BuildReport, RaptorConfig, build_tre
 from ragspine.retrieval.raptor.summary import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from ragspine.retrieval.raptor.tree import Node, RaptorTree
 from ragspine.retrieval.sensitivity import is_restricted
+from ragspine.retrieval.snippet import Snippet
 from ragspine.retrieval.vector.arrays import as_matrix, unit_rows
 from ragspine.retrieval.vector.dense.channel import recent_query_vector
 from ragspine.retrieval.vector.embeddings.support import embed_queries
@@ -133,8 +134,8 @@ class RaptorRetriever(NarrativeIndexRetriever):
         return SnippetRun(self._with_nodes(query, base.snippets, filters, where, top_k), base.lineage, None)
 
     def _with_nodes(
-        self, query: str, leaves: list[dict[str, Any]], filters: Any, where: Any, top_k: int
-    ) -> list[dict[str, Any]]:
+        self, query: str, leaves: list[Snippet], filters: Any, where: Any, top_k: int
+    ) -> list[Snippet]:
         why = self._why_no_nodes(filters, where)
         if why is None and any(s["lineage"].get("extracted") for s in leaves):
             why = "filtered query (a filter read from the query's words): synthesis nodes span documents it may exclude"
@@ -147,7 +148,7 @@ class RaptorRetriever(NarrativeIndexRetriever):
         keys = [s["chunk_id"] or s["source_locator"] for s in leaves]  # a visual page pointer has no chunk_id
         fused = rrf_fuse([keys, [n.node_id for n, _ in ranked]], k=DEFAULT_RRF_K)
         order = sorted(fused, key=lambda cid: (-fused[cid], cid))[:top_k]
-        by_id: dict[str, Any] = dict(zip(keys, leaves, strict=True))
+        by_id: dict[str, Snippet] = dict(zip(keys, leaves, strict=True))
         nodes = [(n, score) for n, score in ranked if n.node_id in order]
         by_id.update({n.node_id: s for (n, _), s in zip(nodes, self._snippets(nodes), strict=True)})  # members read only for these
         return [by_id[cid] for cid in order]
@@ -194,11 +195,11 @@ class RaptorRetriever(NarrativeIndexRetriever):
             self._matrix = (version, nodes, matrix)
         return self._matrix
 
-    def _snippets(self, ranked: list[tuple[Node, float]]) -> list[dict[str, Any]]:
+    def _snippets(self, ranked: list[tuple[Node, float]]) -> list[Snippet]:
         members = self._members([node for node, _ in ranked])
         return [self._snippet(node, score, members) for node, score in ranked]
 
-    def _snippet(self, node: Node, score: float, chunks: Mapping[str, Chunk]) -> dict[str, Any]:
+    def _snippet(self, node: Node, score: float, chunks: Mapping[str, Chunk]) -> Snippet:
         docs = list(dict.fromkeys(leaf.doc_id for leaf in node.leaves))
         return {
             "text": node.summary,
@@ -235,7 +236,7 @@ class RaptorRetriever(NarrativeIndexRetriever):
         return {c.chunk_id: c for c in chunks if c.chunk_id in wanted and not is_restricted(c.sensitivity)}
 
 
-def _member(c: Chunk, node_id: str) -> dict[str, Any]:
+def _member(c: Chunk, node_id: str) -> Snippet:
     """A member chunk of a node as a citable snippet dict."""
     return {
         "text": c.text, "doc_id": c.doc_id, "title": c.title, "source_locator": c.source_locator,

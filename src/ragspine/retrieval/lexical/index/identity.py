@@ -119,6 +119,10 @@ class IndexSettings:
     def describe(self) -> str:
         return ", ".join(f"{k}={v}" for k, v in self._items())
 
+    def as_variables(self) -> dict[str, str]:
+        """The record as RAGSPINE_* variables and their raw values (what opening a store adopts)."""
+        return dict(self._items())
+
     def same_chunks(self, other: IndexSettings) -> bool:
         """Whether chunks made under `other` are the chunks these settings make."""
         return (self.chunker, self.chunk_chars, self.chunk_overlap) == (
@@ -173,7 +177,7 @@ def check_index_settings(store: Any, asked: IndexSettings) -> IndexSettings | No
         if store.counts(include_inactive=True).chunks:  # made before stores kept this record
             legacy = dataclasses.replace(LEGACY_SETTINGS, analyzer=asked.analyzer)
             if not legacy.same_chunks(asked):
-                _refuse(store, legacy, asked)
+                _refuse(store, legacy, asked, adopts=False)
             if asked.analyzer != LEGACY_SETTINGS.analyzer:
                 _LOG.warning(
                     "%s has no record of its index settings (made by an earlier version, whose "
@@ -183,17 +187,18 @@ def check_index_settings(store: Any, asked: IndexSettings) -> IndexSettings | No
         record_index_settings(store, asked)
         return None
     if recorded != asked:
-        _refuse(store, recorded, asked)
+        _refuse(store, recorded, asked, adopts=True)
     return recorded
 
 
-def _refuse(store: Any, recorded: IndexSettings, asked: IndexSettings) -> NoReturn:
+def _refuse(store: Any, recorded: IndexSettings, asked: IndexSettings, *, adopts: bool) -> NoReturn:
     db = store.db_path
+    unset = "Unset those variables (opening a store adopts its record: `ragspine config show` says \"store\") or s"
     raise IndexSettingsMismatch(
         f"the store {db} was built with {recorded.describe()}; these settings ask for "
         f"{'; '.join(recorded.differences(asked))}. A store is never extended or searched with "
         "other chunking or analyzer settings (its chunks and lexical index would no longer "
-        f"match). Set the recorded values again ({recorded.describe()}), or rebuild the store "
+        f"match). {unset if adopts else 'S'}et the recorded values again ({recorded.describe()}), or rebuild the store "
         f"with the new ones: `ragspine ingest PATH... --db {db} --rebuild` (re-chunks every file "
         "under PATH, withdraws the documents not found there, records the new settings; the "
         "lexical index and the vectors follow)"

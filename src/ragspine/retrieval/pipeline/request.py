@@ -1,0 +1,92 @@
+"""One search request, validated the same way on every surface: Python (`Workspace.search`),
+the CLI, the HTTP API, MCP, LangChain and LlamaIndex all build a `SearchRequest` (or run its
+checks in their schemas) before anything runs.
+
+Invariants:
+- `query` is a non-blank string (`stages.check_query`).
+- `top_k` is a whole number: an int, never a bool, a float or a numeric string (`"3"`, `2.0`
+  and `True` are refused everywhere), at least 1 and at most the surface's bound when it has
+  one (the HTTP API's RAGSPINE_MAX_TOP_K, MCP's `MAX_TOP_K`). The CLI reads `--top-k` as text
+  and hands this an int.
+- `where` is any spelling of the filter language: a dict, a Filter, a list (AND-ed), or the
+  string form (`"period>=2024 and entity=ACME_CN"`, `filters.parse_expression`). A string is
+  parsed here, so a bad one is refused before any work; the structured forms go on as given
+  (the pipeline reads the exact-match dict as the specification's keyword filters and records
+  the filters in lineage as given).
+- A bad request is an `InvalidRequest` (a `RagspineError` and a `ValueError`: HTTP 400, an MCP
+  tool error, a CLI usage error); the HTTP and MCP schemas run `check_top_k` themselves, so
+  there a bad `top_k` is their validation error (HTTP 422) with the same message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from numbers import Integral
+from typing import Any
+
+from ragspine.errors import RagspineError
+from ragspine.retrieval.filters import And, Or, Predicate, parse_filter
+from ragspine.retrieval.pipeline.stages import check_query
+
+__all__ = ["InvalidRequest", "SearchRequest", "check_top_k", "check_where"]
+
+
+class InvalidRequest(RagspineError, ValueError):
+    """A search request no surface runs: blank query, a `top_k` that is not a whole number in
+    range, a filter of an unknown shape or a string filter that does not parse."""
+
+
+def check_top_k(value: object, maximum: int | None = None) -> int:
+    """`value` as the number of snippets wanted; `InvalidRequest` unless it is a whole number
+    (not a bool, a float or a string) from 1 to `maximum` (no bound when None)."""
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise InvalidRequest(f"top_k must be a whole number, got {value!r} ({type(value).__name__})")
+    number = int(value)
+    if number < 1:
+        raise InvalidRequest(f"top_k must be >= 1, got {number}")
+    if maximum is not None and number > maximum:
+        raise InvalidRequest(f"top_k must be <= {maximum}, got {number}")
+    return number
+
+
+def check_where(where: Any) -> Any:
+    """`where` ready for the pipeline: None for no filter, a string parsed into a Filter, any
+    other form of the filter language as given; `InvalidRequest` for a string that does not
+    parse or a value of no filter form."""
+    if where is None or (isinstance(where, str | dict | list | tuple) and not where):
+        return None
+    if isinstance(where, str):
+        try:
+            return parse_filter(where)
+        except ValueError as exc:
+            raise InvalidRequest(str(exc)) from exc
+    if isinstance(where, Predicate | And | Or | list | tuple) or hasattr(where, "items"):
+        return where
+    raise InvalidRequest(f"where must be a dict, a list, a string or a Filter, got {type(where).__name__}")
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """A validated search: `SearchRequest("营收", where="period>=2024", top_k=3)`.
+
+    >>> SearchRequest("revenue", where="period>=2024 and entity=ACME_CN", top_k=3).top_k
+    3
+    >>> SearchRequest("revenue", top_k="3")
+    Traceback (most recent call last):
+    ...
+    ragspine.retrieval.pipeline.request.InvalidRequest: top_k must be a whole number, got '3' (str)
+    """
+
+    query: str
+    where: Any = None
+    top_k: int = 10
+    max_top_k: int | None = None
+    # min_score: the next field (a floor under the fused score), checked here like top_k
+
+    def __post_init__(self) -> None:
+        try:
+            check_query(self.query)
+        except ValueError as exc:
+            raise InvalidRequest(str(exc)) from exc
+        object.__setattr__(self, "top_k", check_top_k(self.top_k, self.max_top_k))
+        object.__setattr__(self, "where", check_where(self.where))
