@@ -19,6 +19,8 @@ from typing import Any, TypeVar
 from ragspine.errors import RagspineError
 from ragspine.secret import Secret, redact_text, redact_url
 
+DEFAULT_MAX_RETRIES = 2  # the retry policy every HTTP client here starts from
+DEFAULT_BACKOFF_S = 0.5
 MAX_BACKOFF_S = 8.0
 EXCERPT_CHARS = 200
 T = TypeVar("T")

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
+E = TypeVar("E")
 
 
 @dataclass(frozen=True)
@@ -127,6 +128,23 @@ class Registry(Generic[T]):
     def about(self) -> dict[str, str]:
         """name → one-line description, for help texts and docs."""
         return {name: entry.about for name, entry in self.entries.items()}
+
+
+def closed_lookup(seam: str, table: Mapping[str, E], spec: object) -> tuple[str, E]:
+    """(name, entry) for `spec` in a table of fixed names with no dotted-path form (the vector
+    stores, the embedding backends): the name trimmed and case-folded; a ValueError for a spec
+    that is not a string, or for an unknown name (listing the table's keys).
+
+    >>> closed_lookup("vector store", {"in_process": 1}, " In_Process ")
+    ('in_process', 1)
+    """
+    if not isinstance(spec, str):
+        raise ValueError(f"{seam} spec must be a string or None, got {type(spec).__name__}")
+    name = spec.strip().lower()
+    entry = table.get(name)
+    if entry is None:
+        raise ValueError(f"unknown {seam} {spec!r}; valid: {', '.join(table)}")
+    return name, entry
 
 
 def spec_from_env(names: Iterable[str], default: str) -> str:

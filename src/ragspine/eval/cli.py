@@ -99,28 +99,11 @@ def eval_command(
     from ragspine.eval.report import format_report
     from ragspine.settings.config import ConfigError
 
+    given_query = _query_flags(llm_base_url, llm_model, transform, decompose, adaptive, corrective)
     if whole_entries:
-        if cache is not None:
-            raise click.UsageError("--cache keeps a product-path workspace; with --whole-entries use --db FILE")
-        if reranker is not None or reranker_top_n is not None:
-            raise click.UsageError("--reranker applies to the product path; --whole-entries never reranks")
-        if overlap_chars is not None and chunk_chars is None:
-            raise click.UsageError("--overlap-chars needs --chunk-chars (whole documents have no overlap)")
-    from ragspine.settings.config import QUERY_STAGE
-
-    stage = {"transform": transform, "decompose": decompose, "adaptive": adaptive, "corrective": corrective}
-    query_flags = {"RAGSPINE_LLM_BASE_URL": llm_base_url, "RAGSPINE_LLM_MODEL": llm_model,
-                   **{var: stage[name] for name, var in QUERY_STAGE}}  # fmt: skip
-    given_query = {k: v for k, v in query_flags.items() if v is not None}
-    if whole_entries and given_query:
-        raise click.UsageError("the LLM and query-stage options apply to the product path, not --whole-entries")
-    if not whole_entries:
-        for given, name in ((db, "--db"), (glossary or None, "--glossary")):
-            if given is not None:
-                raise click.UsageError(
-                    f"{name} applies to --whole-entries runs; the default run is the product path "
-                    "(--cache DIR keeps its workspace; the glossary rewriter is on, as in search)"
-                )
+        _check_whole_entries_flags(cache, reranker, reranker_top_n, chunk_chars, overlap_chars, given_query)
+    else:
+        _check_product_flags(db, glossary)
     try:
         from ragspine.eval.modes import resolve_mode
 
@@ -143,14 +126,57 @@ def eval_command(
         raise click.ClickException(str(exc)) from exc
     click.echo(format_report(report))
     if json_path is not None:
-        text = json.dumps(report.to_dict(), ensure_ascii=False, indent=2)
-        if json_path == "-":
-            click.echo(text)
-        else:
-            try:
-                Path(json_path).write_text(text + "\n", encoding="utf-8")
-            except OSError as exc:
-                raise click.ClickException(f"--json {json_path}: cannot write ({exc.strerror})") from exc
+        _write_json(report.to_dict(), json_path)
+
+
+def _query_flags(
+    llm_base_url: str | None, llm_model: str | None, transform: str | None, decompose: str | None,
+    adaptive: str | None, corrective: str | None,
+) -> dict[str, str]:  # fmt: skip
+    """The LLM and query-stage options given, as the environment variables they stand for."""
+    from ragspine.settings.config import QUERY_STAGE
+
+    stage = {"transform": transform, "decompose": decompose, "adaptive": adaptive, "corrective": corrective}
+    query_flags = {"RAGSPINE_LLM_BASE_URL": llm_base_url, "RAGSPINE_LLM_MODEL": llm_model,
+                   **{var: stage[name] for name, var in QUERY_STAGE}}  # fmt: skip
+    return {k: v for k, v in query_flags.items() if v is not None}
+
+
+def _check_whole_entries_flags(
+    cache: str | None, reranker: str | None, reranker_top_n: int | None, chunk_chars: int | None,
+    overlap_chars: int | None, given_query: dict[str, str],
+) -> None:  # fmt: skip
+    """Refuse (click.UsageError) the product-path options in a --whole-entries run."""
+    if cache is not None:
+        raise click.UsageError("--cache keeps a product-path workspace; with --whole-entries use --db FILE")
+    if reranker is not None or reranker_top_n is not None:
+        raise click.UsageError("--reranker applies to the product path; --whole-entries never reranks")
+    if overlap_chars is not None and chunk_chars is None:
+        raise click.UsageError("--overlap-chars needs --chunk-chars (whole documents have no overlap)")
+    if given_query:
+        raise click.UsageError("the LLM and query-stage options apply to the product path, not --whole-entries")
+
+
+def _check_product_flags(db: str | None, glossary: bool) -> None:
+    """Refuse (click.UsageError) the --whole-entries options in a product-path run."""
+    for given, name in ((db, "--db"), (glossary or None, "--glossary")):
+        if given is not None:
+            raise click.UsageError(
+                f"{name} applies to --whole-entries runs; the default run is the product path "
+                "(--cache DIR keeps its workspace; the glossary rewriter is on, as in search)"
+            )
+
+
+def _write_json(report: dict[str, Any], json_path: str) -> None:
+    """Write the report as indented JSON to `json_path` ('-': standard output)."""
+    text = json.dumps(report, ensure_ascii=False, indent=2)
+    if json_path == "-":
+        click.echo(text)
+        return
+    try:
+        Path(json_path).write_text(text + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise click.ClickException(f"--json {json_path}: cannot write ({exc.strerror})") from exc
 
 
 def _whole_entries(

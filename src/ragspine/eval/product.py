@@ -33,7 +33,6 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from ragspine.eval.dataset import BeirDataset
-from ragspine.eval.metrics import evaluate_run
 from ragspine.eval.modes import EvalError
 from ragspine.eval.runner import DEFAULT_EVAL_TOP_K, EvalReport, rank_documents
 
@@ -160,13 +159,10 @@ def run_product_eval(
     finally:
         if temporary:
             shutil.rmtree(root, ignore_errors=True)
-    metrics = evaluate_run(
-        {q: [d for d, _ in r] for q, r in run.items()}, dataset.qrels
-    )
     pipeline = channels(settings)
-    return EvalReport(
-        dataset=dataset.name,
-        split=dataset.split,
+    return EvalReport.scored(
+        dataset,
+        run,
         mode=mode,
         mode_note=f"RAGSPINE_RETRIEVAL_MODE={settings.retrieval_mode} -> {effective_mode(settings)}; {why}",
         embedding=model,
@@ -178,22 +174,11 @@ def run_product_eval(
         top_k=options.top_k,
         db=":temporary:" if temporary else str(root),
         reused_store=reused,
-        docs=len(dataset.corpus),
         chunks=chunks,
-        queries=metrics.queries,
-        blank_queries=sum(
-            1 for q in metrics.per_query if not dataset.queries[q].strip()
-        ),
-        unknown_judged_docs=dataset.unknown_judged_docs,
-        ndcg=metrics.ndcg,
-        recall=metrics.recall,
-        mrr=metrics.mrr,
         ingest_s=ingest_s,
         query_s=query_s,
         embed_s=embed_s,
         embedded=embedded,
-        run=run,
-        per_query=metrics.per_query,
         path="product",
         settings={"index": asked.describe(), **pipeline},
         empty_entries=empty,

@@ -113,6 +113,19 @@ class EvalReport:
     empty_entries: int = 0  # corpus entries with no text (not ingested on the product path)
     query_ms: list[float] = field(default_factory=list, repr=False)  # each non-blank query's time (product path)
 
+    @classmethod
+    def scored(cls, dataset: BeirDataset, run: dict[str, list[tuple[str, float]]], **setup: Any) -> EvalReport:
+        """The report of `run` on `dataset`: the dataset's counts, the run's metrics against its
+        qrels (`evaluate_run`), and `setup` (the fields that say how the run was made)."""
+        metrics = evaluate_run({q: [d for d, _ in r] for q, r in run.items()}, dataset.qrels)
+        blank = sum(1 for q in metrics.per_query if not dataset.queries[q].strip())
+        return cls(
+            dataset=dataset.name, split=dataset.split, docs=len(dataset.corpus),
+            queries=metrics.queries, blank_queries=blank, unknown_judged_docs=dataset.unknown_judged_docs,
+            ndcg=metrics.ndcg, recall=metrics.recall, mrr=metrics.mrr,
+            run=run, per_query=metrics.per_query, **setup,
+        )  # fmt: skip
+
     @property
     def queries_per_s(self) -> float:
         return self.queries / self.query_s if self.query_s > 0 else 0.0
@@ -210,10 +223,9 @@ def run_eval(dataset: BeirDataset, options: EvalOptions = EvalOptions()) -> Eval
         if index is not None:
             index.close()
         store.close()
-    metrics = evaluate_run({q: [d for d, _ in r] for q, r in run.items()}, dataset.qrels)
-    return EvalReport(
-        dataset=dataset.name,
-        split=dataset.split,
+    return EvalReport.scored(
+        dataset,
+        run,
         mode=resolved.mode.value,
         mode_note=resolved.note,
         embedding=None if backend is None else getattr(backend, "model_id", type(backend).__name__),
@@ -225,20 +237,11 @@ def run_eval(dataset: BeirDataset, options: EvalOptions = EvalOptions()) -> Eval
         top_k=options.top_k,
         db=options.db or ":memory:",
         reused_store=state is StoreState.COMPLETE,
-        docs=len(dataset.corpus),
         chunks=chunks,
-        queries=metrics.queries,
-        blank_queries=sum(1 for q in metrics.per_query if not dataset.queries[q].strip()),
-        unknown_judged_docs=dataset.unknown_judged_docs,
-        ndcg=metrics.ndcg,
-        recall=metrics.recall,
-        mrr=metrics.mrr,
         ingest_s=ingest_s,
         query_s=query_s,
         embed_s=embed_s,
         embedded=0 if embedded is None else embedded.embedded,
-        run=run,
-        per_query=metrics.per_query,
     )
 
 

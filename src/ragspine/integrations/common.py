@@ -17,6 +17,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, cast, runtime_checkable
 
+from ragspine.closing import Closeable
 from ragspine.extras import require
 from ragspine.retrieval.filters import And, Or, Predicate, to_dict
 from ragspine.retrieval.pipeline.request import SearchRequest, check_top_k
@@ -61,7 +62,7 @@ async def search_async(searcher: Searcher, query: str, *, where: Any, top_k: int
     return await asyncio.to_thread(searcher.search, query, where=where, top_k=top_k)
 
 
-class RemoteWorkspace:
+class RemoteWorkspace(Closeable):
     """The search and ask of a running `ragspine serve`, over its HTTP API.
 
     `url`: the service's base URL (e.g. "http://127.0.0.1:8000"); `api_key`: one of its
@@ -93,12 +94,6 @@ class RemoteWorkspace:
             client, self._client = self._client, None
         if client is not None:
             client.close()
-
-    def __enter__(self) -> RemoteWorkspace:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def search(self, query: str, *, where: Any = None, top_k: int = 10) -> list[Snippet]:
         """Ranked, cited snippets from POST /search."""

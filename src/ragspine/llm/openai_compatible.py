@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from ragspine.closing import Closeable
 from ragspine.extras import require
-from ragspine.http_retry import EndpointError, json_client, log_body, post_with_retries
+from ragspine.http_retry import DEFAULT_BACKOFF_S, DEFAULT_MAX_RETRIES, EndpointError, json_client, log_body, post_with_retries
 from ragspine.secret import Secret, redact_url
 
 if TYPE_CHECKING:
@@ -25,8 +25,6 @@ if TYPE_CHECKING:
 
 
 DEFAULT_TIMEOUT_S = 30.0
-DEFAULT_MAX_RETRIES = 2
-DEFAULT_BACKOFF_S = 0.5
 _HINTS = {
     401: "; check RAGSPINE_LLM_API_KEY",
     403: "; check RAGSPINE_LLM_API_KEY",
@@ -38,7 +36,7 @@ class LLMProviderError(EndpointError):
     """The LLM endpoint gave no usable answer; `status` is the last HTTP status, if any."""
 
 
-class OpenAICompatibleProvider:
+class OpenAICompatibleProvider(Closeable):
     """Chat completions from any OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp, hosted).
 
     >>> provider = OpenAICompatibleProvider("http://127.0.0.1:11434/v1", "qwen2.5")  # doctest: +SKIP
@@ -81,14 +79,6 @@ class OpenAICompatibleProvider:
 
     def close(self) -> None:
         self._client.close()
-
-    def __enter__(self) -> OpenAICompatibleProvider:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"OpenAICompatibleProvider(base_url={self.base_url!r}, model={self.model!r})"

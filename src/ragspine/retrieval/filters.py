@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import calendar
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from typing import Any, Union
@@ -110,24 +110,38 @@ def parse_filter(spec: Any, _depth: int = 0) -> Filter | None:
         return parse_expression(spec)
     if isinstance(spec, (list, tuple)):
         _check_size("filter list", len(spec), "filters")
-        items = [p for p in (parse_filter(item, _depth + 1) for item in spec) if p is not None]
-        return None if not items else items[0] if len(items) == 1 else And(tuple(items))
+        return _all_of(_parse_members(spec, _depth))
     if not isinstance(spec, Mapping):
         raise ValueError(f"a filter must be a dict, a list, a string or a Predicate, got {type(spec).__name__}")
     parts: list[Filter] = []
     for key, value in spec.items():
-        if key in ("and", "or"):
-            if not isinstance(value, (list, tuple)):
-                raise ValueError(f"'{key}' takes a list of filters")
-            _check_size(f"'{key}'", len(value), "filters")
-            members = tuple(p for p in (parse_filter(v, _depth + 1) for v in value) if p is not None)
-            parts.append(And(members) if key == "and" else Or(members))
-        elif isinstance(value, Mapping):
-            if not value:
-                raise ValueError(f"filter on {key!r} has no operator; valid: {', '.join(OPERATORS)}")
-            parts.extend(Predicate(key, op, operand) for op, operand in value.items())
-        else:
-            parts.append(Predicate(key, "eq", value))
+        parts.extend(_parse_entry(key, value, _depth))
+    return _all_of(parts)
+
+
+def _parse_members(specs: Iterable[Any], depth: int) -> tuple[Filter, ...]:
+    """The filters of a list's members (one level deeper), those meaning "no filter" left out."""
+    return tuple(p for p in (parse_filter(item, depth + 1) for item in specs) if p is not None)
+
+
+def _parse_entry(key: str, value: Any, depth: int) -> list[Filter]:
+    """The filters one `key: value` entry of a dict form stands for: an and/or group, one
+    predicate per operator of `{op: operand}`, or an `eq` predicate."""
+    if key in ("and", "or"):
+        if not isinstance(value, (list, tuple)):
+            raise ValueError(f"'{key}' takes a list of filters")
+        _check_size(f"'{key}'", len(value), "filters")
+        members = _parse_members(value, depth)
+        return [And(members) if key == "and" else Or(members)]
+    if isinstance(value, Mapping):
+        if not value:
+            raise ValueError(f"filter on {key!r} has no operator; valid: {', '.join(OPERATORS)}")
+        return [Predicate(key, op, operand) for op, operand in value.items()]
+    return [Predicate(key, "eq", value)]
+
+
+def _all_of(parts: Sequence[Filter]) -> Filter | None:
+    """`parts` AND-ed: None when there are none, the one filter alone, else an And."""
     if not parts:
         return None
     return parts[0] if len(parts) == 1 else And(tuple(parts))
@@ -255,6 +269,16 @@ def _compare(actual: Any, op: str, value: Any) -> bool:
     (l_start, l_end), (r_start, r_end) = left_t, right_t
     return {"gt": l_start > r_end, "gte": l_start >= r_start, "lt": l_end < r_start,
             "lte": l_end <= r_end}[op]  # fmt: skip
+
+
+def compares_as_text(value: Any) -> bool:
+    """Whether `matches` compares `value` only as a string: a str that reads as neither a number
+    nor a date or period. A store pushing a filter down may test such a value by string equality.
+
+    >>> compares_as_text("ACME"), compares_as_text("2024-Q3"), compares_as_text("1,200")
+    (True, False, False)
+    """
+    return isinstance(value, str) and _as_number(value) is None and _as_interval(value) is None
 
 
 def _as_number(value: Any) -> float | None:

@@ -27,6 +27,7 @@ GENERATE_KEY = "python -c 'import secrets; print(secrets.token_urlsafe(32))'"
 
 T = TypeVar("T", covariant=True)
 C = TypeVar("C", bound=str)
+N = TypeVar("N", int, float)
 
 
 @dataclass(frozen=True)
@@ -100,19 +101,25 @@ def choice(*choices: C, note: str = "") -> Parser[C]:
     return Parser(parse, " \\| ".join(choices))
 
 
-def int_range(low: int, high: int) -> Parser[int]:
-    """An integer in [low, high]."""
+def _bounded(convert: Callable[[str], N], low: N, high: N, expected: str) -> Callable[[str], N]:
+    """A parse function: `convert(raw)` when that works and lies in [low, high], else
+    ValueError("expected <expected>")."""
 
-    def parse(raw: str) -> int:
+    def parse(raw: str) -> N:
         try:
-            value = int(raw)
+            value = convert(raw)
         except ValueError:
-            raise ValueError(f"expected an integer from {low} to {high}") from None
+            raise ValueError(f"expected {expected}") from None
         if not low <= value <= high:
-            raise ValueError(f"expected an integer from {low} to {high}")
+            raise ValueError(f"expected {expected}")
         return value
 
-    return Parser(parse, f"integer {low}–{high}")
+    return parse
+
+
+def int_range(low: int, high: int) -> Parser[int]:
+    """An integer in [low, high]."""
+    return Parser(_bounded(int, low, high, f"an integer from {low} to {high}"), f"integer {low}–{high}")
 
 
 def int_or_off(low: int, high: int) -> Parser[int | str]:
@@ -132,17 +139,7 @@ def int_or_off(low: int, high: int) -> Parser[int | str]:
 
 def float_range(low: float, high: float) -> Parser[float]:
     """A number in [low, high]."""
-
-    def parse(raw: str) -> float:
-        try:
-            value = float(raw)
-        except ValueError:
-            raise ValueError(f"expected a number from {low:g} to {high:g}") from None
-        if not low <= value <= high:
-            raise ValueError(f"expected a number from {low:g} to {high:g}")
-        return value
-
-    return Parser(parse, f"number {low:g}–{high:g}")
+    return Parser(_bounded(float, low, high, f"a number from {low:g} to {high:g}"), f"number {low:g}–{high:g}")
 
 
 def float_list(count: int, names: str, *, minimum: float | None = None) -> Parser[tuple[float, ...]]:

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from ragspine.retrieval.model import Chunk
 from ragspine.retrieval.pipeline.channels import AttachedChannel, Channel, ChannelQuery
 from ragspine.retrieval.pipeline.hybrid import HybridRetriever, ListChunks
+from ragspine.testing.suite import required_fixture
 
 CHUNKS = [
     Chunk("a:0", "a", 0, "营收下滑的原因是出口订单减少。", "a#0", topic="revenue", language="zh"),
@@ -35,9 +34,7 @@ def attached(channel: Channel) -> tuple[AttachedChannel, HybridRetriever]:
 class ChannelSuite:
     """Tests every channel must pass."""
 
-    @pytest.fixture
-    def channel(self) -> Any:
-        raise NotImplementedError("a ChannelSuite subclass must provide the channel fixture")
+    channel = required_fixture("channel", "ChannelSuite")
 
     def test_satisfies_the_protocol(self, channel: Any) -> None:
         assert isinstance(channel, Channel)

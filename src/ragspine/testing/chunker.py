@@ -7,10 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from ragspine.retrieval.chunking.protocol import Chunker
 from ragspine.retrieval.model import DocumentMeta
+from ragspine.testing.suite import required_fixture
 
 TEXT = (
     "# 年度报告\n\n营收下滑的主要原因是海外需求减弱。公司随后调整了产品结构。\n\n"
@@ -24,9 +23,7 @@ META = DocumentMeta("doc-1", title="Annual report", entity="ACME_CN", period="20
 class ChunkerSuite:
     """Tests every chunker must pass."""
 
-    @pytest.fixture
-    def chunker(self) -> Any:
-        raise NotImplementedError("a ChunkerSuite subclass must provide the chunker fixture")
+    chunker = required_fixture("chunker", "ChunkerSuite")
 
     def test_satisfies_the_protocol(self, chunker: Any) -> None:
         assert isinstance(chunker, Chunker)

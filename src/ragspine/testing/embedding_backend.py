@@ -14,6 +14,7 @@ import pytest
 
 from ragspine.retrieval.types import EmbeddingBackend
 from ragspine.retrieval.vector.embeddings.factory import embed_queries
+from ragspine.testing.suite import required_fixture
 
 TEXTS = [
     "营收下滑的主要原因是海外需求减弱。",
@@ -30,9 +31,7 @@ def _matrix(vectors: list[list[float]]) -> np.ndarray:
 class EmbeddingBackendSuite:
     """Tests every embedding backend must pass."""
 
-    @pytest.fixture
-    def backend(self) -> Any:
-        raise NotImplementedError("an EmbeddingBackendSuite subclass must provide the backend fixture")
+    backend = required_fixture("backend", "EmbeddingBackendSuite")
 
     def test_satisfies_the_protocol(self, backend: Any) -> None:
         assert isinstance(backend.is_remote, bool)

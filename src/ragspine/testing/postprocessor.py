@@ -7,19 +7,16 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from ragspine.retrieval.postprocess.compress import SEPARATOR as PROMPT_SEPARATOR
 from ragspine.retrieval.postprocess.protocol import Postprocessor
 from ragspine.testing.reranker import results
+from ragspine.testing.suite import required_fixture
 
 
 class PostprocessorSuite:
     """Tests every post-processor must pass."""
 
-    @pytest.fixture
-    def postprocessor(self) -> Any:
-        raise NotImplementedError("a PostprocessorSuite subclass must provide the postprocessor fixture")
+    postprocessor = required_fixture("postprocessor", "PostprocessorSuite")
 
     def test_satisfies_the_protocol(self, postprocessor: Any) -> None:
         assert isinstance(postprocessor, Postprocessor)

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from ragspine.retrieval.model import Chunk
 from ragspine.retrieval.rerank.guard import rerank_head
 from ragspine.retrieval.rerank.protocol import Reranker
 from ragspine.retrieval.types import RetrievalResult
+from ragspine.testing.suite import required_fixture
 
 CANDIDATES = [
     "Revenue fell because overseas demand weakened.",
@@ -36,9 +35,7 @@ def results(labels: list[str]) -> list[RetrievalResult]:
 class RerankerSuite:
     """Tests every reranker must pass."""
 
-    @pytest.fixture
-    def reranker(self) -> Any:
-        raise NotImplementedError("a RerankerSuite subclass must provide the reranker fixture")
+    reranker = required_fixture("reranker", "RerankerSuite")
 
     def test_satisfies_the_protocol(self, reranker: Any) -> None:
         assert isinstance(reranker, Reranker)

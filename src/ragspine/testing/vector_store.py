@@ -17,6 +17,7 @@ import pytest
 
 from ragspine.retrieval.filters import Predicate, matches, parse_filter
 from ragspine.retrieval.vector.stores.inprocess import SCORE_DECIMALS, ChunkVectorStore, VectorStore
+from ragspine.testing.suite import required_fixture
 
 NewStore = Callable[[int], VectorStore]
 Reopen = Callable[[VectorStore], VectorStore]
@@ -75,13 +76,9 @@ def assert_ranking_close(got: list[tuple[str, float]], want: list[tuple[str, flo
 class VectorStoreSuite:
     """Tests every VectorStore must pass; see the module docstring for the fixtures."""
 
-    @pytest.fixture
-    def new_store(self) -> NewStore:
-        raise NotImplementedError("a VectorStoreSuite subclass must provide the new_store fixture")
+    new_store = required_fixture("new_store", "VectorStoreSuite")
 
-    @pytest.fixture
-    def reopen(self) -> Reopen:
-        raise NotImplementedError("a VectorStoreSuite subclass must provide the reopen fixture")
+    reopen = required_fixture("reopen", "VectorStoreSuite")
 
     @pytest.fixture
     def filled(self, new_store: NewStore) -> tuple[VectorStore, list[str], np.ndarray]:

@@ -12,11 +12,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import pytest
 
 from ragspine.retrieval.visual.build import index_pages
 from ragspine.retrieval.visual.index import VisualIndex
 from ragspine.retrieval.visual.protocol import PageRecord, VisualEmbedder
+from ragspine.testing.suite import required_fixture
 
 QUERIES = ["营收下滑的主要原因", "Why did revenue fall in 2024?", "chart"]
 
@@ -40,9 +40,7 @@ def _unit_rows(array: np.ndarray, dim: int) -> bool:
 class VisualEmbedderSuite:
     """Tests every visual embedder must pass."""
 
-    @pytest.fixture
-    def embedder(self) -> Any:
-        raise NotImplementedError("a VisualEmbedderSuite subclass must provide the embedder fixture")
+    embedder = required_fixture("embedder", "VisualEmbedderSuite")
 
     def test_satisfies_the_protocol(self, embedder: Any) -> None:
         assert isinstance(embedder, VisualEmbedder)

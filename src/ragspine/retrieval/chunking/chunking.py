@@ -125,11 +125,21 @@ def check_budget(max_chars: int, overlap_chars: int) -> None:
         )
 
 
-def _append_trimmed(spans: list[Span], text: str, start: int, end: int) -> None:
+def trim_span(text: str, start: int, end: int) -> Span:
+    """`(start, end)` moved inward past the whitespace at both ends (empty when all blank).
+
+    >>> trim_span("  ab  ", 0, 6)
+    (2, 4)
+    """
     while start < end and text[start].isspace():
         start += 1
     while end > start and text[end - 1].isspace():
         end -= 1
+    return start, end
+
+
+def _append_trimmed(spans: list[Span], text: str, start: int, end: int) -> None:
+    start, end = trim_span(text, start, end)
     if end > start:
         spans.append((start, end))
 

@@ -26,7 +26,7 @@ Invariants (every chunker here; property tests over random Unicode keep them):
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -43,6 +43,7 @@ from ragspine.retrieval.chunking.chunking import (
     chunk_document,
     document_chunk,
     paragraph_spans,
+    trim_span,
 )
 from ragspine.retrieval.chunking.protocol import Layout
 from ragspine.retrieval.model import Chunk, DocumentMeta
@@ -137,6 +138,9 @@ class Section:
     heading_end: int  # where the opening heading line ends (== start when there is none)
 
 
+Mark = tuple[int, int, int, str]  # (start, heading end, level, label) of one heading line
+
+
 def find_sections(
     text: str, rules: Sequence[HeadingRule], *, title_line: bool = True, layout: Layout | None = None
 ) -> list[Section]:
@@ -144,11 +148,28 @@ def find_sections(
     docstring). A loader's `layout` adds its heading lines (its level wins where a rule fires on
     the same line) and cuts sections at page starts (the path carries over)."""
     given = {start: (end, level) for start, end, level in (layout.headings if layout else ())}
-    marks: list[tuple[int, int, int, str]] = [  # (start, heading end, level, label)
+    marks = _layout_marks(text, given) + _rule_marks(text, rules, skip=given.keys())
+    marks.sort()
+    if title_line:
+        _add_title_mark(marks, text)
+    merged = _merge_bodiless(_sections_at_marks(text, marks))
+    return _cut_at_pages(merged, text, layout.page_starts) if layout and layout.page_starts else merged
+
+
+def _layout_marks(text: str, given: dict[int, tuple[int, int]]) -> list[Mark]:
+    """The heading lines a loader marked (`start -> (end, level)`), in order; an empty or
+    out-of-range span is ignored and a Markdown `#` prefix is not part of the label."""
+    return [
         (start, end, level, " ".join(text[start:end].lstrip("#").split()))
         for start, (end, level) in sorted(given.items())
         if 0 <= start < end <= len(text) and text[start:end].strip()
     ]
+
+
+def _rule_marks(text: str, rules: Sequence[HeadingRule], *, skip: Collection[int]) -> list[Mark]:
+    """The heading lines `rules` detect outside fenced code (``` or ~~~), except those starting
+    at a position in `skip` (the loader's own headings)."""
+    marks: list[Mark] = []
     position = 0
     fence = ""  # inside fenced code (``` or ~~~) no line is a heading
     for line in text.split("\n"):
@@ -156,22 +177,41 @@ def find_sections(
         start = position + len(line) - len(line.lstrip())
         if stripped[:3] in ("```", "~~~") and (not fence or stripped.startswith(fence)):
             fence = "" if fence else stripped[:3]
-        elif stripped and not fence and start not in given:
-            for rule in rules:
-                hit = rule(stripped)
-                if hit is not None:  # a line that is only its heading ends it; one with content does not
-                    label = " ".join(hit[1].split())
-                    alone = label == " ".join(stripped.split()) or markdown_heading(stripped) is not None
-                    marks.append((start, start + len(stripped) if alone else start, hit[0], label))
-                    break
+        elif stripped and not fence and start not in skip:
+            mark = _rule_mark(stripped, start, rules)
+            if mark is not None:
+                marks.append(mark)
         position += len(line) + 1
-    marks.sort()
+    return marks
+
+
+def _rule_mark(stripped: str, start: int, rules: Sequence[HeadingRule]) -> Mark | None:
+    """The mark of the first rule that fires on a (stripped) line starting at `start`, if any.
+    A line that is only its heading ends it; one with content after the label does not."""
+    for rule in rules:
+        hit = rule(stripped)
+        if hit is not None:
+            label = " ".join(hit[1].split())
+            alone = label == " ".join(stripped.split()) or markdown_heading(stripped) is not None
+            return (start, start + len(stripped) if alone else start, hit[0], label)
+    return None
+
+
+def _add_title_mark(marks: list[Mark], text: str) -> None:
+    """Insert the document's title line as a level-0 mark: a first paragraph of one short line,
+    followed by more text, that is not already a heading."""
     paragraphs = paragraph_spans(text)
-    if title_line and len(paragraphs) > 1:
-        first_start, first_end = paragraphs[0]
-        line = text[first_start:first_end]
-        if "\n" not in line and len(line) <= MAX_TITLE_LINE and not (marks and marks[0][0] == first_start):
-            marks.insert(0, (first_start, first_end, 0, " ".join(line.split())))
+    if len(paragraphs) <= 1:
+        return
+    first_start, first_end = paragraphs[0]
+    line = text[first_start:first_end]
+    if "\n" not in line and len(line) <= MAX_TITLE_LINE and not (marks and marks[0][0] == first_start):
+        marks.insert(0, (first_start, first_end, 0, " ".join(line.split())))
+
+
+def _sections_at_marks(text: str, marks: Sequence[Mark]) -> list[Section]:
+    """One section per mark (to the next mark) with its heading path, after the text before the
+    first mark (level 99, no path)."""
     sections: list[Section] = []
     if not marks or marks[0][0] > 0:
         end = marks[0][0] if marks else len(text)
@@ -183,8 +223,7 @@ def find_sections(
         stack.append((level, label))
         end = marks[i + 1][0] if i + 1 < len(marks) else len(text)
         _add_section(sections, text, start, end, level, tuple(lab for _, lab in stack), line_end)
-    merged = _merge_bodiless(sections)
-    return _cut_at_pages(merged, text, layout.page_starts) if layout and layout.page_starts else merged
+    return sections
 
 
 def _cut_at_pages(sections: list[Section], text: str, page_starts: Sequence[int]) -> list[Section]:
@@ -204,10 +243,7 @@ def _cut_at_pages(sections: list[Section], text: str, page_starts: Sequence[int]
 def _add_section(
     sections: list[Section], text: str, start: int, end: int, level: int, path: tuple[str, ...], line_end: int | None
 ) -> None:
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
+    start, end = trim_span(text, start, end)
     if end > start:
         sections.append(Section(start, end, level, path, min(line_end, end) if line_end is not None else start))
 

@@ -84,63 +84,121 @@ def build_tree(
     full = full or tree.meta.get("settings") != settings
     if full:
         tree.clusters, tree.nodes = {}, {}
+    leaves = _read_leaves(store, vectors, tree, full)
+    member_vectors = leaves.vectors
+    changed: set[str] = set()  # members whose content changed (nodes re-summarised below)
+    written: set[str] = set()
+    summarised = 0
+    ids = _NodeIds(int(tree.meta.get("next_id", 0)))
+    for level in range(1, config.levels + 1):
+        touched, changed = _update_level(tree, level, member_vectors, changed, leaves.chunks, summarizer, config, ids)
+        written |= touched
+        summarised += len(changed)
+        member_vectors = _node_vectors(tree, level)
+    written |= _drop_levels_above(tree, config.levels)
+    seconds = time.perf_counter() - started
+    nodes = {lv: sum(1 for n in tree.nodes.values() if n.level == lv) for lv in sorted(tree.clusters)}
+    meta = {"data_version": version, "settings": settings, "next_id": ids.last, "seconds": round(seconds, 3),
+            "centres": tree.meta["centres"],
+            "summarizer": type(summarizer).__name__, "leaves": len(leaves.vectors), "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}  # fmt: skip
+    tree.save(written, meta, reset=full, languages=leaves.languages)
+    return BuildReport(full, version, len(leaves.vectors), len(leaves.chunks) - len(leaves.vectors), nodes, summarised, seconds)
+
+
+@dataclass(frozen=True)
+class _Leaves:
+    """The tree's would-be leaves: the readable chunks, the centred vectors of those that have
+    one (the level-1 members), and the language codes to record (None: a leaf gone)."""
+
+    chunks: Mapping[str, Chunk]
+    vectors: dict[str, np.ndarray]
+    languages: dict[str, int | None]
+
+
+def _read_leaves(store: ChunkReader, vectors: VectorLookup, tree: RaptorTree, full: bool) -> _Leaves:
+    """The store's non-RESTRICTED chunks and their centred vectors; the tree's language centres
+    are (re)computed here on a full build or when the tree has none yet."""
     chunks = {c.chunk_id: c for c in store.iter_chunks() if not is_restricted(c.sensitivity)}
     ids = sorted(chunks)
     rows, present = vectors(ids) if ids else (np.zeros((0, 0)), np.zeros(0, dtype=bool))
     kept = [i for i, cid in enumerate(ids) if present[i]]
-    known = {} if full else tree.languages
-    codes = np.array([known[ids[i]] if ids[i] in known else language_code(chunks[ids[i]].text) for i in kept], dtype=np.int64)
     kept_ids = [ids[i] for i in kept]
+    known = {} if full else tree.languages
+    codes = _language_codes(kept_ids, chunks, known)
     languages: dict[str, int | None] = {c: int(code) for c, code in zip(kept_ids, codes.tolist()) if c not in known}
     languages.update({c: None for c in set(known) - set(kept_ids)})  # leaves gone
     if full or "centres" not in tree.meta:
         tree.meta["centres"] = language_centres(codes, rows[kept])
     centres = {int(k): np.asarray(v) for k, v in tree.meta["centres"].items()}
-    member_vectors: dict[str, np.ndarray] = dict(zip(kept_ids, centre_rows(rows[kept], codes, centres), strict=True))
-    leaves = len(member_vectors)
-    changed: set[str] = set()  # members whose content changed (nodes re-summarised below)
-    written: set[str] = set()
-    summarised = 0
-    counter = [int(tree.meta.get("next_id", 0))]
+    member_vectors = dict(zip(kept_ids, centre_rows(rows[kept], codes, centres), strict=True))
+    return _Leaves(chunks, member_vectors, languages)
 
-    def new_id(level: int) -> Callable[[], str]:
+
+def _language_codes(ids: Sequence[str], chunks: Mapping[str, Chunk], known: Mapping[str, int]) -> np.ndarray:
+    """The language code of each chunk: the one the tree recorded, else `language_code` of its text."""
+    return np.array([known[c] if c in known else language_code(chunks[c].text) for c in ids], dtype=np.int64)
+
+
+class _NodeIds:
+    """Fresh node ids `raptor:<level>:<n>`, numbered on from the tree's `next_id` (`last`)."""
+
+    def __init__(self, last: int) -> None:
+        self.last = last
+
+    def maker(self, level: int) -> Callable[[], str]:
+        """A function that returns the next id of `level`."""
+
         def make() -> str:
-            counter[0] += 1
-            return f"raptor:{level}:{counter[0]:07d}"
+            self.last += 1
+            return f"raptor:{level}:{self.last:07d}"
 
         return make
 
-    for level in range(1, config.levels + 1):
-        clusters = tree.clusters.setdefault(level, {})
-        before = {m for members in clusters.values() for m in members}
-        now = set(member_vectors) if len(member_vectors) >= 2 else set()
-        touched = update_clusters(
-            clusters, member_vectors, remove=(before - now) | (changed & before), add=sorted((now - before) | (changed & now)),
-            threshold=config.threshold, max_size=config.max_cluster, new_id=new_id(level),
-        )  # fmt: skip
-        written |= touched
-        changed = set()
-        for cid in sorted(touched):
-            members = clusters.get(cid, [])
-            if len(members) < 2:
-                tree.nodes.pop(cid, None)
-                continue
-            tree.nodes[cid] = _node(cid, level, members, member_vectors, tree.nodes, chunks, summarizer)
-            changed.add(cid)
-            summarised += 1
-        member_vectors = {cid: tree.nodes[cid].vector for cid, members in clusters.items() if len(members) >= 2}
-    for level in [lv for lv in tree.clusters if lv > config.levels]:  # levels no longer wanted
-        written |= set(tree.clusters.pop(level))
-    for cid in [n for n, node in tree.nodes.items() if node.level > config.levels]:
+
+def _update_level(
+    tree: RaptorTree,
+    level: int,
+    member_vectors: dict[str, np.ndarray],
+    changed: set[str],
+    chunks: Mapping[str, Chunk],
+    summarizer: Summarizer,
+    config: RaptorConfig,
+    ids: _NodeIds,
+) -> tuple[set[str], set[str]]:
+    """Re-cluster one level for its members' arrivals, departures and `changed` contents, and
+    re-summarise the touched clusters; returns (the touched cluster ids, the nodes re-summarised)."""
+    clusters = tree.clusters.setdefault(level, {})
+    before = {m for members in clusters.values() for m in members}
+    now = set(member_vectors) if len(member_vectors) >= 2 else set()
+    touched = update_clusters(
+        clusters, member_vectors, remove=(before - now) | (changed & before), add=sorted((now - before) | (changed & now)),
+        threshold=config.threshold, max_size=config.max_cluster, new_id=ids.maker(level),
+    )  # fmt: skip
+    resummarised: set[str] = set()
+    for cid in sorted(touched):
+        members = clusters.get(cid, [])
+        if len(members) < 2:
+            tree.nodes.pop(cid, None)
+            continue
+        tree.nodes[cid] = _node(cid, level, members, member_vectors, tree.nodes, chunks, summarizer)
+        resummarised.add(cid)
+    return touched, resummarised
+
+
+def _node_vectors(tree: RaptorTree, level: int) -> dict[str, np.ndarray]:
+    """The vectors of `level`'s nodes (clusters of two or more): the members of the level above."""
+    return {cid: tree.nodes[cid].vector for cid, members in tree.clusters[level].items() if len(members) >= 2}
+
+
+def _drop_levels_above(tree: RaptorTree, levels: int) -> set[str]:
+    """Remove the clusters and nodes above `levels` and empty levels; returns the cluster ids removed."""
+    removed: set[str] = set()
+    for level in [lv for lv in tree.clusters if lv > levels]:  # levels no longer wanted
+        removed |= set(tree.clusters.pop(level))
+    for cid in [n for n, node in tree.nodes.items() if node.level > levels]:
         tree.nodes.pop(cid)
     tree.clusters = {level: clusters for level, clusters in tree.clusters.items() if clusters}
-    seconds = time.perf_counter() - started
-    nodes = {lv: sum(1 for n in tree.nodes.values() if n.level == lv) for lv in sorted(tree.clusters)}
-    meta = {"data_version": version, "settings": settings, "next_id": counter[0], "seconds": round(seconds, 3),
-            "centres": tree.meta["centres"],
-            "summarizer": type(summarizer).__name__, "leaves": leaves, "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}  # fmt: skip
-    tree.save(written, meta, reset=full, languages=languages)
-    return BuildReport(full, version, leaves, len(chunks) - leaves, nodes, summarised, seconds)
+    return removed
 
 
 def language_centres(codes: np.ndarray, rows: np.ndarray) -> dict[str, list[float]]:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ragspine.retrieval.rerank.models import OnnxModel, order_by_scores
+from ragspine.retrieval.rerank.models import OnnxModel, ScoredReranker
 from ragspine.retrieval.vector.arrays import unit_rows
 from ragspine.retrieval.vector.late_interaction import maxsim_scores
 
@@ -23,7 +23,7 @@ DEFAULT_MAX_LENGTH = 256
 DEFAULT_BATCH_SIZE = 16
 
 
-class ColbertReranker:
+class ColbertReranker(ScoredReranker):
     """ColBERT MaxSim over an ONNX token encoder.
 
     >>> reranker = ColbertReranker("models/colbertv2-onnx", query_prefix="[unused0] ",
@@ -64,9 +64,6 @@ class ColbertReranker:
             return []
         (q,) = self.token_vectors([self.query_prefix + query])
         return maxsim_scores(q, self.token_vectors([self.document_prefix + t for t in candidates]))
-
-    def rerank(self, query: str, candidates: list[str]) -> list[int]:
-        return order_by_scores(self.scores(query, candidates))
 
     def __repr__(self) -> str:
         return f"ColbertReranker({str(self._model.folder)!r})"

@@ -22,14 +22,12 @@ from collections.abc import Callable
 from typing import Any
 
 from ragspine.extras import require
-from ragspine.http_retry import EndpointError, json_client, log_body, post_with_retries
+from ragspine.http_retry import DEFAULT_BACKOFF_S, DEFAULT_MAX_RETRIES, EndpointError, json_client, log_body, post_with_retries
 from ragspine.retrieval.rerank.models import order_by_scores
 from ragspine.secret import Secret, redact_url
 
 APIS = ("cohere", "tei")
 DEFAULT_TIMEOUT_S = 10.0
-DEFAULT_MAX_RETRIES = 2
-DEFAULT_BACKOFF_S = 0.5
 _HINTS = {401: " (check RAGSPINE_RERANKER_API_KEY)", 404: " (check RAGSPINE_RERANKER_URL: the full rerank path)"}
 
 

@@ -1,5 +1,5 @@
 """What the local model rerankers share: the model folder, an ONNX model with its tokenizer, and
-scores → order.
+scores → order (`ScoredReranker`).
 
 Invariants: nothing is downloaded; a missing folder or file is an error naming
 RAGSPINE_RERANKER_MODEL (the folder `model_dir=None` falls back to, read by `spec_from_env` as
@@ -36,6 +36,18 @@ def order_by_scores(scores: Sequence[float]) -> list[int]:
     if any(math.isnan(v) for v in values):
         raise ValueError("the model returned NaN scores")
     return sorted(range(len(values)), key=lambda i: (-values[i], i))
+
+
+class ScoredReranker:
+    """The base of a reranker that scores each candidate: `rerank` is the order of its `scores`,
+    best first, ties in the given order (`order_by_scores`)."""
+
+    def scores(self, query: str, candidates: list[str]) -> list[float]:
+        """One relevance score per candidate (each subclass says how)."""
+        raise NotImplementedError(f"{type(self).__name__} must define scores()")
+
+    def rerank(self, query: str, candidates: list[str]) -> list[int]:
+        return order_by_scores(self.scores(query, candidates))
 
 
 def model_folder(model_dir: str | Path | None, *, what: str, holds: str) -> Path:

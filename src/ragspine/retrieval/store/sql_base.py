@@ -29,9 +29,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import fields
 from datetime import UTC, datetime
-from types import TracebackType
 from typing import Any, ClassVar, Self
 
+from ragspine.closing import Closeable
 from ragspine.retrieval.model import Chunk, metadata_json
 from ragspine.retrieval.sensitivity import normalize_label
 from ragspine.retrieval.store.protocol import (
@@ -60,7 +60,7 @@ IN_BATCH = 500  # keys per IN (...) list where the dialect has no array paramete
 OWN_META_KEYS = frozenset({"data_version", "store_uid", "changes_from"})  # kept by the store itself
 
 
-class SQLChunkStore:
+class SQLChunkStore(Closeable):
     """The chunk store in SQL; subclasses set the dialect (class attributes and `_` hooks).
 
     Not used directly: open a `ChunkStore` (SQLite) or a `PostgresChunkStore`.
@@ -363,17 +363,6 @@ class SQLChunkStore:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def _logs_epochs(self) -> bool:
         """Whether the change log has its epoch column (kept once seen: columns are never dropped)."""

@@ -34,7 +34,7 @@ from ragspine.retrieval.store.sql_base import (  # noqa: F401 - _COLUMNS, _row: 
 
 __all__ = [
     "CHANGES_TABLE", "META_TABLE", "TABLE", "ChunkStore", "NotAChunkStoreError", "StoredChunk",
-    "Snapshot", "Transaction", "iter_chunks_query",
+    "Snapshot", "Transaction", "iter_chunks_query", "set_wal_mode",
 ]  # fmt: skip
 
 _ALLOWED_READ_ACTIONS = frozenset(
@@ -64,8 +64,7 @@ class ChunkStore(SQLChunkStore):
         self._lock = threading.RLock()
         self._conn = sqlite3.connect(self.db_path, check_same_thread=False, isolation_level=None)
         try:
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA busy_timeout=10000")
+            set_wal_mode(self._conn)
         except sqlite3.DatabaseError as exc:
             self._conn.close()
             raise NotAChunkStoreError(f"{self.db_path} is not a SQLite database: {exc}") from exc
@@ -113,6 +112,13 @@ class ChunkStore(SQLChunkStore):
             ).fetchone()
             is not None
         )
+
+
+def set_wal_mode(conn: sqlite3.Connection) -> None:
+    """The pragmas a long-lived connection to a SQLite file runs first: the WAL journal (readers
+    never block the writer) and a 10 s wait on a lock before "database is locked"."""
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA busy_timeout=10000")
 
 
 class Transaction:

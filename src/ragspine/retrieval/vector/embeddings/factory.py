@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragspine import catalog
-from ragspine.registry import check_options, spec_from_env
+from ragspine.registry import check_options, closed_lookup, spec_from_env
 from ragspine.retrieval.types import EmbeddingBackend
 from ragspine.retrieval.vector.embeddings.support import (
     EmbeddingBackendError,
@@ -194,12 +194,7 @@ def make_embedding_backend(spec: str | None = None, **options: Any) -> Embedding
     """
     if spec is None:
         spec = spec_from_env(("RAGSPINE_EMBEDDING", "RAGSPINE_EMBEDDING_BACKEND"), "auto")
-    if not isinstance(spec, str):
-        raise ValueError(f"embedding backend spec must be a string or None, got {type(spec).__name__}")
-    name = spec.strip().lower()
-    entry = EMBEDDING_BACKENDS.get(name)
-    if entry is None:
-        raise ValueError(f"unknown embedding backend {spec!r}; valid: {', '.join(EMBEDDING_BACKENDS)}")
+    name, entry = closed_lookup("embedding backend", EMBEDDING_BACKENDS, spec)
     if name == "auto":
         resolved, _ = resolve_auto()
         if resolved is None:

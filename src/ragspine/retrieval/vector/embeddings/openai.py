@@ -18,17 +18,16 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from typing import Any, Self
+from typing import Any
 
-from ragspine.http_retry import excerpt, json_client, log_body, post_with_retries
+from ragspine.closing import Closeable
+from ragspine.http_retry import DEFAULT_BACKOFF_S, DEFAULT_MAX_RETRIES, excerpt, json_client, log_body, post_with_retries
 from ragspine.secret import redact_url
 from ragspine.retrieval.vector.embeddings.support import EmbeddingBackendError, check_texts, require
 from ragspine.retrieval.vector.arrays import batches
 from ragspine.secret import Secret
 
 DEFAULT_TIMEOUT_S = 30.0
-DEFAULT_MAX_RETRIES = 2
-DEFAULT_BACKOFF_S = 0.5
 DEFAULT_BATCH_SIZE = 64
 _HINTS = {
     401: "; check the API key",
@@ -37,7 +36,7 @@ _HINTS = {
 }
 
 
-class OpenAIEmbeddingBackend:
+class OpenAIEmbeddingBackend(Closeable):
     """Embeddings from an OpenAI-compatible endpoint.
 
     >>> backend = OpenAIEmbeddingBackend("http://127.0.0.1:8080/v1", "e5-small")  # doctest: +SKIP
@@ -93,12 +92,6 @@ class OpenAIEmbeddingBackend:
 
     def close(self) -> None:
         self._client.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"OpenAIEmbeddingBackend(url={self.url!r}, model={self.model!r})"

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragspine import catalog
-from ragspine.registry import check_options, spec_from_env
+from ragspine.registry import check_options, closed_lookup, spec_from_env
 from ragspine.retrieval.vector.stores.inprocess import VectorStore
 
 
@@ -71,12 +71,7 @@ def make_vector_store(spec: str | None = None, **options: Any) -> VectorStore:
     """
     if spec is None:
         spec = spec_from_env(("RAGSPINE_VECTOR_STORE",), "in_process")
-    if not isinstance(spec, str):
-        raise ValueError(f"vector store spec must be a string or None, got {type(spec).__name__}")
-    name = spec.strip().lower()
-    entry = VECTOR_STORES.get(name)
-    if entry is None:
-        raise ValueError(f"unknown vector store {spec!r}; valid: {', '.join(VECTOR_STORES)}")
+    name, entry = closed_lookup("vector store", VECTOR_STORES, spec)
     cls = entry.load(name)
     check_options(f"vector store {name!r}", cls, options)
     store: VectorStore = cls(**options)

@@ -32,18 +32,17 @@ from ragspine.retrieval.vector.arrays import as_matrix, as_vector, unit_rows
 
 SCORE_DECIMALS = 6  # float32 dot products agree to ~1e-7: rounding makes equal vectors tie exactly
 _SCALARS = (str, int, float, bool, type(None))
+# What an upsert takes: one vector per id (lists or a matrix), and one metadata record per id
+# (None: {} for each).
+Vectors = Sequence[Sequence[float]] | np.ndarray
+VectorMetadata = Sequence[Mapping[str, Any]] | None
 
 
 @runtime_checkable
 class VectorStore(Protocol):
     """Vectors keyed by id (a chunk id), each with filterable metadata; see the module invariants."""
 
-    def upsert(
-        self,
-        ids: Sequence[str],
-        vectors: Sequence[Sequence[float]] | np.ndarray,
-        metadata: Sequence[Mapping[str, Any]] | None = None,
-    ) -> None: ...
+    def upsert(self, ids: Sequence[str], vectors: Vectors, metadata: VectorMetadata = None) -> None: ...
 
     def query(
         self, vector: Sequence[float] | np.ndarray, *, k: int, where: Filter | Mapping[str, Any] | None = None
@@ -80,12 +79,7 @@ class ChunkVectorStore(VectorStore, Protocol):
 
 
 def check_upsert(
-    ids: Sequence[str],
-    vectors: Sequence[Sequence[float]] | np.ndarray,
-    metadata: Sequence[Mapping[str, Any]] | None,
-    *,
-    dim: int | None,
-    what: str,
+    ids: Sequence[str], vectors: Vectors, metadata: VectorMetadata, *, dim: int | None, what: str
 ) -> tuple[list[str], np.ndarray, list[dict[str, Any]]]:
     """Validate an upsert for any VectorStore: (ids, float matrix, metadata records), one each."""
     checked = _check_ids(ids)
@@ -96,6 +90,14 @@ def check_upsert(
     if len(metas) != len(checked):
         raise ValueError(f"{len(checked)} ids but {len(metas)} metadata records")
     return checked, matrix, metas
+
+
+def check_query(k: int, where: Filter | Mapping[str, Any] | None) -> Filter | None:
+    """Validate a query's arguments for any VectorStore: the typed `where` (`parse_filter`);
+    ValueError first when `k` is not a positive integer."""
+    if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    return parse_filter(where)
 
 
 class InProcessVectorStore:
@@ -120,12 +122,7 @@ class InProcessVectorStore:
         self._row_of: dict[str, int] = {}  # id → row
         self._by_doc: dict[str, set[str]] = {}  # metadata doc_id → ids
 
-    def upsert(
-        self,
-        ids: Sequence[str],
-        vectors: Sequence[Sequence[float]] | np.ndarray,
-        metadata: Sequence[Mapping[str, Any]] | None = None,
-    ) -> None:
+    def upsert(self, ids: Sequence[str], vectors: Vectors, metadata: VectorMetadata = None) -> None:
         """Insert or replace one vector (and its metadata, default {}) per id."""
         ids, matrix, metas = check_upsert(ids, vectors, metadata, dim=self.dim, what=self._what())
         if not ids:
@@ -152,9 +149,7 @@ class InProcessVectorStore:
         self, vector: Sequence[float] | np.ndarray, *, k: int, where: Filter | Mapping[str, Any] | None = None
     ) -> list[tuple[str, float]]:
         """The `k` best (id, cosine) among vectors whose metadata matches `where`."""
-        if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
-            raise ValueError(f"k must be a positive integer, got {k!r}")
-        typed = parse_filter(where)
+        typed = check_query(k, where)
         query = unit_rows(as_vector(vector, dim=self.dim, what=self._what("query vector"))[None, :])[0]
         if not self._ids:
             return []

@@ -35,19 +35,11 @@ from typing import Any
 
 import numpy as np
 
+from ragspine.closing import Closeable
 from ragspine.extras import require
-from ragspine.retrieval.filters import (
-    And,
-    Filter,
-    Or,
-    Predicate,
-    _as_interval,
-    _as_number,
-    matches,
-    parse_filter,
-)
+from ragspine.retrieval.filters import And, Filter, Or, Predicate, compares_as_text, matches
 from ragspine.retrieval.vector.errors import VectorModelMismatch
-from ragspine.retrieval.vector.stores.inprocess import SCORE_DECIMALS, check_upsert, rows_found, top_k
+from ragspine.retrieval.vector.stores.inprocess import SCORE_DECIMALS, VectorMetadata, Vectors, check_query, check_upsert, rows_found, top_k
 from ragspine.retrieval.vector.arrays import as_vector, unit_rows
 
 EXACT_MAX_ROWS = 20_000  # up to this many rows a query scores every (pre-filtered) row
@@ -61,7 +53,7 @@ def _drivers() -> tuple[Any, Any]:
     return psycopg, require("pgvector.psycopg", extra="postgres", purpose="PgVectorStore").register_vector
 
 
-class PgVectorStore:
+class PgVectorStore(Closeable):
     """Vectors in one PostgreSQL table (pgvector), cosine ranking; see the module invariants."""
 
     def __init__(self, url: str, table: str, dim: int, model_id: str | None = None) -> None:
@@ -108,12 +100,7 @@ class PgVectorStore:
             run(f"CREATE INDEX IF NOT EXISTS {t}_doc ON {t} ((metadata->>'doc_id'))")
 
     # -- writes -------------------------------------------------------------------------------
-    def upsert(
-        self,
-        ids: Sequence[str],
-        vectors: Sequence[Sequence[float]] | np.ndarray,
-        metadata: Sequence[Mapping[str, Any]] | None = None,
-    ) -> None:
+    def upsert(self, ids: Sequence[str], vectors: Vectors, metadata: VectorMetadata = None) -> None:
         """Insert or replace one vector (and its metadata, default {}) per id, in one transaction."""
         ids, matrix, metas = check_upsert(ids, vectors, metadata, dim=self.dim, what=self._what())
         if not ids:
@@ -185,9 +172,7 @@ class PgVectorStore:
         self, vector: Sequence[float] | np.ndarray, *, k: int, where: Filter | Mapping[str, Any] | None = None
     ) -> list[tuple[str, float]]:
         """The `k` best (id, cosine) among vectors whose metadata matches `where`."""
-        if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
-            raise ValueError(f"k must be a positive integer, got {k!r}")
-        typed = parse_filter(where)
+        typed = check_query(k, where)
         query = unit_rows(as_vector(vector, dim=self.dim, what=self._what("query vector"))[None, :])[0]
         condition, params = to_sql(typed)
         with self._lock:
@@ -233,12 +218,6 @@ class PgVectorStore:
         with self._lock:
             self._conn.close()
 
-    def __enter__(self) -> PgVectorStore:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
-
     def __repr__(self) -> str:
         return f"PgVectorStore(table={self.table!r}, dim={self.dim}, model_id={self.model_id!r})"
 
@@ -269,7 +248,7 @@ def _predicate_sql(predicate: Predicate) -> tuple[str, list[Any]]:
     present = "(metadata->>%s) IS NOT NULL"  # missing or JSON null never matches
     if predicate.op in ("eq", "in"):
         values = [predicate.value] if predicate.op == "eq" else list(predicate.value)
-        if all(isinstance(v, str) and _as_number(v) is None and _as_interval(v) is None for v in values):
+        if all(compares_as_text(v) for v in values):
             # Only an exact string match can match a string; other JSON types fall to `matches`.
             return (
                 "(jsonb_typeof(metadata->%s) NOT IN ('string', 'null') OR metadata->>%s = ANY(%s))",

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ragspine.closing import Closeable
 from ragspine.retrieval.filters import (  # the private parsers: pushed-down filters must agree with matches
     And,
     Filter,
@@ -40,11 +41,11 @@ from ragspine.retrieval.filters import (  # the private parsers: pushed-down fil
     Predicate,
     _as_interval,
     _as_number,
+    compares_as_text,
     matches,
-    parse_filter,
 )
 from ragspine.retrieval.vector.embeddings.support import require
-from ragspine.retrieval.vector.stores.inprocess import SCORE_DECIMALS, check_upsert, rows_found, top_k
+from ragspine.retrieval.vector.stores.inprocess import SCORE_DECIMALS, VectorMetadata, Vectors, check_query, check_upsert, rows_found, top_k
 from ragspine.retrieval.vector.stores.files import VectorFilesError, VectorFilesMismatch
 from ragspine.retrieval.vector.arrays import as_vector, batches, unit_rows
 
@@ -69,7 +70,7 @@ def point_id(id_: str) -> str:
     return str(uuid.uuid5(ID_NAMESPACE, id_))
 
 
-class QdrantVectorStore:
+class QdrantVectorStore(Closeable):
     """Vectors in one Qdrant collection; see the module invariants.
 
     >>> store = QdrantVectorStore("demo", location=":memory:", model_id="demo")
@@ -117,12 +118,7 @@ class QdrantVectorStore:
         if self.dim is not None:
             self._ensure_collection(self.dim, write_manifest=saved is None)
 
-    def upsert(
-        self,
-        ids: Sequence[str],
-        vectors: Sequence[Sequence[float]] | np.ndarray,
-        metadata: Sequence[Mapping[str, Any]] | None = None,
-    ) -> None:
+    def upsert(self, ids: Sequence[str], vectors: Vectors, metadata: VectorMetadata = None) -> None:
         """Insert or replace one vector (and its metadata, default {}) per id."""
         self._collection_ready()  # adopt a collection another process created meanwhile
         ids, matrix, metas = check_upsert(ids, vectors, metadata, dim=self.dim, what=self._what())
@@ -142,9 +138,7 @@ class QdrantVectorStore:
         self, vector: Sequence[float] | np.ndarray, *, k: int, where: Filter | Mapping[str, Any] | None = None
     ) -> list[tuple[str, float]]:
         """The `k` best (id, cosine) among vectors whose metadata matches `where`."""
-        if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
-            raise ValueError(f"k must be a positive integer, got {k!r}")
-        typed = parse_filter(where)
+        typed = check_query(k, where)
         ready = self._collection_ready()
         query = unit_rows(as_vector(vector, dim=self.dim, what=self._what("query vector"))[None, :])[0]
         if not ready or (isinstance(typed, Or) and not typed.items):
@@ -241,12 +235,6 @@ class QdrantVectorStore:
         """Close the client this store opened (a client passed in is left open)."""
         if self._owns_client:
             self._client.close()
-
-    def __enter__(self) -> QdrantVectorStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __len__(self) -> int:
         return self.count()
@@ -379,8 +367,8 @@ def _plain(value: Any) -> bool:
     """True when `matches` compares `value` by string equality alone against stored strings only:
     not a number, a period or a date, not blank, and not a spelling of a bool or a list."""
     return (
-        isinstance(value, str) and bool(value.strip()) and _as_number(value) is None
-        and _as_interval(value) is None and value not in ("True", "False") and not value.startswith("[")
+        compares_as_text(value) and bool(value.strip())
+        and value not in ("True", "False") and not value.startswith("[")
     )  # fmt: skip
 
 

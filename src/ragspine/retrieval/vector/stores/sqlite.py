@@ -36,18 +36,18 @@ import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import numpy as np
 
-from ragspine.retrieval.filters import Filter, matches, parse_filter
+from ragspine.closing import Closeable
+from ragspine.retrieval.filters import Filter, matches
 from ragspine.retrieval.store.protocol import ChunkStoreProtocol
 from ragspine.retrieval.store.sqlite import Snapshot as _Snapshot
-from ragspine.retrieval.store.sqlite import Transaction
+from ragspine.retrieval.store.sqlite import Transaction, set_wal_mode
 from ragspine.retrieval.vector.arrays import as_matrix, as_vector, unit_rows
 from ragspine.retrieval.vector.errors import VectorFilesDamaged, VectorModelMismatch
-from ragspine.retrieval.vector.stores.inprocess import SCORE_DECIMALS, check_upsert, rows_found, top_k
+from ragspine.retrieval.vector.stores.inprocess import SCORE_DECIMALS, VectorMetadata, Vectors, check_query, check_upsert, rows_found, top_k
 
 # the logger this store has always logged under (its home was `dense.chunk_vectors`): logging
 # configured by name keeps working
@@ -77,7 +77,7 @@ def record_checksums(rows: np.ndarray) -> np.ndarray:
     return sums
 
 
-class ChunkVectors:
+class ChunkVectors(Closeable):
     """Unit-length float32 vectors keyed by chunk_id for ONE model, in a SQLite file (or in
     memory): the dense channel's persisted in-process `VectorStore` (also a `ChunkVectorStore`).
 
@@ -109,8 +109,7 @@ class ChunkVectors:
         self._lock = threading.RLock()
         self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         try:
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA busy_timeout=10000")
+            set_wal_mode(self._conn)
             self._open_schema()
         except sqlite3.OperationalError as exc:  # locked, read-only, …: say what SQLite said
             self._conn.close()
@@ -133,12 +132,7 @@ class ChunkVectors:
         return cls(None if db == ":memory:" else db + tag + VECTORS_SUFFIX, model_id=model_id, dim=dim)
 
     # -- writes (the VectorStore seam) ----------------------------------------------------------
-    def upsert(
-        self,
-        ids: Sequence[str],
-        vectors: Sequence[Sequence[float]] | np.ndarray,
-        metadata: Sequence[Mapping[str, Any]] | None = None,
-    ) -> None:
+    def upsert(self, ids: Sequence[str], vectors: Vectors, metadata: VectorMetadata = None) -> None:
         """Insert or replace one vector and its metadata (default {}) per id, in one transaction;
         ValueError, and nothing written, on a wrong dimension, NaN, infinity or a repeated id."""
         checked, matrix, metas = check_upsert(ids, vectors, metadata, dim=self.dim, what="vectors")
@@ -250,9 +244,7 @@ class ChunkVectors:
     ) -> list[tuple[str, float]]:
         """The `k` best (id, cosine) among intact vectors whose metadata matches `where` (an exact
         scan, ranked by `top_k` as every store ranks)."""
-        if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
-            raise ValueError(f"k must be a positive integer, got {k!r}")
-        typed = parse_filter(where)
+        typed = check_query(k, where)
         with self._lock, _Snapshot(self._conn):
             self._refresh_dim()
             query = unit_rows(as_vector(vector, dim=self.dim, what="query vector")[None, :])[0]
@@ -413,17 +405,6 @@ class ChunkVectors:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __len__(self) -> int:
         return self.count()
