@@ -30,7 +30,6 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from ragspine.agent.agent import LLMProvider
@@ -44,6 +43,7 @@ from ragspine.assembly import (
     make_provider,
     resolve_embedding,
 )
+from ragspine.closing import Closeable
 from ragspine.settings.config import LEXICAL_MODES, RETRIEVAL_MODES, SETTINGS, Settings
 from ragspine.retrieval.store.protocol import ChunkStoreProtocol
 from ragspine.retrieval.model import check_user_metadata
@@ -81,7 +81,7 @@ class IngestResult:
     warnings: tuple[str, ...] = ()
 
 
-class Workspace:
+class Workspace(Closeable):
     """One chunk store with its retrieval pipeline; thread-safe; close it when done.
 
     >>> import ragspine
@@ -415,13 +415,6 @@ class Workspace:
         _close(self.provider)
         _close(self.retriever.index.reranker)  # a rerank server's connection pool
 
-    def __enter__(self) -> Workspace:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
 
 def open_workspace(

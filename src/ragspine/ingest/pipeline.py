@@ -51,11 +51,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
+from ragspine.closing import Closeable
 from ragspine.ingest.document import (
     GARBLED,
     IngestSettings,
@@ -184,7 +184,7 @@ def resolve_labels(
     )  # fmt: skip
 
 
-class IngestPipeline:
+class IngestPipeline(Closeable):
     """The one ingest path over a `NarrativeIndex` (its store) and a `DocumentRegistry` (None:
     no registry rows, for callers that keep none); thread-safe; close it to close the registry.
 
@@ -333,14 +333,6 @@ class IngestPipeline:
         """Close the registry (the index and its store stay the caller's)."""
         if self.registry is not None:
             self.registry.close()
-
-    def __enter__(self) -> IngestPipeline:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     def _registered(
         self,

@@ -17,9 +17,9 @@ import json
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
+from ragspine.closing import Closeable
 from ragspine.retrieval.store.factory import is_postgres_url
 from ragspine.retrieval.store.postgres import connect
 
@@ -75,7 +75,7 @@ class DocumentRecord:
         return data if isinstance(data, dict) else {}
 
 
-class DocumentRegistry:
+class DocumentRegistry(Closeable):
     """Registry rows in the SQLite file at `db_path`, or the PostgreSQL database a `postgresql://`
     URL names (create the chunk store there first).
 
@@ -160,14 +160,3 @@ class DocumentRegistry:
 
     def close(self) -> None:
         self._conn.close()
-
-    def __enter__(self) -> DocumentRegistry:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()

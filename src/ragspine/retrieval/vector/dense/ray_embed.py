@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Sequence
-from types import TracebackType
 from typing import Any
 
 import numpy as np
 
+from ragspine.closing import Closeable
 from ragspine.extras import require
 
 MAX_RESTARTS = 4  # times Ray restarts a worker that died (each restart reloads the backend)
@@ -56,7 +56,7 @@ class _Worker:
         return os.getpid()
 
 
-class RayBatchEmbedder:
+class RayBatchEmbedder(Closeable):
     """A pool of `workers` Ray actors (None: one per CPU the cluster offers), each holding one
     backend; call it with batches of texts to get (index, vectors) as batches finish.
 
@@ -134,11 +134,3 @@ class RayBatchEmbedder:
         if self._started:
             ray.shutdown()
             self._started = False
-
-    def __enter__(self) -> RayBatchEmbedder:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
