@@ -8,6 +8,8 @@ An upstream response body never enters an error message: an upstream that echoes
 (its Authorization header) would hand the key to whoever sees the message. The body goes,
 redacted (`secret.redact_text`), to the log; `public_error` is all a caller (an HTTP client, a
 snippet's lineage, an answer's note) is told: a short code and the HTTP status.
+`RetryingJsonClient` is the base of every client that POSTs this way: the httpx client and the
+retry policy held once, each POST made with that policy, `close()` closing the client.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+from ragspine.closing import Closeable
 from ragspine.errors import RagspineError
 from ragspine.secret import Secret, redact_text, redact_url
 
@@ -99,6 +102,58 @@ def post_with_retries(
     if attempt:
         outcome.args = (f"{outcome} (after {attempt + 1} attempts)",)
     raise outcome
+
+
+def check_retry_policy(timeout: float, max_retries: int, backoff: float) -> None:
+    """Refuse (ValueError) a timeout that is not positive, or a negative retry count or backoff."""
+    if max_retries < 0 or timeout <= 0 or backoff < 0:
+        raise ValueError("timeout must be > 0, max_retries and backoff >= 0")
+
+
+class RetryingJsonClient(Closeable):
+    """An httpx JSON client (`json_client`) and the retry policy each of its POSTs follows
+    (`post_with_retries`); a subclass calls `_open` in its `__init__` and `_post` per request."""
+
+    timeout: float
+    max_retries: int
+    backoff: float
+
+    def _open(
+        self,
+        httpx: Any,
+        api_key: Secret | str | None,
+        *,
+        timeout: float,
+        max_retries: int,
+        backoff: float,
+        sleep: Callable[[float], None],
+        content_type: bool = False,
+    ) -> None:
+        """Hold the retry policy and open the client (the key only in its Authorization header)."""
+        self.timeout, self.max_retries, self.backoff = timeout, max_retries, backoff
+        self._sleep = sleep
+        self._httpx = httpx
+        self._client = json_client(httpx, timeout, api_key, content_type=content_type)
+
+    def _post(
+        self,
+        url: str,
+        payload: dict[str, Any],
+        *,
+        label: str,
+        parse: Callable[[Any], T | EndpointError],
+        error: type[EndpointError],
+        hints: Mapping[int, str],
+    ) -> T:
+        """`post_with_retries` with this client and its policy."""
+        return post_with_retries(
+            self._client, self._httpx, url, payload, label=label, timeout=self.timeout,
+            max_retries=self.max_retries, backoff=self.backoff, sleep=self._sleep,
+            parse=parse, error=error, hints=hints,
+        )  # fmt: skip
+
+    def close(self) -> None:
+        self._client.close()
 
 
 def json_client(httpx: Any, timeout: float, api_key: Secret | str | None, *, content_type: bool = False) -> Any:

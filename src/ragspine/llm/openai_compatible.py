@@ -15,9 +15,15 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ragspine.closing import Closeable
 from ragspine.extras import require
-from ragspine.http_retry import DEFAULT_BACKOFF_S, DEFAULT_MAX_RETRIES, EndpointError, json_client, log_body, post_with_retries
+from ragspine.http_retry import (
+    DEFAULT_BACKOFF_S,
+    DEFAULT_MAX_RETRIES,
+    EndpointError,
+    RetryingJsonClient,
+    check_retry_policy,
+    log_body,
+)
 from ragspine.secret import Secret, redact_url
 
 if TYPE_CHECKING:
@@ -36,7 +42,7 @@ class LLMProviderError(EndpointError):
     """The LLM endpoint gave no usable answer; `status` is the last HTTP status, if any."""
 
 
-class OpenAICompatibleProvider(Closeable):
+class OpenAICompatibleProvider(RetryingJsonClient):
     """Chat completions from any OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp, hosted).
 
     >>> provider = OpenAICompatibleProvider("http://127.0.0.1:11434/v1", "qwen2.5")  # doctest: +SKIP
@@ -58,27 +64,19 @@ class OpenAICompatibleProvider(Closeable):
         httpx = require("httpx", extra="llm", purpose="OpenAICompatibleProvider")
         if not model:
             raise ValueError("model must be a non-empty model name")
-        if max_retries < 0 or timeout <= 0 or backoff < 0:
-            raise ValueError("timeout must be > 0, max_retries and backoff >= 0")
+        check_retry_policy(timeout, max_retries, backoff)
         self.base_url = base_url.rstrip("/")
         self.model = model
-        self.timeout, self.max_retries, self.backoff = timeout, max_retries, backoff
         self.url = f"{self.base_url}/chat/completions"
-        self._sleep = sleep
-        self._httpx = httpx
-        self._client = json_client(httpx, timeout, api_key)
+        self._open(httpx, api_key, timeout=timeout, max_retries=max_retries, backoff=backoff, sleep=sleep)
 
     def chat(self, messages: list[dict[str, str]], **options: Any) -> str:
         """The assistant's reply to `messages`; `options` (temperature, max_tokens…) are sent as is."""
         payload = {**options, "model": self.model, "messages": messages}
-        return post_with_retries(
-            self._client, self._httpx, self.url, payload, label="LLM", timeout=self.timeout,
-            max_retries=self.max_retries, backoff=self.backoff, sleep=self._sleep,
-            parse=lambda response: _reply(self.url, response), error=LLMProviderError, hints=_HINTS,
+        return self._post(
+            self.url, payload, label="LLM", parse=lambda response: _reply(self.url, response),
+            error=LLMProviderError, hints=_HINTS,
         )  # fmt: skip
-
-    def close(self) -> None:
-        self._client.close()
 
     def __repr__(self) -> str:
         return f"OpenAICompatibleProvider(base_url={self.base_url!r}, model={self.model!r})"

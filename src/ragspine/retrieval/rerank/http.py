@@ -22,7 +22,14 @@ from collections.abc import Callable
 from typing import Any
 
 from ragspine.extras import require
-from ragspine.http_retry import DEFAULT_BACKOFF_S, DEFAULT_MAX_RETRIES, EndpointError, json_client, log_body, post_with_retries
+from ragspine.http_retry import (
+    DEFAULT_BACKOFF_S,
+    DEFAULT_MAX_RETRIES,
+    EndpointError,
+    RetryingJsonClient,
+    check_retry_policy,
+    log_body,
+)
 from ragspine.retrieval.rerank.models import order_by_scores
 from ragspine.secret import Secret, redact_url
 
@@ -35,7 +42,7 @@ class RerankerError(EndpointError):
     """A rerank server gave no usable answer."""
 
 
-class HttpReranker:
+class HttpReranker(RetryingJsonClient):
     """Asks a rerank server to order the candidates.
 
     >>> reranker = HttpReranker("http://gpu-box:8080/rerank", api="tei")  # doctest: +SKIP
@@ -63,13 +70,9 @@ class HttpReranker:
             raise ValueError(f"unknown rerank API {api!r}; valid: {', '.join(APIS)}")
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"rerank server URL must start with http:// or https://, got {url!r}")
-        if max_retries < 0 or timeout <= 0 or backoff < 0:
-            raise ValueError("timeout must be > 0, max_retries and backoff >= 0")
+        check_retry_policy(timeout, max_retries, backoff)
         self.url, self.api, self.model = url, api, model
-        self.timeout, self.max_retries, self.backoff = timeout, max_retries, backoff
-        self._sleep = sleep
-        self._httpx = httpx
-        self._client = json_client(httpx, timeout, api_key)
+        self._open(httpx, api_key, timeout=timeout, max_retries=max_retries, backoff=backoff, sleep=sleep)
 
     def payload(self, query: str, candidates: list[str]) -> dict[str, Any]:
         """The request body for `api`."""
@@ -84,9 +87,8 @@ class HttpReranker:
     def rerank(self, query: str, candidates: list[str]) -> list[int]:
         if not candidates:
             return []
-        scores = post_with_retries(
-            self._client, self._httpx, self.url, self.payload(query, candidates), label="reranker",
-            timeout=self.timeout, max_retries=self.max_retries, backoff=self.backoff, sleep=self._sleep,
+        scores = self._post(
+            self.url, self.payload(query, candidates), label="reranker",
             parse=lambda response: self._scores(response, len(candidates)), error=RerankerError, hints=_HINTS,
         )  # fmt: skip
         listed = sorted(scores)
@@ -113,9 +115,6 @@ class HttpReranker:
                 )
             scores[index] = float(score)
         return scores
-
-    def close(self) -> None:
-        self._client.close()
 
     def __repr__(self) -> str:
         return f"HttpReranker({redact_url(self.url)!r}, api={self.api!r})"

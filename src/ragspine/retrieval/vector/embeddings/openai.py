@@ -20,8 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ragspine.closing import Closeable
-from ragspine.http_retry import DEFAULT_BACKOFF_S, DEFAULT_MAX_RETRIES, excerpt, json_client, log_body, post_with_retries
+from ragspine.http_retry import DEFAULT_BACKOFF_S, DEFAULT_MAX_RETRIES, RetryingJsonClient, excerpt, log_body
 from ragspine.secret import redact_url
 from ragspine.retrieval.vector.embeddings.support import EmbeddingBackendError, check_texts, require
 from ragspine.retrieval.vector.arrays import batches
@@ -36,7 +35,7 @@ _HINTS = {
 }
 
 
-class OpenAIEmbeddingBackend(Closeable):
+class OpenAIEmbeddingBackend(RetryingJsonClient):
     """Embeddings from an OpenAI-compatible endpoint.
 
     >>> backend = OpenAIEmbeddingBackend("http://127.0.0.1:8080/v1", "e5-small")  # doctest: +SKIP
@@ -73,14 +72,13 @@ class OpenAIEmbeddingBackend(Closeable):
         self.model, self.dimensions = model, dimensions
         self.dim = dimensions
         self.query_prefix, self.passage_prefix = query_prefix, passage_prefix
-        self.timeout, self.max_retries, self.backoff = timeout, max_retries, backoff
         self.batch_size = batch_size
-        self._sleep = sleep
         suffix = f";dim={dimensions}" if dimensions else ""
         prefixes = f";qp={query_prefix!r};pp={passage_prefix!r}" if query_prefix or passage_prefix else ""
         self.model_id = model_id or f"openai:{model}{suffix}{prefixes}"
-        self._httpx = httpx
-        self._client = json_client(httpx, timeout, api_key, content_type=True)
+        self._open(
+            httpx, api_key, timeout=timeout, max_retries=max_retries, backoff=backoff, sleep=sleep, content_type=True
+        )
 
     def embed_texts(self, texts: list[str]) -> list[list[float]]:
         """Passage vectors (`passage_prefix` prepended)."""
@@ -89,9 +87,6 @@ class OpenAIEmbeddingBackend(Closeable):
     def embed_queries(self, texts: list[str]) -> list[list[float]]:
         """Query vectors (`query_prefix` prepended)."""
         return self._embed([self.query_prefix + t for t in check_texts(texts)])
-
-    def close(self) -> None:
-        self._client.close()
 
     def __repr__(self) -> str:
         return f"OpenAIEmbeddingBackend(url={self.url!r}, model={self.model!r})"
@@ -106,11 +101,9 @@ class OpenAIEmbeddingBackend(Closeable):
         payload: dict[str, Any] = {"model": self.model, "input": texts, "encoding_format": "float"}
         if self.dimensions:
             payload["dimensions"] = self.dimensions
-        return post_with_retries(
-            self._client, self._httpx, self.url, payload, label="embeddings", timeout=self.timeout,
-            max_retries=self.max_retries, backoff=self.backoff, sleep=self._sleep,
-            parse=lambda response: self._vectors(response, len(texts)), error=EmbeddingBackendError,
-            hints=_HINTS,
+        return self._post(
+            self.url, payload, label="embeddings", parse=lambda response: self._vectors(response, len(texts)),
+            error=EmbeddingBackendError, hints=_HINTS,
         )  # fmt: skip
 
     def _vectors(self, response: Any, n: int) -> list[list[float]] | EmbeddingBackendError:
