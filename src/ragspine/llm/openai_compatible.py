@@ -16,14 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ragspine.extras import require
-from ragspine.http_retry import (
-    DEFAULT_BACKOFF_S,
-    DEFAULT_MAX_RETRIES,
-    EndpointError,
-    RetryingJsonClient,
-    check_retry_policy,
-    log_body,
-)
+from ragspine.http_retry import DEFAULT_BACKOFF_S, DEFAULT_MAX_RETRIES, EndpointError, RetryingJsonClient, check_retry_policy, log_body
 from ragspine.secret import Secret, redact_url
 
 if TYPE_CHECKING:

@@ -22,14 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ragspine.extras import require
-from ragspine.http_retry import (
-    DEFAULT_BACKOFF_S,
-    DEFAULT_MAX_RETRIES,
-    EndpointError,
-    RetryingJsonClient,
-    check_retry_policy,
-    log_body,
-)
+from ragspine.http_retry import DEFAULT_BACKOFF_S, DEFAULT_MAX_RETRIES, EndpointError, RetryingJsonClient, check_retry_policy, log_body
 from ragspine.retrieval.rerank.models import order_by_scores
 from ragspine.secret import Secret, redact_url
 
