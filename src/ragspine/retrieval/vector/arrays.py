@@ -68,6 +68,16 @@ def unit_rows(matrix: FloatMatrix) -> FloatMatrix:
     return unit
 
 
+def unit_vector(vector: Any, *, dim: int | None = None, what: str = "query vector") -> np.ndarray:
+    """One vector checked as `as_vector` checks it, scaled to length 1 (all zeros stay zeros).
+
+    >>> unit_vector([3.0, 4.0]).tolist()
+    [0.6000000238418579, 0.800000011920929]
+    """
+    unit: np.ndarray = unit_rows(as_vector(vector, dim=dim, what=what)[None, :])[0]
+    return unit
+
+
 def to_lists(matrix: FloatMatrix) -> list[list[float]]:
     """The `EmbeddingBackend` return shape: one list of Python floats per row."""
     rows: list[list[float]] = np.asarray(matrix, dtype=np.float32).tolist()

@@ -28,7 +28,7 @@ import numpy as np
 from ragspine.retrieval.filters import Filter, matches, parse_filter
 from ragspine.retrieval.lexical.index.scoring import best_k
 from ragspine.retrieval.vector.stores.files import read_vectors, write_vectors
-from ragspine.retrieval.vector.arrays import as_matrix, as_vector, unit_rows
+from ragspine.retrieval.vector.arrays import as_matrix, unit_rows, unit_vector
 
 SCORE_DECIMALS = 6  # float32 dot products agree to ~1e-7: rounding makes equal vectors tie exactly
 _SCALARS = (str, int, float, bool, type(None))
@@ -100,7 +100,27 @@ def check_query(k: int, where: Filter | Mapping[str, Any] | None) -> Filter | No
     return parse_filter(where)
 
 
-class InProcessVectorStore:
+class StoreChecks:
+    """What every VectorStore checks against its own dimension and model: an upsert
+    (`check_upsert`) and a query vector (`unit_vector`), their errors naming the model."""
+
+    dim: int | None
+    model_id: str | None
+
+    def _what(self, noun: str = "vectors") -> str:
+        return f"{noun} for this store (model_id={self.model_id!r})" if self.model_id else noun
+
+    def _check_upsert(
+        self, ids: Sequence[str], vectors: Vectors, metadata: VectorMetadata
+    ) -> tuple[list[str], np.ndarray, list[dict[str, Any]]]:
+        return check_upsert(ids, vectors, metadata, dim=self.dim, what=self._what())
+
+    def _query_vector(self, vector: Sequence[float] | np.ndarray) -> np.ndarray:
+        """`vector` checked against the store's dimension, scaled to length 1."""
+        return unit_vector(vector, dim=self.dim, what=self._what("query vector"))
+
+
+class InProcessVectorStore(StoreChecks):
     """Exact cosine search over unit-length numpy rows held in memory. A query costs one
     matrix-vector product over the stored rows (plus a `matches` call per row when `where` is
     given); deletes are O(deleted), `delete_doc` finds its rows through a doc_id index.
@@ -124,7 +144,7 @@ class InProcessVectorStore:
 
     def upsert(self, ids: Sequence[str], vectors: Vectors, metadata: VectorMetadata = None) -> None:
         """Insert or replace one vector (and its metadata, default {}) per id."""
-        ids, matrix, metas = check_upsert(ids, vectors, metadata, dim=self.dim, what=self._what())
+        ids, matrix, metas = self._check_upsert(ids, vectors, metadata)
         if not ids:
             return
         if self.dim is None:
@@ -150,7 +170,7 @@ class InProcessVectorStore:
     ) -> list[tuple[str, float]]:
         """The `k` best (id, cosine) among vectors whose metadata matches `where`."""
         typed = check_query(k, where)
-        query = unit_rows(as_vector(vector, dim=self.dim, what=self._what("query vector"))[None, :])[0]
+        query = self._query_vector(vector)
         if not self._ids:
             return []
         matrix = self._buf[: len(self._ids)]
@@ -262,9 +282,6 @@ class InProcessVectorStore:
             grown = np.zeros((max(rows, 2 * self._buf.shape[0], 16), self._buf.shape[1]), np.float32)
             grown[: len(self._ids)] = self._buf[: len(self._ids)]
             self._buf = grown
-
-    def _what(self, noun: str = "vectors") -> str:
-        return f"{noun} for this store (model_id={self.model_id!r})" if self.model_id else noun
 
 
 def rows_found(ids: Sequence[str], found: Mapping[str, Any], dim: int | None) -> tuple[np.ndarray, np.ndarray]:

@@ -39,8 +39,8 @@ from ragspine.closing import Closeable
 from ragspine.extras import require
 from ragspine.retrieval.filters import And, Filter, Or, Predicate, compares_as_text, matches
 from ragspine.retrieval.vector.errors import VectorModelMismatch
-from ragspine.retrieval.vector.stores.inprocess import SCORE_DECIMALS, VectorMetadata, Vectors, check_query, check_upsert, rows_found, top_k
-from ragspine.retrieval.vector.arrays import as_vector, unit_rows
+from ragspine.retrieval.vector.stores.inprocess import SCORE_DECIMALS, StoreChecks, VectorMetadata, Vectors, check_query, rows_found, top_k
+from ragspine.retrieval.vector.arrays import unit_rows
 
 EXACT_MAX_ROWS = 20_000  # up to this many rows a query scores every (pre-filtered) row
 REGISTRY = "ragspine_vector_tables"
@@ -53,7 +53,7 @@ def _drivers() -> tuple[Any, Any]:
     return psycopg, require("pgvector.psycopg", extra="postgres", purpose="PgVectorStore").register_vector
 
 
-class PgVectorStore(Closeable):
+class PgVectorStore(StoreChecks, Closeable):
     """Vectors in one PostgreSQL table (pgvector), cosine ranking; see the module invariants."""
 
     def __init__(self, url: str, table: str, dim: int, model_id: str | None = None) -> None:
@@ -102,7 +102,7 @@ class PgVectorStore(Closeable):
     # -- writes -------------------------------------------------------------------------------
     def upsert(self, ids: Sequence[str], vectors: Vectors, metadata: VectorMetadata = None) -> None:
         """Insert or replace one vector (and its metadata, default {}) per id, in one transaction."""
-        ids, matrix, metas = check_upsert(ids, vectors, metadata, dim=self.dim, what=self._what())
+        ids, matrix, metas = self._check_upsert(ids, vectors, metadata)
         if not ids:
             return
         rows = [
@@ -173,7 +173,7 @@ class PgVectorStore(Closeable):
     ) -> list[tuple[str, float]]:
         """The `k` best (id, cosine) among vectors whose metadata matches `where`."""
         typed = check_query(k, where)
-        query = unit_rows(as_vector(vector, dim=self.dim, what=self._what("query vector"))[None, :])[0]
+        query = self._query_vector(vector)
         condition, params = to_sql(typed)
         with self._lock:
             (small,) = self._conn.execute(
@@ -220,9 +220,6 @@ class PgVectorStore(Closeable):
 
     def __repr__(self) -> str:
         return f"PgVectorStore(table={self.table!r}, dim={self.dim}, model_id={self.model_id!r})"
-
-    def _what(self, noun: str = "vectors") -> str:
-        return f"{noun} for this store (model_id={self.model_id!r})" if self.model_id else noun
 
 
 def _values(embedding: Any) -> Any:

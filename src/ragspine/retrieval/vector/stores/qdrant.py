@@ -45,9 +45,9 @@ from ragspine.retrieval.filters import (  # the private parsers: pushed-down fil
     matches,
 )
 from ragspine.retrieval.vector.embeddings.support import require
-from ragspine.retrieval.vector.stores.inprocess import SCORE_DECIMALS, VectorMetadata, Vectors, check_query, check_upsert, rows_found, top_k
+from ragspine.retrieval.vector.stores.inprocess import SCORE_DECIMALS, StoreChecks, VectorMetadata, Vectors, check_query, rows_found, top_k
 from ragspine.retrieval.vector.stores.files import VectorFilesError, VectorFilesMismatch
-from ragspine.retrieval.vector.arrays import as_vector, batches, unit_rows
+from ragspine.retrieval.vector.arrays import batches, unit_rows
 
 if TYPE_CHECKING:
     from qdrant_client import QdrantClient
@@ -70,7 +70,7 @@ def point_id(id_: str) -> str:
     return str(uuid.uuid5(ID_NAMESPACE, id_))
 
 
-class QdrantVectorStore(Closeable):
+class QdrantVectorStore(StoreChecks, Closeable):
     """Vectors in one Qdrant collection; see the module invariants.
 
     >>> store = QdrantVectorStore("demo", location=":memory:", model_id="demo")
@@ -121,7 +121,7 @@ class QdrantVectorStore(Closeable):
     def upsert(self, ids: Sequence[str], vectors: Vectors, metadata: VectorMetadata = None) -> None:
         """Insert or replace one vector (and its metadata, default {}) per id."""
         self._collection_ready()  # adopt a collection another process created meanwhile
-        ids, matrix, metas = check_upsert(ids, vectors, metadata, dim=self.dim, what=self._what())
+        ids, matrix, metas = self._check_upsert(ids, vectors, metadata)
         if not ids:
             return
         if self.dim is None:
@@ -140,7 +140,7 @@ class QdrantVectorStore(Closeable):
         """The `k` best (id, cosine) among vectors whose metadata matches `where`."""
         typed = check_query(k, where)
         ready = self._collection_ready()
-        query = unit_rows(as_vector(vector, dim=self.dim, what=self._what("query vector"))[None, :])[0]
+        query = self._query_vector(vector)
         if not ready or (isinstance(typed, Or) and not typed.items):
             return []
         pushed = to_qdrant_filter(typed, self._qm)
@@ -316,9 +316,6 @@ class QdrantVectorStore(Closeable):
                 f"the vectors in {where} have dimension {saved.get('dim')}, but the embedding backend in use "
                 f"makes {dim}; re-{fix}"
             )
-
-    def _what(self, noun: str = "vectors") -> str:
-        return f"{noun} for this store (model_id={self.model_id!r})" if self.model_id else noun
 
 
 def to_qdrant_filter(spec: Filter | None, models: Any) -> Any:

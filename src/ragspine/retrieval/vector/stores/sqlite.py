@@ -45,7 +45,7 @@ from ragspine.retrieval.filters import Filter, matches
 from ragspine.retrieval.store.protocol import ChunkStoreProtocol
 from ragspine.retrieval.store.sqlite import Snapshot as _Snapshot
 from ragspine.retrieval.store.sqlite import Transaction, set_wal_mode
-from ragspine.retrieval.vector.arrays import as_matrix, as_vector, unit_rows
+from ragspine.retrieval.vector.arrays import as_matrix, unit_rows, unit_vector
 from ragspine.retrieval.vector.errors import VectorFilesDamaged, VectorModelMismatch
 from ragspine.retrieval.vector.stores.inprocess import SCORE_DECIMALS, VectorMetadata, Vectors, check_query, check_upsert, rows_found, top_k
 
@@ -247,7 +247,7 @@ class ChunkVectors(Closeable):
         typed = check_query(k, where)
         with self._lock, _Snapshot(self._conn):
             self._refresh_dim()
-            query = unit_rows(as_vector(vector, dim=self.dim, what="query vector")[None, :])[0]
+            query = unit_vector(vector, dim=self.dim)
             records = self._conn.execute(f"SELECT chunk_id, vec, crc, meta FROM {_VECTORS} ORDER BY chunk_id").fetchall()
         ok, matrix = self._verified(records)
         rows = np.fromiter(
