@@ -39,11 +39,7 @@ def format_report(report: EvalReport) -> str:
     )
     if report.path == "product":
         return _format_product(report)
-    queries = f"{report.queries} judged, top-k {report.top_k}"
-    if report.blank_queries:
-        queries += f"; {report.blank_queries} blank (empty ranking, scored 0)"
-    if report.unknown_judged_docs:
-        queries += f"; {report.unknown_judged_docs} judged doc id(s) not in the corpus"
+    queries = f"{report.queries} judged, top-k {report.top_k}" + _query_notes(report)
     lines = [
         f"ragspine eval  {report.dataset} / {report.split}  (--whole-entries: not the product path)",
         f"  mode      {report.mode} ({report.mode_note})",
@@ -97,10 +93,7 @@ def _format_product(report: EvalReport) -> str:
     if report.empty_entries:
         store += f"; {report.empty_entries} empty entries not ingested"
     queries = f"{report.queries} judged, top-k {report.top_k} entries, each ranked by its best snippet"
-    if report.blank_queries:
-        queries += f"; {report.blank_queries} blank (empty ranking, scored 0)"
-    if report.unknown_judged_docs:
-        queries += f"; {report.unknown_judged_docs} judged doc id(s) not in the corpus"
+    queries += _query_notes(report)
     width = max((len(k) for k in report.settings), default=0)
     lines = [
         f"ragspine eval  {report.dataset} / {report.split}",
@@ -114,3 +107,11 @@ def _format_product(report: EvalReport) -> str:
         *_metrics(report),
     ]
     return "\n".join(lines)
+
+
+def _query_notes(report: EvalReport) -> str:
+    """The blank queries and the judged doc ids the corpus lacks, each as "; …", when any."""
+    notes = f"; {report.blank_queries} blank (empty ranking, scored 0)" if report.blank_queries else ""
+    if report.unknown_judged_docs:
+        notes += f"; {report.unknown_judged_docs} judged doc id(s) not in the corpus"
+    return notes
