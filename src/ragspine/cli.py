@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -24,6 +24,10 @@ from ragspine.settings.config import QUERY_STAGE, ConfigError
 from ragspine.retrieval.store.sqlite import NotAChunkStoreError
 from ragspine.render import format_embed_report, format_snippets
 from ragspine.retrieval.model import FILTER_FIELDS
+
+if TYPE_CHECKING:
+    from ragspine.settings.config import Settings
+    from ragspine.workspace import Workspace
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -340,7 +344,6 @@ def search(
     from ragspine.retrieval.filters import parse_filter
     from ragspine.retrieval.pipeline.trace import Trace
     from ragspine.search_libraries import read_libraries, search_libraries
-    from ragspine.workspace import Workspace
 
     trace = Trace() if explain else None
 
@@ -358,8 +361,7 @@ def search(
         if specs:
             snippets = search_libraries(settings, specs, query, where=where, top_k=top_k)
         else:
-            _require_store(settings.db)
-            with Workspace.from_settings(settings) as workspace:
+            with _store_workspace(settings) as workspace:
                 if visual and not workspace.stats()["index"]["visual"]["pages"]:
                     raise ValueError(f"the page index beside {settings.db} is empty; build it with "
                                      "`ragspine ingest --visual PATHS`")  # fmt: skip
@@ -384,6 +386,16 @@ def _check_visual(settings: Any, visual: bool, *, libraries: bool = False) -> No
 def _require_store(path: str) -> None:
     if path != ":memory:" and "://" not in path and not Path(path).is_file():
         raise ValueError(f"no chunk store at {path}; create one with `ragspine ingest PATH --db {path}`")
+
+
+@contextmanager
+def _store_workspace(settings: Settings) -> Iterator[Workspace]:
+    """The Workspace over the existing store RAGSPINE_DB names (`_require_store`), closed after."""
+    from ragspine.workspace import Workspace
+
+    _require_store(settings.db)
+    with Workspace.from_settings(settings) as workspace:
+        yield workspace
 
 
 @main.command()
@@ -457,15 +469,13 @@ def mcp(db: str | None, config_file: Path | None, libraries: tuple[str, ...], li
     Needs `pip install 'ragspine[mcp]'`. Streamable HTTP: `ragspine serve` serves /mcp.
     """
     from ragspine.search_libraries import read_libraries
-    from ragspine.workspace import Workspace
 
     with _user_errors():
         from ragspine.integrations.mcp_server import run_stdio
 
         settings = load_settings(config_file=config_file, flags={"RAGSPINE_DB": db})
         specs = read_libraries(libraries, libraries_file)
-        _require_store(settings.db)
-        with Workspace.from_settings(settings) as workspace:
+        with _store_workspace(settings) as workspace:
             run_stdio(workspace, specs)
 
 
@@ -487,13 +497,10 @@ def ask(
     With RAGSPINE_LLM_BASE_URL set, the LLM writes the answer; otherwise it is extractive (the
     top snippets, cited). RESTRICTED text is never used.
     """
-    from ragspine.workspace import Workspace
-
     with _user_errors():
         settings = load_settings(config_file=config_file, flags={"RAGSPINE_DB": db, **query_flags})
         where = _parse_filters(filters)
-        _require_store(settings.db)
-        with Workspace.from_settings(settings) as workspace:
+        with _store_workspace(settings) as workspace:
             answer = workspace.ask(question, where=where, top_k=top_k)
     if as_json:
         click.echo(json.dumps(answer.to_dict(), ensure_ascii=False, indent=2))
@@ -557,12 +564,9 @@ def raptor() -> None:
 def raptor_build(db: str | None, config_file: Path | None, full: bool) -> None:
     """Build the tree, or update it to the store's current data_version (only the clusters a
     changed document touched are re-summarised). Needs chunk vectors (`ragspine embed`)."""
-    from ragspine.workspace import Workspace
-
     with _user_errors():
         settings = load_settings(config_file=config_file, flags={"RAGSPINE_DB": db, "RAGSPINE_RAPTOR": "on"})
-        _require_store(settings.db)
-        with Workspace.from_settings(settings) as workspace:
+        with _store_workspace(settings) as workspace:
             report = workspace.retriever.build(full=full)  # type: ignore[attr-defined]
             status = workspace.retriever.status()  # type: ignore[attr-defined]
     kind = "built" if report.full else "updated"
@@ -579,12 +583,9 @@ def raptor_build(db: str | None, config_file: Path | None, full: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def raptor_status(db: str | None, config_file: Path | None, as_json: bool) -> None:
     """Whether the tree is built and current, and its nodes per level."""
-    from ragspine.workspace import Workspace
-
     with _user_errors():
         settings = load_settings(config_file=config_file, flags={"RAGSPINE_DB": db, "RAGSPINE_RAPTOR": "on"})
-        _require_store(settings.db)
-        with Workspace.from_settings(settings) as workspace:
+        with _store_workspace(settings) as workspace:
             status = workspace.retriever.status()  # type: ignore[attr-defined]
     if as_json:
         click.echo(json.dumps(status, ensure_ascii=False, indent=2))
@@ -605,13 +606,10 @@ def _graph_command(name: str, help_flags: dict[str, str] | None = None) -> Any:
         @functools.wraps(func)
         def command(db: str | None, config_file: Path | None, relations: Path | None, extractor: str | None,
                     **kwargs: Any) -> None:  # fmt: skip
-            from ragspine.workspace import Workspace
-
             flags = {"RAGSPINE_DB": db, "RAGSPINE_GRAPH_RELATIONS": relations, "RAGSPINE_RELATION_EXTRACTOR": extractor}
             with _user_errors():
                 settings = load_settings(config_file=config_file, flags=flags)
-                _require_store(settings.db)
-                with Workspace.from_settings(settings) as workspace:
+                with _store_workspace(settings) as workspace:
                     out = func(workspace.graph, **kwargs)
             click.echo(out if isinstance(out, str) else json.dumps(out, ensure_ascii=False, indent=2))
 
