@@ -56,16 +56,9 @@ def heading_spans(text: str) -> tuple[tuple[int, int, int], ...]:
     fence: str | None = None
     position = 0
     for i, line in enumerate(lines):
-        opener = _FENCE.match(line)
-        if fence is not None:
-            if opener and opener.group(1)[0] == fence[0] and len(opener.group(1)) >= len(fence):
-                fence = None
-        elif opener:
-            fence = opener.group(1)
-        elif (atx := _ATX.match(line)) and atx.group(2):
-            out.append((position + len(line) - len(line.lstrip()), position + len(line.rstrip()), len(atx.group(1))))
-        elif _is_setext_text(lines, i):
-            level = 1 if lines[i + 1].strip().startswith("=") else 2
+        code, fence = _fenced(line, fence)
+        level = None if code else _heading_level(lines, i)
+        if level is not None:
             out.append((position + len(line) - len(line.lstrip()), position + len(line.rstrip()), level))
         position += len(line) + 1
     return tuple(out)
@@ -82,14 +75,8 @@ def separate_headings(text: str) -> tuple[str, list[str]]:
         if blank_after and line.strip():
             out.append("")
         blank_after = False
-        opener = _FENCE.match(line)
-        if fence is not None:
-            if opener and opener.group(1)[0] == fence[0] and len(opener.group(1)) >= len(fence):
-                fence = None
-            out.append(line)
-            continue
-        if opener:
-            fence = opener.group(1)
+        code, fence = _fenced(line, fence)
+        if code:
             out.append(line)
             continue
         atx = _ATX.match(line)
@@ -106,6 +93,26 @@ def separate_headings(text: str) -> tuple[str, list[str]]:
         out.append(line)
         blank_after = bool(_SETEXT_UNDERLINE.match(line)) and i > 0 and _is_setext_text(lines, i - 1)
     return "\n".join(out), headings
+
+
+def _fenced(line: str, fence: str | None) -> tuple[bool, str | None]:
+    """Whether `line` is fenced code (its opening or closing fence included), given the fence
+    open before it (None: none), and the fence open after it."""
+    opener = _FENCE.match(line)
+    if fence is not None:
+        closes = opener is not None and opener.group(1)[0] == fence[0] and len(opener.group(1)) >= len(fence)
+        return True, None if closes else fence
+    return (True, opener.group(1)) if opener else (False, None)
+
+
+def _heading_level(lines: list[str], i: int) -> int | None:
+    """Line i's level as a Markdown heading with text (ATX: its number of #; setext: 1 over
+    `===`, 2 over `---`), or None when it is not one."""
+    if (atx := _ATX.match(lines[i])) and atx.group(2):
+        return len(atx.group(1))
+    if _is_setext_text(lines, i):
+        return 1 if lines[i + 1].strip().startswith("=") else 2
+    return None
 
 
 def _is_setext_text(lines: list[str], i: int) -> bool:
