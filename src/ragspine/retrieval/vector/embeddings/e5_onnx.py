@@ -51,7 +51,7 @@ from ragspine.retrieval.chunking.chunking import chunk_document
 from ragspine.retrieval.model import DocumentMeta
 from ragspine.retrieval.vector.embeddings.bert import BertLayer
 from ragspine.retrieval.vector.embeddings.e5_engine import E5Engine, pool
-from ragspine.retrieval.vector.embeddings.support import require
+from ragspine.retrieval.vector.embeddings.support import file_sha256 as file_sha256, require  # re-exported
 
 log = logging.getLogger(__name__)
 
@@ -73,15 +73,6 @@ def default_cache_dir() -> Path:
     """`$XDG_CACHE_HOME/ragspine`, else `~/.cache/ragspine`."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "ragspine"
-
-
-def file_sha256(path: str | Path) -> str:
-    """Hex SHA-256 of a file's bytes."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def weights_sha256(path: str | Path, cache_dir: Path) -> str:

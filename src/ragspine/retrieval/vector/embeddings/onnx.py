@@ -17,14 +17,13 @@ Invariants:
 
 from __future__ import annotations
 
-import hashlib
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ragspine.retrieval.vector.embeddings.support import MissingExtraError, check_texts, require
+from ragspine.retrieval.vector.embeddings.support import MissingExtraError, check_texts, file_sha256, require
 from ragspine.retrieval.vector.embeddings.packaged import find_packaged_minilm
 from ragspine.retrieval.vector.arrays import batches, to_lists, unit_rows
 
@@ -83,8 +82,8 @@ class OnnxEmbeddingBackend:
     def model_id(self) -> str:
         """Model name, content digests of the model and tokenizer files, and the settings."""
         return (
-            f"onnx:{self.name};sha256={_sha256(self.model_path)[:16]};"
-            f"tokenizer={_sha256(self.tokenizer_path)[:12]};pool={self.pooling};"
+            f"onnx:{self.name};sha256={file_sha256(self.model_path)[:16]};"
+            f"tokenizer={file_sha256(self.tokenizer_path)[:12]};pool={self.pooling};"
             f"norm={int(self.normalize)};max_len={self.max_length};"
             f"qp={self.query_prefix!r};pp={self.passage_prefix!r}"
         )
@@ -233,11 +232,3 @@ def _pick_output(outputs: list[Any]) -> tuple[str, bool, int | None]:
 
 def _static(size: Any) -> int | None:
     return size if isinstance(size, int) and size > 0 else None
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()

@@ -9,11 +9,14 @@ Invariants:
 - `embed_queries(backend, texts)` uses the backend's own `embed_queries` (asymmetric models such
   as E5 prefix queries and passages differently) and falls back to `embed_texts`.
 - A missing optional dependency raises `MissingExtraError` naming the extra to install.
+- `file_sha256` is the one digest of a model file a backend's `model_id` or cache key names.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -68,3 +71,12 @@ def model_id_of(backend: Any) -> str:
     if not isinstance(model_id, str) or not model_id:
         raise ValueError(f"{type(backend).__name__} has no model_id; vectors cannot be keyed by model")
     return model_id
+
+
+def file_sha256(path: str | Path) -> str:
+    """Hex SHA-256 of a file's bytes (read 1 MiB at a time)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
