@@ -53,11 +53,7 @@ def format_report(report: EvalReport) -> str:
         f"  store     {store}",
         f"  queries   {queries}",
         "",
-        "  metric      value",
-        f"  {'nDCG@' + str(NDCG_K):<11} {report.ndcg:.4f}",
-        f"  {'Recall@' + str(RECALL_K):<11} {report.recall:.4f}",
-        f"  {'MRR@' + str(MRR_K):<11} {report.mrr:.4f}",
-        f"  {'queries/s':<11} {report.queries_per_s:.1f}",
+        *_metrics(report),  # no ms/query line: only the product path times its queries
     ]
     return "\n".join(lines)
 
