@@ -39,11 +39,11 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 
-from ragspine.retrieval.model import RESERVED_FIELDS, Chunk, index_field_values
+from ragspine.retrieval.model import RESERVED_FIELDS, Chunk, FieldFilters, field_filters, index_field_values
 from ragspine.retrieval.filters import CORE_FIELDS, Filter, fields_of, parse_filter
 from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1, bm25_idf
 from ragspine.retrieval.fusion.rrf import DEFAULT_RRF_K, TIE_WEIGHT, Fusion
@@ -281,18 +281,15 @@ class HybridRetriever:
         self,
         query: str,
         *,
-        topic: str | None = None,
-        entity: str | None = None,
-        geography: str | None = None,
-        period: str | None = None,
-        language: str | None = None,
         top_k: int | None = None,
         where: Filter | Mapping[str, Any] | None = None,
         variants: Sequence[str] | None = None,
         trace: Trace | None = None,
+        **fields: Unpack[FieldFilters],
     ) -> list[RetrievalResult]:
         """The best `top_k` (default DEFAULT_TOP_K) chunks for `query` among those matching every
-        given metadata field and the typed filter `where` (a Filter or its dict form, see
+        given metadata field (`topic`, `entity`, `geography`, `period`, `language`: exact
+        matches) and the typed filter `where` (a Filter or its dict form, see
         `ragspine.retrieval.filters`). `variants`: the query texts to search, `query` first,
         already screened by the caller (the link's security gate); None: the rewriter's.
         `trace`: receives the channels and fusion steps."""
@@ -301,9 +298,7 @@ class HybridRetriever:
         k = DEFAULT_TOP_K if top_k is None else top_k
         if k <= 0:
             raise ValueError(f"top_k must be a positive integer, got {top_k}")
-        given = {"topic": topic, "entity": entity, "geography": geography,
-                 "period": period, "language": language}  # fmt: skip
-        filters = {name: value for name, value in given.items() if value is not None}
+        filters = field_filters(fields, caller="search")
         if variants is None:
             variants = self.query_rewriter.rewrite(query) if self.query_rewriter else [query]
         elif not variants or variants[0] != query:
