@@ -313,7 +313,7 @@ class HybridRetriever:
         fused, order, weights = self._fuse(query, runs, plan)
         if trace is not None:
             step = trace.add("fusion", came_in=len(fused), went_out=len(order), ms=_ms_since(started),
-                             method="rrf (one ranking)" if plan.single else self.fusion.method,
+                             method="rrf (one ranking)" if plan.single else self.fusion.method, top_k=plan.k,
                              weights={"lexical": weights[0], "dense": weights[1]}, bm25_k1=plan.k1,
                              **({"signals": _signal_summary(runs.signals)} if runs.signals is not None else {}),
                              top=[self.index.chunk_id(i) for i in order[:5]])  # fmt: skip
