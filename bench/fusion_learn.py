@@ -72,7 +72,6 @@ def record(dataset_dir: Path, split: str, out: Path, limit: int | None) -> Path:
     """Run the product path over one split, keeping each query's fusion inputs."""
     from ragspine.eval.dataset import load_beir
     from ragspine.eval.product import ProductOptions, doc_id_of, run_product_eval
-    from ragspine.retrieval.pipeline import hybrid as hybrid_module
     from ragspine.retrieval.pipeline.trace import Trace
 
     dataset = load_beir(dataset_dir, split)
@@ -85,20 +84,18 @@ def record(dataset_dir: Path, split: str, out: Path, limit: int | None) -> Path:
         )
     calls: dict[str, dict[str, Any]] = {}
     doc_of_chunk: dict[str, str] = {}
-    original_search = hybrid_module.HybridRetriever.search
 
-    def search(self: Any, query: str, **kwargs: Any) -> Any:
-        # the fusion stage's inputs, read off a detailed trace (no other hook into the retriever)
-        trace = Trace(detail=True)
-        results = original_search(self, query, **{**kwargs, "trace": trace})
-        data = trace.of("fusion")[0].data
+    def on_trace(text: str, trace: Trace) -> None:
+        # the fusion stage's inputs, read off the search's detailed trace (its last search wins)
+        fusion = trace.of("fusion")
+        data = fusion[0].data if fusion else None
         if data is None or data["signals"] is None:  # one ranking alone, or fixed weights
-            return results
+            return
         lexical, dense = data["lexical"], data["dense"]
-        if not doc_of_chunk:  # one index: every chunk it ranks, once
-            doc_of_chunk.update({c.chunk_id: doc_id_of(c.doc_id) for c in self.chunks})
-        zscore = trace.of("fusion")[0].decisions["method"] == "zscore"
-        calls[query] = {
+        for ranking in lexical["rankings"] + dense["rankings"]:
+            doc_of_chunk.update({c: doc_id_of(c.rsplit(":", 2)[0]) for c in ranking})  # DOC:SEQ:DIGEST
+        zscore = fusion[0].decisions["method"] == "zscore"
+        calls[text] = {
             "signals": data["signals"],
             "weights": tuple(data["weights"]),
             "lexical": lexical["rankings"],
@@ -107,9 +104,8 @@ def record(dataset_dir: Path, split: str, out: Path, limit: int | None) -> Path:
             # variant's BM25 scores and the best cosine over the variants
             "lexical_scores": lexical["scores"] if zscore else lexical["scores"][:1],
             "dense_scores": dense["scores"] if zscore else [_best(dense["scores"])],
-            "k": kwargs.get("top_k"),
+            "k": fusion[0].decisions["top_k"],
         }
-        return results
 
     # Query vectors: one batched pass first (the numpy engine costs ~1 CPU-second per single
     # query and ~0.05 per query in batches of 64 on the shared machine); the retriever's own
@@ -132,14 +128,13 @@ def record(dataset_dir: Path, split: str, out: Path, limit: int | None) -> Path:
         return [vectors[t] for t in batch]
 
     E5.embed_queries = embed_queries  # type: ignore[method-assign]
-    hybrid_module.HybridRetriever.search = search  # type: ignore[method-assign]
     try:
         report = run_product_eval(
-            dataset, ProductOptions(mode="hybrid", embedding="e5", cache=str(out / "ws"), progress=False)
+            dataset,
+            ProductOptions(mode="hybrid", embedding="e5", cache=str(out / "ws"), progress=False, on_trace=on_trace),
         )
     finally:
         E5.embed_queries = original_embed  # type: ignore[method-assign]
-        hybrid_module.HybridRetriever.search = original_search  # type: ignore[method-assign]
     queries = {}
     for qid, text in dataset.queries.items():
         if qid not in dataset.qrels or text not in calls:

@@ -26,7 +26,7 @@ import json
 import shutil
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ from urllib.parse import quote, unquote
 from ragspine.eval.dataset import BeirDataset
 from ragspine.eval.modes import EvalError
 from ragspine.eval.runner import DEFAULT_EVAL_TOP_K, EvalReport, rank_documents
+from ragspine.retrieval.pipeline.trace import Trace
 
 CORPUS_FOLDER = "corpus"
 STORE_FILE = "chunks.db"
@@ -61,6 +62,9 @@ class ProductOptions:
     reranker_top_n: int | None = None  # RAGSPINE_RERANKER_TOP_N
     # the query stage and its LLM (RAGSPINE_LLM_BASE_URL, _LLM_MODEL, RAGSPINE_QUERY_TRANSFORM, …)
     query_flags: tuple[tuple[str, str], ...] = ()
+    # called with each search's text and its detailed pipeline trace (benchmarks read the fusion
+    # stage's inputs from it, e.g. `bench.fusion_learn record`); None: searches are not traced
+    on_trace: Callable[[str, Trace], None] | None = None
 
     def flags(self) -> dict[str, object]:
         return {
@@ -152,6 +156,7 @@ def run_product_eval(
                 chunks,
                 stats["documents"],
                 options.progress,
+                options.on_trace,
             )
             mode = workspace.retrieval_mode
             dense = workspace.retriever.index.dense
@@ -261,19 +266,22 @@ def _query_all(
     chunks: int,
     docs: int,
     progress: bool,
+    on_trace: Callable[[str, Trace], None] | None = None,
 ) -> tuple[dict[str, list[tuple[str, float]]], float, list[float]]:
     """Rank corpus entries for each query by their best snippet (`Workspace.search`, best first);
     a blank query gets an empty ranking. The first query runs once before the clock starts.
-    Returns (run, seconds, each non-blank query's milliseconds)."""
+    Returns (run, seconds, each non-blank query's milliseconds). `on_trace`: each search is
+    traced in detail and handed to it with its text."""
     from ragspine.eval.runner import _progress, chunk_depth
 
     depth = chunk_depth(top_k, chunks, docs)
 
     def search(text: str, k: int) -> list[tuple[str, float]]:
-        return [
-            (doc_id_of(s["doc_id"]), float(s["scores"]["fused"]))
-            for s in workspace.search(text, top_k=k)
-        ]
+        trace = Trace(detail=True) if on_trace is not None else None
+        snippets = workspace.search(text, top_k=k, trace=trace)
+        if on_trace is not None and trace is not None:
+            on_trace(text, trace)
+        return [(doc_id_of(s["doc_id"]), float(s["scores"]["fused"])) for s in snippets]
 
     warm = next((q for q in queries.values() if q.strip()), None)
     if warm is not None:

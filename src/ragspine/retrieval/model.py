@@ -11,12 +11,35 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict, cast
 
 _META_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
-# The five metadata dimensions a query can filter on (exact match, AND-ed).
-FILTER_FIELDS = ("topic", "entity", "geography", "period", "language")
+
+
+class FieldFilters(TypedDict, total=False):
+    """The five metadata dimensions a query can filter on (exact match, AND-ed; None: no filter),
+    as keyword arguments: `HybridRetriever.search(q, entity="ACME_CN")`, `NarrativeIndex.retrieve`."""
+
+    topic: str | None
+    entity: str | None
+    geography: str | None
+    period: str | None
+    language: str | None
+
+
+# The five metadata dimensions a query can filter on, in order.
+FILTER_FIELDS: tuple[str, ...] = tuple(FieldFilters.__annotations__)
+
+
+def field_filters(given: Mapping[str, object], *, caller: str) -> dict[str, str]:
+    """The metadata filters actually set in `given` (a `**FieldFilters` keyword dict); a key that
+    is not one of the five fields is the TypeError an unknown keyword argument gives."""
+    for key in given:
+        if key not in FILTER_FIELDS:
+            raise TypeError(f"{caller}() got an unexpected keyword argument {key!r}")
+    return cast(dict[str, str], {key: value for key, value in given.items() if value is not None})
 # The fields the lexical index keeps per chunk for filtering: the five dimensions, then doc_id,
 # sensitivity, valid_as_of and the user metadata as canonical JSON (see `index_field_values`).
 INDEXED_FIELDS = (*FILTER_FIELDS, "doc_id", "sensitivity", "valid_as_of", "metadata")

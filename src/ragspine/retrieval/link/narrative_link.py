@@ -132,7 +132,13 @@ class NarrativeIndexRetriever:
         """`retrieve`'s snippets with the run's lineage: `refusal` is set when the query was
         refused (the gate denied it, or corrective retrieval found no grounded context).
         `trace`: receives one step per stage (`Trace.render()` is `ragspine search --explain`)."""
-        return self.pipeline().run(query, filters=filters, where=where, top_k=top_k, trace=trace)
+        run = self.pipeline().run(query, filters=filters, where=where, top_k=top_k, trace=trace)
+        return self.finish(query, run, filters, where, top_k)
+
+    def finish(self, query: str, run: SnippetRun, filters: Any, where: Any, top_k: int) -> SnippetRun:
+        """What a subclass adds after the pipeline's run (`RaptorRetriever`: the tree's nodes);
+        here the run as it is."""
+        return run
 
     def pipeline(self) -> Pipeline:
         """The query pipeline over this retriever's index and layers (as they are set now)."""

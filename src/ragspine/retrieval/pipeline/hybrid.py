@@ -39,11 +39,11 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import numpy as np
 
-from ragspine.retrieval.model import RESERVED_FIELDS, Chunk, index_field_values
+from ragspine.retrieval.model import RESERVED_FIELDS, Chunk, FieldFilters, field_filters, index_field_values
 from ragspine.retrieval.filters import CORE_FIELDS, Filter, fields_of, parse_filter
 from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1, bm25_idf
 from ragspine.retrieval.fusion.rrf import DEFAULT_RRF_K, TIE_WEIGHT, Fusion
@@ -132,6 +132,28 @@ def _ms_since(started: float) -> float:
     return (time.perf_counter() - started) * 1000
 
 
+class RetrieverOptions(TypedDict, total=False):
+    """`HybridRetriever`'s keyword options (their defaults are `HybridRetriever._setup`'s): the
+    embedding backend (None: BM25 alone), the query rewriter, BM25's k1 and b, RRF's k, how deep
+    each channel ranks, the analyzer (the index's and the queries'), the fusion, `channels`
+    ("hybrid" or "vector": the dense channel alone), a `DenseChannel` to keep vectors across
+    snapshots, whether RESTRICTED chunks are ranked (never on a caller-facing path) and the
+    extra channels."""
+
+    embedding_backend: EmbeddingBackend | None
+    query_rewriter: QueryRewriter | None
+    k1: float
+    b: float
+    rrf_k: int
+    rank_depth: int
+    analyzer: Callable[[str], list[str]]
+    fusion: Fusion | None
+    channels: str
+    dense: DenseChannel | None
+    include_restricted: bool
+    extra_channels: Sequence[Channel]
+
+
 class ListChunks:
     """Positions are indexes into a list."""
 
@@ -151,70 +173,31 @@ class HybridRetriever:
     ['a:0']
     """
 
-    def __init__(
-        self,
-        chunks: Sequence[Chunk],
-        *,
-        embedding_backend: EmbeddingBackend | None = None,
-        query_rewriter: QueryRewriter | None = None,
-        k1: float = DEFAULT_BM25_K1,
-        b: float = DEFAULT_BM25_B,
-        rrf_k: int = DEFAULT_RRF_K,
-        rank_depth: int = DEFAULT_RANK_DEPTH,
-        analyzer: Callable[[str], list[str]] = tokenize,
-        fusion: Fusion | None = None,
-        channels: str = "hybrid",
-        dense: DenseChannel | None = None,
-        include_restricted: bool = False,
-        extra_channels: Sequence[Channel] = (),
-    ) -> None:
+    def __init__(self, chunks: Sequence[Chunk], **options: Unpack[RetrieverOptions]) -> None:
         chunks = list(chunks)
         ids = [c.chunk_id for c in chunks]
         if len(set(ids)) != len(ids):
             raise ValueError("HybridRetriever needs unique chunk_ids (pass only active chunks)")
+        analyzer = options.get("analyzer", tokenize)
         builder = SegmentBuilder(first=0)
         builder.add(
             [analyzer(c.text) for c in chunks],
             chunk_ids=ids,
             fields=[index_field_values(c) for c in chunks],
         )
-        self._setup(
-            IndexSnapshot([builder.finish()]), ListChunks(chunks),
-            embedding_backend=embedding_backend, query_rewriter=query_rewriter, k1=k1, b=b,
-            rrf_k=rrf_k, rank_depth=rank_depth, analyzer=analyzer, fusion=fusion,
-            channels=channels, dense=dense, lazy=dense is None,
-            include_restricted=include_restricted, extra_channels=extra_channels,
-        )  # fmt: skip
+        # a list given with only a backend embeds lazily: per query, what its filter allows
+        lazy = options.get("dense") is None
+        self._setup(IndexSnapshot([builder.finish()]), ListChunks(chunks), lazy=lazy, **options)
 
     @classmethod
     def over_snapshot(
-        cls,
-        snapshot: IndexSnapshot,
-        source: ChunkSource,
-        *,
-        embedding_backend: EmbeddingBackend | None = None,
-        query_rewriter: QueryRewriter | None = None,
-        k1: float = DEFAULT_BM25_K1,
-        b: float = DEFAULT_BM25_B,
-        rrf_k: int = DEFAULT_RRF_K,
-        rank_depth: int = DEFAULT_RANK_DEPTH,
-        analyzer: Callable[[str], list[str]] = tokenize,
-        fusion: Fusion | None = None,
-        channels: str = "hybrid",
-        dense: DenseChannel | None = None,
-        include_restricted: bool = False,
-        extra_channels: Sequence[Channel] = (),
+        cls, snapshot: IndexSnapshot, source: ChunkSource, **options: Unpack[RetrieverOptions]
     ) -> HybridRetriever:
         """A retriever over an existing index whose positions `source` resolves to chunks
         (the index must have been built with the same `analyzer`). `dense`, when given, keeps
         the chunk vectors across snapshots (else one is made for `embedding_backend`)."""
         self = cls.__new__(cls)
-        self._setup(
-            snapshot, source, embedding_backend=embedding_backend, query_rewriter=query_rewriter,
-            k1=k1, b=b, rrf_k=rrf_k, rank_depth=rank_depth, analyzer=analyzer, fusion=fusion,
-            channels=channels, dense=dense, lazy=False, include_restricted=include_restricted,
-            extra_channels=extra_channels,
-        )  # fmt: skip
+        self._setup(snapshot, source, lazy=False, **options)
         return self
 
     def _setup(
@@ -222,19 +205,19 @@ class HybridRetriever:
         snapshot: IndexSnapshot,
         source: ChunkSource,
         *,
-        embedding_backend: EmbeddingBackend | None,
-        query_rewriter: QueryRewriter | None,
-        k1: float,
-        b: float,
-        rrf_k: int,
-        rank_depth: int,
-        analyzer: Callable[[str], list[str]],
-        fusion: Fusion | None,
-        channels: str,
-        dense: DenseChannel | None,
         lazy: bool,
-        include_restricted: bool,
-        extra_channels: Sequence[Channel],
+        embedding_backend: EmbeddingBackend | None = None,
+        query_rewriter: QueryRewriter | None = None,
+        k1: float = DEFAULT_BM25_K1,
+        b: float = DEFAULT_BM25_B,
+        rrf_k: int = DEFAULT_RRF_K,
+        rank_depth: int = DEFAULT_RANK_DEPTH,
+        analyzer: Callable[[str], list[str]] = tokenize,
+        fusion: Fusion | None = None,
+        channels: str = "hybrid",
+        dense: DenseChannel | None = None,
+        include_restricted: bool = False,
+        extra_channels: Sequence[Channel] = (),
     ) -> None:
         if channels not in CHANNELS:
             raise ValueError(f"unknown channels {channels!r}; valid: {', '.join(CHANNELS)}")
@@ -281,18 +264,15 @@ class HybridRetriever:
         self,
         query: str,
         *,
-        topic: str | None = None,
-        entity: str | None = None,
-        geography: str | None = None,
-        period: str | None = None,
-        language: str | None = None,
         top_k: int | None = None,
         where: Filter | Mapping[str, Any] | None = None,
         variants: Sequence[str] | None = None,
         trace: Trace | None = None,
+        **fields: Unpack[FieldFilters],
     ) -> list[RetrievalResult]:
         """The best `top_k` (default DEFAULT_TOP_K) chunks for `query` among those matching every
-        given metadata field and the typed filter `where` (a Filter or its dict form, see
+        given metadata field (`topic`, `entity`, `geography`, `period`, `language`: exact
+        matches) and the typed filter `where` (a Filter or its dict form, see
         `ragspine.retrieval.filters`). `variants`: the query texts to search, `query` first,
         already screened by the caller (the link's security gate); None: the rewriter's.
         `trace`: receives the channels and fusion steps."""
@@ -301,9 +281,7 @@ class HybridRetriever:
         k = DEFAULT_TOP_K if top_k is None else top_k
         if k <= 0:
             raise ValueError(f"top_k must be a positive integer, got {top_k}")
-        given = {"topic": topic, "entity": entity, "geography": geography,
-                 "period": period, "language": language}  # fmt: skip
-        filters = {name: value for name, value in given.items() if value is not None}
+        filters = field_filters(fields, caller="search")
         if variants is None:
             variants = self.query_rewriter.rewrite(query) if self.query_rewriter else [query]
         elif not variants or variants[0] != query:
@@ -318,7 +296,7 @@ class HybridRetriever:
         fused, order, weights = self._fuse(query, runs, plan)
         if trace is not None:
             step = trace.add("fusion", came_in=len(fused), went_out=len(order), ms=_ms_since(started),
-                             method="rrf (one ranking)" if plan.single else self.fusion.method,
+                             method="rrf (one ranking)" if plan.single else self.fusion.method, top_k=plan.k,
                              weights={"lexical": weights[0], "dense": weights[1]}, bm25_k1=plan.k1,
                              **({"signals": _signal_summary(runs.signals)} if runs.signals is not None else {}),
                              top=[self.index.chunk_id(i) for i in order[:5]])  # fmt: skip

@@ -27,7 +27,7 @@ import logging
 import sqlite3
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from ragspine.retrieval.chunking.chunking import (
     DEFAULT_CHUNK_CHARS,
@@ -42,7 +42,7 @@ from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1
 from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot
 from ragspine.retrieval.lexical.index.store_index import StoreIndex
 from ragspine.retrieval.lexical.tokenize import tokenize
-from ragspine.retrieval.model import Chunk, DocumentMeta
+from ragspine.retrieval.model import Chunk, DocumentMeta, FieldFilters, field_filters
 from ragspine.retrieval.pipeline.channels import Channel
 from ragspine.retrieval.pipeline.hybrid import (
     DEFAULT_TOP_K,
@@ -225,20 +225,16 @@ class NarrativeIndex:
         self,
         query: str,
         *,
-        topic: str | None = None,
-        entity: str | None = None,
-        geography: str | None = None,
-        period: str | None = None,
-        language: str | None = None,
         top_k: int = DEFAULT_TOP_K,
         rerank: bool = True,
         where: Filter | Mapping[str, Any] | None = None,
         include_restricted: bool = False,
         trace: dict[str, Any] | None = None,
         variants: Sequence[str] | None = None,
+        **fields: Unpack[FieldFilters],
     ) -> list[RetrievalResult]:
-        """Ranked active chunks for `query` (metadata filters and the typed `where` filter
-        AND-ed, before scoring), reranked when a reranker (else a judge) is set: the first
+        """Ranked active chunks for `query` (the metadata filters `topic`, `entity`, `geography`,
+        `period`, `language` and the typed `where` filter AND-ed, before scoring), reranked when a reranker (else a judge) is set: the first
         max(top_k, top_n) fused results are ranked, their head reordered, the first top_k kept.
         RESTRICTED candidates are never given to either (`rerank.guard`). RESTRICTED chunks are
         not candidates at all unless `include_restricted=True` (an owner's diagnostic and what
@@ -246,7 +242,7 @@ class NarrativeIndex:
         receives the rerank step's lineage under "rerank". `variants`: the screened query
         texts to search (`query` first); None: the query rewriter's."""
         step = self.rerank_step() if rerank else None
-        filters = {"topic": topic, "entity": entity, "geography": geography, "period": period, "language": language}
+        filters = field_filters(fields, caller="retrieve")
         results = self.rank(query, top_k=top_k if step is None else step.depth(top_k), filters=filters, where=where,
                             variants=variants, include_restricted=include_restricted)  # fmt: skip
         if step is not None:

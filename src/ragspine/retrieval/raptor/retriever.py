@@ -32,12 +32,9 @@ from typing import Any
 import numpy as np
 
 from ragspine.agent.agent import LLMProvider
-from ragspine.retrieval.filters import Filter
 from ragspine.retrieval.fusion.rrf import DEFAULT_RRF_K, rrf_fuse
 from ragspine.retrieval.model import Chunk
 from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever, SnippetRun
-from ragspine.retrieval.pipeline.trace import Trace
-from ragspine.retrieval.pipeline.hybrid import DEFAULT_TOP_K
 from ragspine.retrieval.raptor.build import BuildReport, RaptorConfig, build_tree, centre
 from ragspine.retrieval.raptor.summary import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from ragspine.retrieval.raptor.tree import Node, RaptorTree
@@ -117,21 +114,12 @@ class RaptorRetriever(NarrativeIndexRetriever):
             "bytes": self.tree.size_bytes(),
         }
 
-    def retrieve_run(
-        self,
-        query: str,
-        *,
-        filters: Mapping[str, Any] | Filter | None = None,
-        top_k: int = DEFAULT_TOP_K,
-        where: Filter | Mapping[str, Any] | None = None,
-        trace: Trace | None = None,
-    ) -> SnippetRun:
-        """The base run (security gate, query stage, chunks), then the tree's nodes by mode; a
+    def finish(self, query: str, run: SnippetRun, filters: Any, where: Any, top_k: int) -> SnippetRun:
+        """After the base run (security gate, query stage, chunks), the tree's nodes by mode; a
         refused query stays refused (no node is served for it). `retrieve` returns its snippets."""
-        base = super().retrieve_run(query, filters=filters, top_k=top_k, where=where, trace=trace)
-        if base.refusal is not None or self.mode == "leaves":
-            return base
-        return SnippetRun(self._with_nodes(query, base.snippets, filters, where, top_k), base.lineage, None)
+        if run.refusal is not None or self.mode == "leaves":
+            return run
+        return SnippetRun(self._with_nodes(query, run.snippets, filters, where, top_k), run.lineage, None)
 
     def _with_nodes(
         self, query: str, leaves: list[Snippet], filters: Any, where: Any, top_k: int
