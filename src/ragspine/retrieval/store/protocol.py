@@ -30,9 +30,9 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, NamedTuple, Protocol, Self, runtime_checkable
+from typing import Any, NamedTuple, Protocol, Self, Unpack, runtime_checkable
 
-from ragspine.retrieval.model import INDEXED_FIELDS, Chunk
+from ragspine.retrieval.model import INDEXED_FIELDS, Chunk, FieldFilters
 
 
 @dataclass(frozen=True)
@@ -79,18 +79,10 @@ class ChunkReader(StoreVersion, Protocol):
     versions of a document, store notes, and one read-only SQL statement."""
 
     def iter_chunks(
-        self,
-        *,
-        doc_id: str | None = None,
-        topic: str | None = None,
-        entity: str | None = None,
-        geography: str | None = None,
-        period: str | None = None,
-        language: str | None = None,
-        include_inactive: bool = False,
+        self, *, doc_id: str | None = None, include_inactive: bool = False, **filters: Unpack[FieldFilters]
     ) -> list[StoredChunk]:
-        """Chunks matching every given field (AND), active only unless asked, in
-        (doc_id, version, seq) order (doc_id in byte order)."""
+        """Chunks matching every given field (`doc_id` and the `FieldFilters`, AND-ed), active
+        only unless asked, in (doc_id, version, seq) order (doc_id in byte order)."""
         ...
 
     def execute_read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:

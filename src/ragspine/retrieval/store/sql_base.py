@@ -29,10 +29,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import fields
 from datetime import UTC, datetime
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Self, Unpack
 
 from ragspine.closing import Closeable
-from ragspine.retrieval.model import Chunk, metadata_json
+from ragspine.retrieval.model import FILTER_FIELDS, Chunk, FieldFilters, field_filters, metadata_json
 from ragspine.retrieval.sensitivity import normalize_label
 from ragspine.retrieval.store.protocol import (
     INDEX_ROW_FIELDS,
@@ -55,7 +55,7 @@ _COLUMN_TYPES: dict[str, str] = {
 }  # fmt: skip
 _COLUMNS: tuple[str, ...] = tuple(_COLUMN_TYPES)
 _INDEX_COLUMNS = ", ".join(INDEX_ROW_FIELDS)
-_FILTERS = ("doc_id", "topic", "entity", "geography", "period", "language")
+_FILTERS = ("doc_id", *FILTER_FIELDS)  # the fields `iter_chunks` matches, in its SQL's order
 IN_BATCH = 500  # keys per IN (...) list where the dialect has no array parameter
 OWN_META_KEYS = frozenset({"data_version", "store_uid", "changes_from"})  # kept by the store itself
 
@@ -208,21 +208,13 @@ class SQLChunkStore(Closeable):
         return str(rows[0][0]) if rows else None
 
     def iter_chunks(
-        self,
-        *,
-        doc_id: str | None = None,
-        topic: str | None = None,
-        entity: str | None = None,
-        geography: str | None = None,
-        period: str | None = None,
-        language: str | None = None,
-        include_inactive: bool = False,
+        self, *, doc_id: str | None = None, include_inactive: bool = False, **filters: Unpack[FieldFilters]
     ) -> list[StoredChunk]:
-        """Chunks matching every given field (AND), active ones only unless asked, in
-        (doc_id, version, seq) order (doc_id in byte order)."""
-        values = (doc_id, topic, entity, geography, period, language)
+        """Chunks matching every given field (`doc_id` and the `FieldFilters`, AND-ed), active
+        ones only unless asked, in (doc_id, version, seq) order (doc_id in byte order)."""
+        given: dict[str, str | None] = {"doc_id": doc_id, **field_filters(filters, caller="iter_chunks")}
         sql, params = iter_chunks_query(
-            dict(zip(_FILTERS, values, strict=True)),
+            {name: given.get(name) for name in _FILTERS},
             include_inactive,
             mark=self._MARK,
             order=f"doc_id{self._BYTE_ORDER}, version, seq",
