@@ -155,3 +155,9 @@ def test_otel_exports_one_span_per_stage(tmp_path: Path) -> None:
     assert snippet_span.attributes["ragspine.out"] == len(snippets) == 1
     assert root.start_time <= spans[0].start_time and spans[-2].end_time <= root.end_time
     assert not any("出口订单减少" in str(v) for s in spans for v in s.attributes.values())
+
+
+def test_retrieve_run_refuses_an_unknown_argument(retriever) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'fliters'"):
+        retriever.retrieve_run("revenue", fliters={"entity": "ACME"})
+    assert len(retriever.retrieve_run("revenue", top_k=1).snippets) == 1

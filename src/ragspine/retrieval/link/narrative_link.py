@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from ragspine.agent.agent import LLMProvider
 from ragspine.retrieval.chunking.protocol import Chunker, IndexTextFn
@@ -64,6 +64,14 @@ class GlossaryDefault:
 
 
 GLOSSARY_DEFAULT = GlossaryDefault()
+
+
+class RetrieveArgs(TypedDict, total=False):
+    """A retrieval's request as `retrieve` takes it: `filters`, `top_k` (default DEFAULT_TOP_K), `where`."""
+
+    filters: Mapping[str, Any] | Filter | None
+    top_k: int
+    where: Filter | Mapping[str, Any] | None
 
 
 class NarrativeIndexRetriever:
@@ -120,18 +128,15 @@ class NarrativeIndexRetriever:
         """
         return self.retrieve_run(query, filters=filters, top_k=top_k, where=where).snippets
 
-    def retrieve_run(
-        self,
-        query: str,
-        *,
-        filters: Mapping[str, Any] | Filter | None = None,
-        top_k: int = DEFAULT_TOP_K,
-        where: Filter | Mapping[str, Any] | None = None,
-        trace: Trace | None = None,
-    ) -> SnippetRun:
-        """`retrieve`'s snippets with the run's lineage: `refusal` is set when the query was
-        refused (the gate denied it, or corrective retrieval found no grounded context).
-        `trace`: receives one step per stage (`Trace.render()` is `ragspine search --explain`)."""
+    def retrieve_run(self, query: str, *, trace: Trace | None = None, **request: Unpack[RetrieveArgs]) -> SnippetRun:
+        """`retrieve`'s snippets (same `filters`, `top_k`, `where`) with the run's lineage:
+        `refusal` is set when the query was refused (the gate denied it, or corrective retrieval
+        found no grounded context). `trace`: receives one step per stage (`Trace.render()` is
+        `ragspine search --explain`)."""
+        for key in request:
+            if key not in RetrieveArgs.__annotations__:
+                raise TypeError(f"retrieve_run() got an unexpected keyword argument {key!r}")
+        filters, where, top_k = request.get("filters"), request.get("where"), request.get("top_k", DEFAULT_TOP_K)
         run = self.pipeline().run(query, filters=filters, where=where, top_k=top_k, trace=trace)
         return self.finish(query, run, filters, where, top_k)
 

@@ -143,25 +143,17 @@ class Request:
     trace: Trace | None
 
 
+@dataclass
 class Pipeline:
-    """The query path over one index (see the module docstring)."""
+    """The query path over one index (see the module docstring): its ranker, the query stage's
+    layers (`plan`), the filter policy, the post-processors and the page-image channel."""
 
-    def __init__(
-        self,
-        index: Ranker,
-        *,
-        plan: QueryPlan | None = None,
-        retry_without_filters: bool = True,
-        filter_extractor: FilterExtractor | None = None,
-        postprocessor: PostprocessorChain | None = None,
-        visual: VisualChannel | None = None,
-    ) -> None:
-        self.index = index
-        self.plan = plan if plan is not None else QueryPlan()
-        self.retry_without_filters = retry_without_filters
-        self.filter_extractor = filter_extractor
-        self.postprocessor = postprocessor
-        self.visual = visual
+    index: Ranker
+    plan: QueryPlan = field(default_factory=QueryPlan)
+    retry_without_filters: bool = True
+    filter_extractor: FilterExtractor | None = None
+    postprocessor: PostprocessorChain | None = None
+    visual: VisualChannel | None = None
 
     def run(
         self,
