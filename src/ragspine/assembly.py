@@ -32,7 +32,7 @@ import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from ragspine.agent.agent import LLMProvider
 from ragspine.secret import redact_url
@@ -141,15 +141,18 @@ def _store_record(resolved: ResolvedSettings) -> dict[str, str]:
     return adoptable(record, resolved) if record else {}
 
 
-def load_settings(
-    env: Mapping[str, str] | None = None,
-    *,
-    config_file: str | Path | None = None,
-    flags: Mapping[str, object] | None = None,
-    adopt: bool = True,
-) -> Settings:
+class SettingsSources(TypedDict, total=False):
+    """Where `resolve_settings` reads besides the environment (its defaults): `config_file`
+    (None: RAGSPINE_CONFIG), `flags` (command-line values), `adopt` (True: the store's record)."""
+
+    config_file: str | Path | None
+    flags: Mapping[str, object] | None
+    adopt: bool
+
+
+def load_settings(env: Mapping[str, str] | None = None, **sources: Unpack[SettingsSources]) -> Settings:
     """Read and validate every RAGSPINE_* setting, components included; see `resolve_settings`."""
-    return resolve_settings(env, config_file=config_file, flags=flags, adopt=adopt).settings
+    return resolve_settings(env, **sources).settings
 
 
 def _check_components(settings: Settings, sources: Mapping[str, str]) -> None:

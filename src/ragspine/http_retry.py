@@ -89,9 +89,32 @@ def post_with_retries(
     hints: Mapping[int, str] | None = None,
 ) -> T:
     """POST `payload` as JSON; `parse` turns a 200 response into the result (or an error)."""
+    hinted = hints or {}
+
+    def one_try() -> T | EndpointError:
+        """One POST: the parsed result, or the error it gave (retryable or not)."""
+        try:
+            response = client.post(url, json=payload)
+        except httpx.TimeoutException:
+            return error(f"{label} {redact_url(url)}: timed out after {timeout:g} s", retryable=True, code=TIMEOUT)
+        except httpx.TransportError as exc:
+            message = f"{label} {redact_url(url)}: request failed: {redact_text(str(exc))}"
+            return error(message, retryable=True, code=CONNECTION_ERROR)
+        status = response.status_code
+        if status == 200:
+            return parse(response)
+        log_body(label, url, response)
+        return error(
+            f"{label} {redact_url(url)}: HTTP {status} (body in the log){hinted.get(status, '')}",
+            status=status,
+            retryable=status == 429 or status >= 500,
+            retry_after=_retry_after(response),
+            code=HTTP_ERROR,
+        )
+
     attempt = 0
     while True:
-        outcome = _attempt(client, httpx, url, payload, label, timeout, parse, error, hints or {})
+        outcome = one_try()
         if not isinstance(outcome, EndpointError):
             return outcome
         if not outcome.retryable or attempt == max_retries:
@@ -170,37 +193,6 @@ def excerpt(response: Any) -> str:
     """The start of a response body on one line, for error messages."""
     text = " ".join(response.text.split())
     return text[:EXCERPT_CHARS] + ("…" if len(text) > EXCERPT_CHARS else "") or "(empty body)"
-
-
-def _attempt(
-    client: Any,
-    httpx: Any,
-    url: str,
-    payload: dict[str, Any],
-    label: str,
-    timeout: float,
-    parse: Callable[[Any], Any],
-    error: type[EndpointError],
-    hints: Mapping[int, str],
-) -> Any:
-    try:
-        response = client.post(url, json=payload)
-    except httpx.TimeoutException:
-        return error(f"{label} {redact_url(url)}: timed out after {timeout:g} s", retryable=True, code=TIMEOUT)
-    except httpx.TransportError as exc:
-        message = f"{label} {redact_url(url)}: request failed: {redact_text(str(exc))}"
-        return error(message, retryable=True, code=CONNECTION_ERROR)
-    status = response.status_code
-    if status == 200:
-        return parse(response)
-    log_body(label, url, response)
-    return error(
-        f"{label} {redact_url(url)}: HTTP {status} (body in the log){hints.get(status, '')}",
-        status=status,
-        retryable=status == 429 or status >= 500,
-        retry_after=_retry_after(response),
-        code=HTTP_ERROR,
-    )
 
 
 def _retry_after(response: Any) -> float | None:

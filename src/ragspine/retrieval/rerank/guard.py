@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.retrieval.types import RetrievalResult
@@ -48,16 +48,20 @@ def reranker_name(reranker: object) -> str:
     return name if isinstance(name, str) and name else type(reranker).__name__
 
 
+class RerankOptions(TypedDict, total=False):
+    """`rerank_traced`'s options (and defaults): `top_n` (DEFAULT_TOP_N), `name` ("reranker"),
+    `timeout_s` (None: no limit)."""
+
+    top_n: int
+    name: str
+    timeout_s: float | None
+
+
 def rerank_head(
-    query: str,
-    results: Sequence[RetrievalResult],
-    order: Order,
-    *,
-    top_n: int = DEFAULT_TOP_N,
-    name: str = "reranker",
-    timeout_s: float | None = None,
+    query: str, results: Sequence[RetrievalResult], order: Order, **options: Unpack[RerankOptions]
 ) -> list[RetrievalResult]:
-    """`results` with the open members of its first `top_n` reordered by `order(query, texts)`.
+    """`results` with the open members of its first `top_n` reordered by `order(query, texts)`
+    (`rerank_traced` without the lineage).
 
     >>> from ragspine.retrieval.model import Chunk
     >>> rs = [RetrievalResult(Chunk(f"c{i}", "d", i, t, "d"), 0.0, None, 1.0 / (i + 1))
@@ -65,7 +69,7 @@ def rerank_head(
     >>> [r.chunk.chunk_id for r in rerank_head("q", rs, lambda q, texts: [2, 1, 0])]
     ['c2', 'c1', 'c0']
     """
-    return rerank_traced(query, results, order, top_n=top_n, name=name, timeout_s=timeout_s)[0]
+    return rerank_traced(query, results, order, **options)[0]
 
 
 def rerank_traced(
