@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from ragspine.agent.agent import LLMProvider, NarrativeRetriever
-from ragspine.registry import Entry, Registry
+from ragspine import catalog
+from ragspine.registry import Registry
 from ragspine.retrieval.lexical.tokenize import tokenize
 
 
@@ -85,15 +86,9 @@ class AllRouter:
         return list(self._ids)
 
 
-ROUTERS: Registry[LibraryRouter] = Registry(
-    "library router",
-    {
-        "keyword": Entry(KeywordRouter, "libraries whose id or description shares words with the query"),
-        "llm": Entry(LLMRouter, "ask the configured LLM [llm]"),
-        "all": Entry(AllRouter, "every library"),
-    },
-    protocol=LibraryRouter,
-)
+#: The routers by name: `ragspine.catalog.ROUTERS` (the one table settings accept names from),
+#: bound to the LibraryRouter Protocol.
+ROUTERS: Registry[LibraryRouter] = catalog.ROUTERS.bind(LibraryRouter)
 
 
 def make_router(

@@ -30,6 +30,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from ragspine import catalog
 from ragspine.registry import Registry
 from ragspine.retrieval.filters import Filter
 from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1
@@ -187,7 +188,7 @@ class DenseRanker:
 
 #: Extra channels by name. None ships built in yet beyond the two the pipeline always has;
 #: a dotted path names a class of your own (built with no options).
-EXTRA_CHANNELS: Registry[Channel] = Registry("channel", {}, protocol=Channel, none_names=("none",))
+EXTRA_CHANNELS: Registry[Channel] = catalog.EXTRA_CHANNELS.bind(Channel)
 
 
 def make_channel(spec: str, **options: Any) -> Channel | None:
