@@ -2,9 +2,10 @@
 
 Invariant: every file the run considered lands in exactly one of `ingested`, `unchanged` or
 `failures`; a run stopped by a full storage counts the files it never considered in
-`not_attempted` (the file it stopped at is a failure); `withdrawn` lists documents `--prune` took out of the active set; `warnings` say what
-was ingested (or skipped) but deserves a look (a kept stricter label, garbled text, a near-miss
-sidecar name, a symlink not followed), one per line in the summary.
+`not_attempted` (the file it stopped at is a failure); `withdrawn` lists documents `--prune`
+took out of the active set; `warnings` say what was ingested (or skipped) but deserves a look (a
+kept stricter label, garbled text, a near-miss sidecar name, a symlink not followed), one per
+line in the summary.
 """
 
 from __future__ import annotations

@@ -122,16 +122,15 @@ class GuardMiddleware:
 
         try:
             await self.app(scope, limited_receive, tracking_send)
-        except Exception as exc:  # noqa: BLE001 - the last line of defence: log it, answer a bare 500
+        except Exception as exc:  # noqa: BLE001 - the last line of defence: a 507 for a full disk, else a 500
             full = storage_full(exc)
             if full is not None:
                 self._warn_full(full)
             else:
                 _LOG.exception("unhandled error on %s %s", scope.get("method"), scope.get("path"))
             if not started:
-                await (error_response(507, str(full)) if full else error_response(500, "internal error"))(
-                    scope, receive, send
-                )
+                answer = error_response(500, "internal error") if full is None else error_response(507, str(full))
+                await answer(scope, receive, send)
 
     def _warn_full(self, full: StorageFull) -> None:
         """One WARNING for a full storage, then at most one every FULL_WARNING_EVERY_S seconds."""

@@ -4,9 +4,10 @@ Invariants: the chunk-store contract of `sql_base.SQLChunkStore` (one schema, on
 per write, versions, the change log; every row's sensitivity stored normalised by `_row`), with
 PostgreSQL's dialect: every write is serialised with every other writer by a row lock on the
 `data_version` row (`init_schema` by an advisory lock), so versions and the change log never
-interleave; a full disk (SQLSTATE 53100) is raised as `StorageFull` after the rollback; text sorts by bytes (COLLATE "C"), as in SQLite. SQL written for the SQLite store
-(with `?` placeholders) runs unchanged through `execute_read`, which runs one statement
-(extended protocol: no statement lists) in a READ ONLY transaction that is rolled back.
+interleave; a full disk (SQLSTATE 53100) is raised as `StorageFull` after the rollback; text
+sorts by bytes (COLLATE "C"), as in SQLite. SQL written for the SQLite store (with `?`
+placeholders) runs unchanged through `execute_read`, which runs one statement (extended
+protocol: no statement lists) in a READ ONLY transaction that is rolled back.
 
 Needs psycopg 3: `pip install 'ragspine[postgres]'`.
 

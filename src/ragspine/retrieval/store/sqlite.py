@@ -4,12 +4,13 @@ Invariants: the chunk-store contract of `sql_base.SQLChunkStore` (one schema, on
 per write, versions, the change log; every row's sensitivity stored normalised by `_row`), with
 SQLite's dialect: a write is BEGIN IMMEDIATE … COMMIT (ROLLBACK on any error, unless SQLite
 already rolled back, as it does on a full disk), which serialises writers across processes, and
-a full disk is raised as `StorageFull` (`store.full`); the file is in WAL mode; `execute_read` runs only reads (an authorizer
-denies every write, schema change and pragma); a path that holds something other than a
-RAGSpine store is refused (`NotAChunkStoreError`) before anything is written to it: a store we
-made carries a `store_uid` in its meta table; one without (made before that record existed)
-must have a `narrative_chunk` table whose columns are all ours, the specification's core ones
-included, so another program's table of that name is never adopted and altered.
+a full disk is raised as `StorageFull` (`store.full`); the file is in WAL mode; `execute_read`
+runs only reads (an authorizer denies every write, schema change and pragma); a path that holds
+something other than a RAGSpine store is refused (`NotAChunkStoreError`) before anything is
+written to it: a store we made carries a `store_uid` in its meta table; one without (made before
+that record existed) must have a `narrative_chunk` table whose columns are all ours, the
+specification's core ones included, so another program's table of that name is never adopted and
+altered.
 """
 
 from __future__ import annotations
