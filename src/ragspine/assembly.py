@@ -653,7 +653,8 @@ def ingest_files(
     (`rebuild=True` re-chunks everything and withdraws documents not under `paths`).
     `options` go to `ingest_paths` (metadata defaults, include/exclude, rules, prune).
     With RAGSPINE_VISUAL_EMBEDDER set, the PDF pages then go into the page index
-    (`report.visual`). (the run's report, the doc_ids withdrawn by a rebuild)."""
+    (`report.visual`). A run a full disk stopped (`report.stopped`) does none of what follows
+    the files. (the run's report, the doc_ids withdrawn by a rebuild)."""
     from ragspine.ingest.pipeline import ingest_paths
     from ragspine.ingest.rebuild import finish_rebuild, prepare_store
 
@@ -677,6 +678,8 @@ def ingest_files(
         )  # fmt: skip
     finally:
         close_backend(backend)
+    if report.stopped:  # a full disk: no withdrawal, no record, no page pass (a rebuild stays unfinished)
+        return report, []
     withdrawn = finish_rebuild(settings.db, asked, [*report.ingested, *report.unchanged]) if rebuild else []
     record_ingest(settings.db, settings, name, **options_)  # what it was built with (ragspine.store_record)
     if visual is not None:  # then the page index follows the store (ingest.visual)

@@ -21,6 +21,7 @@ from ragspine import __version__
 from ragspine.assembly import load_settings
 from ragspine.secret import redact_text, redact_url
 from ragspine.settings.config import QUERY_STAGE, ConfigError
+from ragspine.retrieval.store.full import storage_full
 from ragspine.retrieval.store.sqlite import NotAChunkStoreError
 from ragspine.render import format_embed_report, format_snippets
 from ragspine.retrieval.model import FILTER_FIELDS
@@ -38,7 +39,7 @@ def main() -> None:
 
 @contextmanager
 def _user_errors() -> Iterator[None]:
-    """Turn the library's input errors into a clean CLI error (exit 1)."""
+    """Turn the library's input errors, and a full disk, into a clean CLI error (exit 1)."""
     try:
         yield
     except (ValueError, ConfigError, NotAChunkStoreError, PermissionError) as exc:
@@ -51,6 +52,11 @@ def _user_errors() -> Iterator[None]:
         if isinstance(exc, MissingExtraError | EmbeddingBackendError):
             raise click.ClickException(redact_text(str(exc))) from exc
         raise
+    except Exception as exc:
+        full = storage_full(exc)  # a full disk, outside an ingest run's files: one line too
+        if full is None:
+            raise
+        raise click.ClickException(str(full)) from exc
 
 
 def _meta_option(name: str) -> Any:

@@ -25,6 +25,9 @@ Invariants of a folder run (`ingest_paths`):
 - a file that fails (unreadable, undecodable, corrupt, a missing extra) is reported with its
   reason and never stops the batch; a document is either fully written as a new version (one
   store transaction) or not at all, so a failed re-ingest leaves its previous version active;
+- a full storage (`StorageFull`, as `store.full.storage_full` recognises it) stops the run at
+  that file: one failure naming it and the count of files not attempted (`not_attempted`), no
+  prune and no embed step; what was written before it stays, nothing of it is kept;
 - a document whose `ingest_key` (content, sidecar, settings) is unchanged, and whose recorded
   version is still the active one, is skipped without any write: re-running on the same folder
   writes nothing (a single document given to a `Workspace` is always written as a new version);
@@ -89,6 +92,7 @@ from ragspine.retrieval.chunking.protocol import Chunker, IndexTextFn
 from ragspine.retrieval.model import DocumentMeta
 from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex
 from ragspine.retrieval.store.factory import open_chunk_store
+from ragspine.retrieval.store.full import StorageFull, storage_full
 from ragspine.retrieval.store.protocol import ChunkStoreProtocol
 from ragspine.secret import redact_url
 
@@ -460,11 +464,14 @@ def ingest_paths(
                 pipeline, settings, report, force=force, lower=frozenset(lower_labels), skip_garbled=skip_garbled
             )
             hide = None if progress is None else not progress  # None: shown on a terminal only
-            for source in tqdm(found.files, desc="ingest", unit="file", disable=hide):
-                run.ingest_one(source)
-            if prune:
-                for root in found.roots:
+            try:
+                for source in tqdm(found.files, desc="ingest", unit="file", disable=hide):
+                    run.ingest_one(source)
+                for root in found.roots if prune else ():
                     run.prune(root)
+            except StorageFull as full:
+                run.stop(full, left=len(found.files) - run.attempted)
+                return report
             report.embedding = pipeline.embed() if embedding is not None else None
     return report
 
@@ -513,33 +520,43 @@ class _FolderRun:
         self.pipeline, self.registry, self.settings = pipeline, pipeline.registry, settings
         self.report, self.force, self.lower, self.skip_garbled = report, force, lower, skip_garbled
         self.seen: dict[str, Path] = {}
+        self.attempted = 0  # files ingest_one was called for
+        self.current: Path | None = None  # the file (or pruned document) being written
 
     def ingest_one(self, source: SourceFile) -> None:
-        """Ingest, skip or fail one file; never raises for a problem with the file."""
+        """Ingest, skip or fail one file; never raises for a problem with the file. A full
+        storage is not one: it is raised as `StorageFull` (the run stops)."""
+        self.attempted += 1
+        self.current = source.path
         taken = self.seen.setdefault(source.doc_id, source.path)
         if taken != source.path:
             self._fail(source.path, f"doc_id {source.doc_id!r} is already used by {taken} in this run")
             return
         try:
             self._ingest(source)
-        except OSError as exc:
-            self._fail(source.path, f"cannot read: {exc.strerror or exc}")
-        except (ValueError, ImportError) as exc:
-            self._fail(source.path, str(exc) or type(exc).__name__)
         except Exception as exc:  # a loader library's own bug must not stop the batch either
-            self._fail(source.path, f"{type(exc).__name__}: {exc}")
+            _raise_if_full(exc)
+            self._fail(source.path, _reason(exc))
 
     def prune(self, root: Path) -> None:
         """Withdraw the active documents registered under `root` whose files are gone."""
         for record in self.registry.active_under(str(root)):
             if (root / record.doc_id).exists():
                 continue
+            self.current = root / record.doc_id
             try:
                 self.pipeline.withdraw(record.doc_id)
             except Exception as exc:  # report, and keep pruning the others
+                _raise_if_full(exc)
                 self._fail(root / record.doc_id, f"cannot withdraw: {exc}")
             else:
                 self.report.withdrawn.append(record.doc_id)
+
+    def stop(self, full: StorageFull, *, left: int) -> None:
+        """The run stops on a full storage: one failure for the file it was writing, naming how
+        many files it did not attempt."""
+        self.report.not_attempted = left
+        self._fail(self.current or Path(self.report.db), f"{full}; stopped: {left} file(s) not attempted")
 
     def _ingest(self, source: SourceFile) -> None:
         data = source.path.read_bytes()
@@ -572,6 +589,24 @@ class _FolderRun:
 
     def _fail(self, path: Path, reason: str) -> None:
         self.report.failures.append(FileFailure(path, reason))
+
+
+def _raise_if_full(exc: Exception) -> None:
+    """Raise `exc` as `StorageFull` when it is a full storage; return otherwise."""
+    full = storage_full(exc)
+    if full is exc:
+        raise full
+    if full is not None:
+        raise full from exc
+
+
+def _reason(exc: Exception) -> str:
+    """A failed file's reason, by the kind of error."""
+    if isinstance(exc, OSError):
+        return f"cannot read: {exc.strerror or exc}"
+    if isinstance(exc, ValueError | ImportError):
+        return str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {exc}"
 
 
 def now() -> str:

@@ -1,9 +1,11 @@
 """What an ingest run did, and its closing summary table.
 
 Invariant: every file the run considered lands in exactly one of `ingested`, `unchanged` or
-`failures`; `withdrawn` lists documents `--prune` took out of the active set; `warnings` say what
-was ingested (or skipped) but deserves a look (a kept stricter label, garbled text, a near-miss
-sidecar name, a symlink not followed), one per line in the summary.
+`failures`; a run stopped by a full storage counts the files it never considered in
+`not_attempted` (the file it stopped at is a failure); `withdrawn` lists documents `--prune`
+took out of the active set; `warnings` say what was ingested (or skipped) but deserves a look (a
+kept stricter label, garbled text, a near-miss sidecar name, a symlink not followed), one per
+line in the summary.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ class IngestReport:
     chunks: int = 0  # chunks written by this run
     unchanged_chunks: int = 0  # active chunks of the unchanged documents
     bytes_read: int = 0
+    not_attempted: int | None = None  # None: the run went through; a count: it stopped (a full disk)
 
     def summary_table(self) -> str:
         """The closing table: documents and chunks per outcome."""
@@ -49,4 +52,10 @@ class IngestReport:
             f"ingested {len(self.ingested)} document(s), {self.chunks} chunk(s) into {self.db}; "
             f"unchanged: {len(self.unchanged)}; withdrawn: {len(self.withdrawn)}; "
             f"failed: {len(self.failures)}"
+            + (f"; stopped (storage full), not attempted: {self.not_attempted}" if self.stopped else "")
         )
+
+    @property
+    def stopped(self) -> bool:
+        """Whether a full storage stopped the run before its end."""
+        return self.not_attempted is not None

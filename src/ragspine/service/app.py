@@ -28,7 +28,7 @@ from ragspine.workspace import Workspace
 _ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": m.ErrorOut, "description": text}
     for code, text in {400: "Bad request", 401: "Missing or wrong API key", 413: "Body too large",
-                       422: "Invalid request body"}.items()  # fmt: skip
+                       422: "Invalid request body", 507: "Storage full (free disk space)"}.items()  # fmt: skip
 }
 
 

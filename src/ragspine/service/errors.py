@@ -2,14 +2,17 @@
 
 Invariants: a client mistake is a 4xx with a message that says what to change; anything
 unexpected is a 500 whose body says only "internal error" (the traceback goes to the log); a
-body over the limit is a 413 before the handler runs; error bodies are ASCII-escaped JSON, so
-any input echoed in a message is encoded safely.
+body over the limit is a 413 before the handler runs; a full storage (whatever reported it, as
+`storage_full` recognises it) is a 507 whose message is one line, logged as one WARNING at most
+every `FULL_WARNING_EVERY_S` seconds and never as a traceback; error bodies are ASCII-escaped
+JSON, so any input echoed in a message is encoded safely.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import time
 from http import HTTPStatus
 from typing import Any
 
@@ -21,9 +24,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ragspine.errors import RagspineError
 from ragspine.extras import MissingExtraError
+from ragspine.retrieval.store.full import StorageFull, storage_full
 from ragspine.secret import redact_text
 
 _LOG = logging.getLogger("ragspine.service")
+FULL_WARNING_EVERY_S = 60.0  # a full disk is logged once, then at most once a minute
 
 
 class SafeJSONResponse(JSONResponse):
@@ -77,12 +82,14 @@ def install_error_handlers(app: FastAPI) -> None:
 
 
 class GuardMiddleware:
-    """Outermost guard: refuses bodies over `max_body_bytes` (413) and turns any exception that
-    escaped the handlers into a bare 500."""
+    """Outermost guard: refuses bodies over `max_body_bytes` (413), answers a full storage with a
+    507 and turns any other exception that escaped the handlers into a bare 500."""
 
     def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
+        self._full_warned_at: float | None = None  # monotonic time of the last full-disk WARNING
+        self._full_unwarned = 0  # full-disk answers since that WARNING
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -115,7 +122,23 @@ class GuardMiddleware:
 
         try:
             await self.app(scope, limited_receive, tracking_send)
-        except Exception:  # noqa: BLE001 - the last line of defence: log it, answer a bare 500
-            _LOG.exception("unhandled error on %s %s", scope.get("method"), scope.get("path"))
+        except Exception as exc:  # noqa: BLE001 - the last line of defence: a 507 for a full disk, else a 500
+            full = storage_full(exc)
+            if full is not None:
+                self._warn_full(full)
+            else:
+                _LOG.exception("unhandled error on %s %s", scope.get("method"), scope.get("path"))
             if not started:
-                await error_response(500, "internal error")(scope, receive, send)
+                answer = error_response(500, "internal error") if full is None else error_response(507, str(full))
+                await answer(scope, receive, send)
+
+    def _warn_full(self, full: StorageFull) -> None:
+        """One WARNING for a full storage, then at most one every FULL_WARNING_EVERY_S seconds."""
+        now = time.monotonic()
+        if self._full_warned_at is not None and now - self._full_warned_at < FULL_WARNING_EVERY_S:
+            self._full_unwarned += 1
+            return
+        _LOG.warning(
+            "answering 507 Insufficient Storage: %s (%d more since the last warning)", full, self._full_unwarned
+        )
+        self._full_warned_at, self._full_unwarned = now, 0

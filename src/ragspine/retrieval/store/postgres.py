@@ -4,9 +4,10 @@ Invariants: the chunk-store contract of `sql_base.SQLChunkStore` (one schema, on
 per write, versions, the change log; every row's sensitivity stored normalised by `_row`), with
 PostgreSQL's dialect: every write is serialised with every other writer by a row lock on the
 `data_version` row (`init_schema` by an advisory lock), so versions and the change log never
-interleave; text sorts by bytes (COLLATE "C"), as in SQLite. SQL written for the SQLite store
-(with `?` placeholders) runs unchanged through `execute_read`, which runs one statement
-(extended protocol: no statement lists) in a READ ONLY transaction that is rolled back.
+interleave; a full disk (SQLSTATE 53100) is raised as `StorageFull` after the rollback; text
+sorts by bytes (COLLATE "C"), as in SQLite. SQL written for the SQLite store (with `?`
+placeholders) runs unchanged through `execute_read`, which runs one statement (extended
+protocol: no statement lists) in a READ ONLY transaction that is rolled back.
 
 Needs psycopg 3: `pip install 'ragspine[postgres]'`.
 
@@ -25,6 +26,7 @@ from urllib.parse import urlsplit
 
 from ragspine.extras import require
 from ragspine.secret import redact_url
+from ragspine.retrieval.store.full import raising_storage_full
 from ragspine.retrieval.store.sql_base import SQLChunkStore
 
 _SCHEMA_LOCK = 0x52414753  # pg_advisory_xact_lock key: one init_schema at a time ("RAGS")
@@ -123,7 +125,7 @@ class PostgresChunkStore(SQLChunkStore):
 
     # -- dialect ------------------------------------------------------------------------------
     def _write(self) -> Any:
-        return self._conn.transaction()
+        return raising_storage_full(self._conn.transaction())  # disk_full (53100): StorageFull
 
     @contextmanager
     def _snapshot(self) -> Iterator[None]:

@@ -2,13 +2,15 @@
 
 Invariants: the chunk-store contract of `sql_base.SQLChunkStore` (one schema, one transaction
 per write, versions, the change log; every row's sensitivity stored normalised by `_row`), with
-SQLite's dialect: a write is BEGIN IMMEDIATE … COMMIT (ROLLBACK on any error), which serialises
-writers across processes; the file is in WAL mode; `execute_read` runs only reads (an authorizer
-denies every write, schema change and pragma); a path that holds something other than a
-RAGSpine store is refused (`NotAChunkStoreError`) before anything is written to it: a store we
-made carries a `store_uid` in its meta table; one without (made before that record existed)
-must have a `narrative_chunk` table whose columns are all ours, the specification's core ones
-included, so another program's table of that name is never adopted and altered.
+SQLite's dialect: a write is BEGIN IMMEDIATE … COMMIT (ROLLBACK on any error, unless SQLite
+already rolled back, as it does on a full disk), which serialises writers across processes, and
+a full disk is raised as `StorageFull` (`store.full`); the file is in WAL mode; `execute_read`
+runs only reads (an authorizer denies every write, schema change and pragma); a path that holds
+something other than a RAGSpine store is refused (`NotAChunkStoreError`) before anything is
+written to it: a store we made carries a `store_uid` in its meta table; one without (made before
+that record existed) must have a `narrative_chunk` table whose columns are all ours, the
+specification's core ones included, so another program's table of that name is never adopted and
+altered.
 """
 
 from __future__ import annotations
@@ -16,11 +18,13 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from ragspine.errors import RagspineError
 from ragspine.retrieval.model import Chunk  # noqa: F401 - the doctest uses it
+from ragspine.retrieval.store.full import raising_storage_full
 from ragspine.retrieval.store.protocol import StoredChunk
 from ragspine.retrieval.store.sql_base import (  # noqa: F401 - _COLUMNS, _row: bench/prepare.py
     _COLUMNS,
@@ -55,6 +59,11 @@ class ChunkStore(SQLChunkStore):
     1
     """
 
+    max_pages: ClassVar[int | None] = None
+    """A drill, never needed in use: SQLite's `max_page_count` for the write connection of every
+    store opened while it is set (None: SQLite's own limit). A write past it fails exactly as on a
+    full disk ("database or disk is full"), so tests set it to reproduce one without filling a disk."""
+
     def __init__(self, db_path: str | Path) -> None:
         self.db_path = str(db_path)
         if self.db_path != ":memory:":
@@ -65,6 +74,8 @@ class ChunkStore(SQLChunkStore):
         self._conn = sqlite3.connect(self.db_path, check_same_thread=False, isolation_level=None)
         try:
             set_wal_mode(self._conn)
+            if self.max_pages is not None:
+                self._conn.execute(f"PRAGMA max_page_count={int(self.max_pages)}")
         except sqlite3.DatabaseError as exc:
             self._conn.close()
             raise NotAChunkStoreError(f"{self.db_path} is not a SQLite database: {exc}") from exc
@@ -86,8 +97,8 @@ class ChunkStore(SQLChunkStore):
                 self._conn.set_authorizer(None)
 
     # -- dialect ------------------------------------------------------------------------------
-    def _write(self) -> Transaction:
-        return Transaction(self._conn)
+    def _write(self) -> AbstractContextManager[None]:
+        return raising_storage_full(Transaction(self._conn))
 
     def _snapshot(self) -> Snapshot:
         return Snapshot(self._conn)
@@ -122,7 +133,9 @@ def set_wal_mode(conn: sqlite3.Connection) -> None:
 
 
 class Transaction:
-    """BEGIN IMMEDIATE … COMMIT, or ROLLBACK on any exception."""
+    """BEGIN IMMEDIATE … COMMIT, or ROLLBACK on any exception (a COMMIT that fails included).
+    SQLite rolls back by itself after some errors (SQLITE_FULL, SQLITE_IOERR): then there is
+    nothing left to roll back, and the error that caused it is what propagates."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
@@ -131,7 +144,18 @@ class Transaction:
         self._conn.execute("BEGIN IMMEDIATE")
 
     def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
-        self._conn.execute("ROLLBACK" if exc_type else "COMMIT")
+        if exc_type is not None:
+            self._rollback()
+            return
+        try:
+            self._conn.execute("COMMIT")
+        except sqlite3.Error:
+            self._rollback()
+            raise
+
+    def _rollback(self) -> None:
+        if self._conn.in_transaction:
+            self._conn.execute("ROLLBACK")
 
 
 class Snapshot:
