@@ -18,8 +18,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, TypedDict, Unpack
 
+from ragspine.http_retry import EndpointError, public_reason
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.retrieval.types import RetrievalResult
+from ragspine.secret import redact_text
 
 DEFAULT_TOP_N = 10
 _LOG = logging.getLogger(__name__)
@@ -94,17 +96,30 @@ def rerank_traced(
         answer = _call(order, query, candidates, timeout_s)
         permutation = [operator.index(j) for j in answer]
         if sorted(permutation) != list(range(len(candidates))):
-            raise ValueError(f"returned {permutation!r}, not a permutation of {len(candidates)}")
+            raise ValueError(f"the answer is not a permutation of {len(candidates)}")  # never its values
     except Exception as exc:  # noqa: BLE001 - any reranker failure keeps the fused order
         ms = (time.perf_counter() - started) * 1000
-        _LOG.warning("%s failed (%s); keeping the fused order", name, exc)
-        reason = f"{type(exc).__name__}: {exc}"[:300]
+        _LOG.warning("%s failed (%s); keeping the fused order", name, redact_text(str(exc)))
+        reason = public_rerank_reason(exc)
         return ranked, RerankLineage(name, len(candidates), withheld, True, reason, round(ms, 3))
     ms = (time.perf_counter() - started) * 1000
     reordered = [head[open_slots[j]] for j in permutation]
     for slot, result in zip(open_slots, reordered, strict=True):
         ranked[slot] = result
     return ranked, RerankLineage(name, len(candidates), withheld, False, None, round(ms, 3))
+
+
+def public_rerank_reason(exc: BaseException) -> str:
+    """What a lineage says about a failed reranker: for an upstream (`EndpointError`) its public
+    code and fixed detail only (`http_retry.public_reason`: no URL, no reply content); for an
+    in-process reranker's own exception its type and redacted text (no upstream is involved).
+
+    >>> public_rerank_reason(TimeoutError("no answer within 2 s"))
+    'TimeoutError: no answer within 2 s'
+    """
+    if isinstance(exc, EndpointError):
+        return f"{type(exc).__name__}: {public_reason(exc)}"
+    return f"{type(exc).__name__}: {redact_text(str(exc))}"[:300]
 
 
 def _call(order: Order, query: str, candidates: list[str], timeout_s: float | None) -> list[int]:
