@@ -4,10 +4,12 @@ credentials that hide in URLs and error texts.
 Invariants: `str`, `repr` and f-strings show a mask, never the value; pickling refuses, and
 `json.dumps` fails on it (it is not a str); the only way to the value is `reveal()`, called where
 the value is sent (an Authorization header) and nowhere else. Comparison is constant-time.
-`redact_url` masks the password of a URL's user info (`postgresql://app:****@db/x`) and the
-values of credential-like query parameters (`?api_key=****`); `without_credentials` drops both
-(what is written to disk, e.g. a store's record of its vector store); `redact_text` does that to every
-URL in a text and masks `Bearer` tokens, `Authorization:` values and `sk-…` keys. Every URL or
+Redaction is by allow-list, failing closed: `redact_url` keeps scheme, host, port, path and user
+name, and masks the password (or a user info without one), the fragment and every query value
+whose name is not in SAFE_PARAMS; `redact_text` does that to every URL in a text and masks bearer
+tokens, `sk-…` keys and every secret-looking `name=value` / `name: value` outside URLs;
+`without_credentials` drops user info, fragment and secret-looking parameters (what is written to
+disk, e.g. a store's record of its vector store). Every URL or
 error text RAGSpine prints or answers (config show, the serve banner, CLI and HTTP errors,
 /stats, logged upstream bodies) goes through them.
 
