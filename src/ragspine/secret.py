@@ -43,9 +43,10 @@ _URL = re.compile(r"""\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s'"<>`]+""")
 _NAME = r"[A-Za-z0-9_.\-]*"
 _TOKENS: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...] = (
     (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9\-._~+/=]+"), r"\1 " + MASK),
-    # a secret-looking name (not an exception's name), `=` or `:`, a value (quoted or not)
+    # a secret-looking name (not an exception's name), `=` or `:`, a value (quoted or not) that is
+    # not a placeholder (`KEY=VALUE`, `token: YOUR_TOKEN`)
     (re.compile(rf"(?i)(?<![A-Za-z0-9_.\-])({_NAME}(?:{_SECRET_WORDS}){_NAME})(?<!error)(?<!exception)(?<!warning)"
-                r"([\"']?\s*[:=]\s*)(?![\"']?\s*(?:bearer|basic)\b)(?!\*{4})(\"[^\"]*\"|'[^']*'|[^\s,;&\"'}\]>)]+)"),
+                r"([\"']?\s*[:=]\s*)(?![\"']?\s*(?:bearer|basic)\b)(?!\*{4}(?![^\s,;&\"'}\]>)]))(?!(?-i:VALUE|YOUR_[A-Z_]+)(?![\w\-.=/+]))(\"[^\"]*\"|'[^']*'|[^\s,;&\"'}\]>)]+)"),
      lambda m: m.group(1) + m.group(2) + _masked_value(m.group(3))),
     (re.compile(r"\bsk-[A-Za-z0-9\-_]{6,}"), "sk-" + MASK),
 )  # fmt: skip
@@ -151,8 +152,8 @@ def redact_text(text: str) -> str:
 
     >>> redact_text("HTTP 401 for http://u:pw@llm/v1: echo 'Authorization: Bearer sk-abcdef123'")
     "HTTP 401 for http://u:****@llm/v1: echo 'Authorization: Bearer ****'"
-    >>> redact_text('Ocp-Apim-Subscription-Key: abc hf_token=xyz {"jwt": "a b"} page=2')
-    'Ocp-Apim-Subscription-Key: **** hf_token=**** {"jwt": "****"} page=2'
+    >>> redact_text('Ocp-Apim-Subscription-Key: abc hf_token=xyz {"jwt": "a b"} page=2 KEY=VALUE')
+    'Ocp-Apim-Subscription-Key: **** hf_token=**** {"jwt": "****"} page=2 KEY=VALUE'
     """
     out, last = [], 0
     for match in _URL.finditer(text):
