@@ -5,7 +5,8 @@ to the reranker and keeps its position; with fewer than two open candidates the 
 called; an exception, a run longer than `timeout_s`, or an answer that is not a permutation
 keeps the incoming (fused) order and is logged. `rerank_traced` / `rerank_head` never raise and
 never add, drop or duplicate a result; the `RerankLineage` says which reranker ran, on how many
-candidates, how many were withheld, and whether (and why) the fused order was kept.
+candidates, how many were withheld, and whether (and why) the fused order was kept; the why
+(`public_rerank_reason`) never holds a rerank server's URL or a value from its reply.
 """
 
 from __future__ import annotations
