@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from ragspine.agent.agent import LLMProvider
-from ragspine.secret import redact_url
+from ragspine.secret import redact_text, redact_url
 from ragspine.retrieval.chunking.factory import CHUNKERS, make_chunker, make_index_text_fn
 from ragspine.retrieval.chunking.protocol import Chunker, IndexTextFn
 from ragspine.retrieval.fusion.rrf import Fusion
@@ -452,7 +452,7 @@ def describe_reranker(settings: Settings) -> str:
         return "listwise LLM judge" if settings.llm_configured else "none"
     if name == "auto" and not settings.reranker_model:
         return "auto -> none (no RAGSPINE_RERANKER_MODEL)"
-    where = {"http": f" at {settings.reranker_url} ({settings.reranker_api} API)"}.get(name, "")
+    where = {"http": f" at {redact_url(settings.reranker_url or '')} ({settings.reranker_api} API)"}.get(name, "")
     if name in RERANKER_MODEL_FOLDER or name == "auto" or (name == "splade" and settings.reranker_model):
         where = f" ({settings.reranker_model})"
     elif name == "splade":
@@ -545,7 +545,13 @@ def make_router_for(
 
 
 def channels(settings: Settings) -> dict[str, str]:
-    """The configured pipeline, stage by stage, for `config show` and the service's stats."""
+    """The configured pipeline, stage by stage, for `config show` and the service's stats; every
+    value passes `redact_text` (fail closed: a URL or secret-looking pair a stage names is masked)."""
+    return {stage: redact_text(value) for stage, value in _channels(settings).items()}
+
+
+def _channels(settings: Settings) -> dict[str, str]:
+    """`channels` before redaction."""
     mode = effective_mode(settings)
     backend, why = resolve_embedding(settings)
     return {

@@ -4,10 +4,12 @@ credentials that hide in URLs and error texts.
 Invariants: `str`, `repr` and f-strings show a mask, never the value; pickling refuses, and
 `json.dumps` fails on it (it is not a str); the only way to the value is `reveal()`, called where
 the value is sent (an Authorization header) and nowhere else. Comparison is constant-time.
-`redact_url` masks the password of a URL's user info (`postgresql://app:****@db/x`) and the
-values of credential-like query parameters (`?api_key=****`); `without_credentials` drops both
-(what is written to disk, e.g. a store's record of its vector store); `redact_text` does that to every
-URL in a text and masks `Bearer` tokens, `Authorization:` values and `sk-…` keys. Every URL or
+Redaction is by allow-list, failing closed: `redact_url` keeps scheme, host, port, path and user
+name, and masks the password (or a user info without one), the fragment and every query value
+whose name is not in SAFE_PARAMS; `redact_text` does that to every URL in a text and masks bearer
+tokens, `sk-…` keys and every secret-looking `name=value` / `name: value` outside URLs;
+`without_credentials` drops user info, fragment and secret-looking parameters (what is written to
+disk, e.g. a store's record of its vector store). Every URL or
 error text RAGSpine prints or answers (config show, the serve banner, CLI and HTTP errors,
 /stats, logged upstream bodies) goes through them.
 
@@ -22,19 +24,30 @@ from __future__ import annotations
 
 import hmac
 import re
+from collections.abc import Callable
 from typing import Any, NoReturn
-from urllib.parse import parse_qsl, unquote_plus, urlencode, urlsplit, urlunsplit
+from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 MASK = "****"
-_CREDENTIAL_PARAMS = re.compile(
-    r"(?i)^(?:api[-_]?key|apikey|key|token|access[-_]?token|auth|password|passwd|pwd|secret|"
-    r"client[-_]?secret|sig|signature|x-amz-signature|x-goog-signature)$"
+#: Query parameters whose values are shown: harmless names only (an API version, a model, paging,
+#: an output format, a Postgres TLS mode). Every other value, user info and the fragment are masked.
+SAFE_PARAMS = frozenset({"api-version", "api_version", "model", "format", "page", "limit", "sslmode"})
+#: A name that looks like it carries a secret (matched anywhere in the name, case-insensitively):
+#: what `without_credentials` drops and what `redact_text` masks in `name=value` / `name: value`.
+_SECRET_WORDS = (
+    r"token|secret|passw|pwd|passphrase|key|auth|credential|signature|sig|session|jwt|"
+    r"assertion|cookie|private|bearer|otp"
 )
+_SECRET_NAME = re.compile(_SECRET_WORDS, re.IGNORECASE)
 _URL = re.compile(r"""\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s'"<>`]+""")
-_TOKENS = (
+_NAME = r"[A-Za-z0-9_.\-]*"
+_TOKENS: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...] = (
     (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9\-._~+/=]+"), r"\1 " + MASK),
-    (re.compile(r"(?i)\b(authorization|x-api-key|api[-_]?key)(\"?\s*[:=]\s*\"?)(?!\s*(?:bearer|basic)\b)[^\s,;\"'}]+"),
-     r"\1\2" + MASK),
+    # a secret-looking name (not an exception's name), `=` or `:`, a value (quoted or not) that is
+    # not a placeholder (`KEY=VALUE`, `token: YOUR_TOKEN`)
+    (re.compile(rf"(?i)(?<![A-Za-z0-9_.\-])({_NAME}(?:{_SECRET_WORDS}){_NAME})(?<!error)(?<!exception)(?<!warning)"
+                r"([\"']?\s*[:=]\s*)(?![\"']?\s*(?:bearer|basic)\b)(?!\*{4}(?![^\s,;&\"'}\]>)]))(?!(?-i:VALUE|YOUR_[A-Z_]+)(?![\w\-.=/+]))(\"[^\"]*\"|'[^']*'|[^\s,;&\"'}\]>)]+)"),
+     lambda m: m.group(1) + m.group(2) + _masked_value(m.group(3))),
     (re.compile(r"\bsk-[A-Za-z0-9\-_]{6,}"), "sk-" + MASK),
 )  # fmt: skip
 
@@ -83,10 +96,14 @@ class Secret:
 
 
 def redact_url(url: str) -> str:
-    """`url` with the password of its user info and credential-like query values masked.
+    """`url` keeping its scheme, host, port, path and user name; the password (or a user info
+    without one, which may be a token), every query value whose name is not in SAFE_PARAMS, a
+    parameter without a value and the fragment are masked.
 
     >>> redact_url("postgresql://app:hunter2@db.example:5432/rag?sslmode=require&password=x")
     'postgresql://app:****@db.example:5432/rag?sslmode=require&password=****'
+    >>> redact_url("https://TOKEN@llm.example/v1?api-version=2024-06&x=1&bare#access_token=t")
+    'https://****@llm.example/v1?api-version=2024-06&x=****&****#****'
     >>> redact_url("store.db")
     'store.db'
     """
@@ -94,25 +111,23 @@ def redact_url(url: str) -> str:
         return url
     try:
         parts = urlsplit(url)
+        parts.port  # noqa: B018 - a bad port is a ValueError: the URL is not shown
         netloc = parts.netloc
         if "@" in netloc:
             user, _, host = netloc.rpartition("@")
             name, colon, _password = user.partition(":")
-            netloc = f"{name}:{MASK}@{host}" if colon else f"{MASK}@{host}" if _looks_secret(name) else netloc
-        query = parts.query
-        if query:
-            pairs = parse_qsl(query, keep_blank_values=True)
-            if any(_CREDENTIAL_PARAMS.match(k) for k, _ in pairs):
-                masked = [(k, MASK if _CREDENTIAL_PARAMS.match(k) else v) for k, v in pairs]
-                query = urlencode(masked, safe="*")
-        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+            netloc = f"{name}:{MASK}@{host}" if colon and name else f"{MASK}@{host}"
+        query = "&".join(_masked_param(p) for p in re.split(r"[&;]", parts.query)) if parts.query else ""
+        fragment = MASK if parts.fragment else ""
+        return urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
     except ValueError:  # not parseable as a URL: mask everything after the scheme
         return url.split("://", 1)[0] + "://" + MASK
 
 
 def without_credentials(url: str) -> str:
-    """`url` with its user info and its credential-like query parameters removed: what may be
-    written down (a store's record of where its vectors are); a path is returned unchanged.
+    """`url` with its user info, its fragment and its credential-like query parameters (any name
+    that looks secret) removed: what may be written down (a store's record of where its vectors
+    are); a path is returned unchanged.
 
     >>> without_credentials("postgresql://app:hunter2@db.example:5432/rag?sslmode=require&password=x")
     'postgresql://db.example:5432/rag?sslmode=require'
@@ -124,26 +139,52 @@ def without_credentials(url: str) -> str:
     try:
         parts = urlsplit(url)
         host = parts.netloc.rpartition("@")[2]
-        kept = [p for p in parts.query.split("&") if p and not _CREDENTIAL_PARAMS.match(unquote_plus(p.split("=")[0]))]
+        kept = [p for p in parts.query.split("&") if p and not _secret_name(unquote_plus(p.split("=")[0]))]
         query = "&".join(kept)  # the other parameters exactly as written
-        return urlunsplit((parts.scheme, host, parts.path, query, parts.fragment))
+        return urlunsplit((parts.scheme, host, parts.path, query, ""))
     except ValueError:  # not parseable as a URL: keep nothing after the scheme
         return url.split("://", 1)[0] + "://"
 
 
 def redact_text(text: str) -> str:
-    """`text` with every URL redacted (`redact_url`) and bearer tokens, Authorization / API-key
-    values and `sk-…` keys masked.
+    """`text` with every URL redacted (`redact_url`) and, outside URLs, bearer tokens, `sk-…` keys
+    and the value of every secret-looking `name=value` / `name: value` pair masked.
 
     >>> redact_text("HTTP 401 for http://u:pw@llm/v1: echo 'Authorization: Bearer sk-abcdef123'")
     "HTTP 401 for http://u:****@llm/v1: echo 'Authorization: Bearer ****'"
+    >>> redact_text('Ocp-Apim-Subscription-Key: abc hf_token=xyz {"jwt": "a b"} page=2 KEY=VALUE')
+    'Ocp-Apim-Subscription-Key: **** hf_token=**** {"jwt": "****"} page=2 KEY=VALUE'
     """
-    text = _URL.sub(lambda m: redact_url(m.group()), text)
+    out, last = [], 0
+    for match in _URL.finditer(text):
+        out.append(_redact_words(text[last : match.start()]))
+        out.append(redact_url(match.group()))
+        last = match.end()
+    out.append(_redact_words(text[last:]))
+    return "".join(out)
+
+
+def _redact_words(text: str) -> str:
+    """Text without URLs, its tokens and secret-looking values masked."""
     for pattern, replacement in _TOKENS:
         text = pattern.sub(replacement, text)
     return text
 
 
-def _looks_secret(user: str) -> bool:
-    """A user-info part without a colon that is really a token (`https://TOKEN@host`)."""
-    return len(user) >= 20
+def _masked_value(value: str) -> str:
+    """A value's mask, keeping the quotes it was written in."""
+    return f"{value[0]}{MASK}{value[0]}" if value[:1] in {'"', "'"} else MASK
+
+
+def _masked_param(param: str) -> str:
+    """One `name=value` of a query, its value masked unless the name is in SAFE_PARAMS; a bare
+    name (no `=`, possibly a token itself) is masked whole."""
+    name, equals, _value = param.partition("=")
+    if unquote_plus(name).strip().lower() in SAFE_PARAMS:
+        return param
+    return f"{name}={MASK}" if equals else (MASK if param else param)
+
+
+def _secret_name(name: str) -> bool:
+    """A parameter or field name that looks like it carries a secret."""
+    return bool(_SECRET_NAME.search(name))

@@ -23,6 +23,8 @@ from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 from ragspine.agent.agent import LLMProvider
+from ragspine.http_retry import public_error
+from ragspine.secret import redact_text
 from ragspine import catalog
 from ragspine.registry import Registry
 
@@ -190,14 +192,15 @@ def origin_of(transform: object) -> str:
 
 def safe_generate(generate: Callable[[str], list[str]], query: str) -> tuple[list[str], str | None]:
     """(variants, error): whatever `generate` raises or returns that is not a list of strings
-    becomes no variants and an error message (logged), never an exception."""
+    becomes no variants and an error (`http_retry.public_error`: a short public code; the details,
+    redacted, go to the log), never an exception."""
     try:
         variants = generate(query)
         if not isinstance(variants, list) or not all(isinstance(v, str) for v in variants):
             raise ValueError(f"expected a list of strings, got {type(variants).__name__}")
     except Exception as exc:  # noqa: BLE001 - a failed transform means "run the query as given"
-        _LOG.warning("query transform failed (%s); running the query untransformed", exc)
-        return [], f"{type(exc).__name__}: {exc}"[:300]
+        _LOG.warning("query transform failed (%s); running the query untransformed", redact_text(str(exc)))
+        return [], public_error(exc)  # a lineage carries the public code; the details are in the log
     lines = [v.strip() for v in variants if v.strip()]
     if not lines:
         return [], "the LLM reply gave no usable variant"
