@@ -18,12 +18,22 @@ Invariants:
 - `check_label` is the ingest gate: a label that is not one of the known levels after
   normalisation raises `UnknownSensitivityError` naming the label, the levels and its origin;
   it never passes silently.
+- `fold_key` spells a metadata key (a sidecar's, a front matter's) by the same folding as a
+  label (NFKC, case-folded, invisible characters and marks dropped, look-alike letters mapped,
+  surrounding whitespace/punctuation trimmed), so `SENSITIVITY`, `sеnsitivity` (Cyrillic е),
+  `ｓｅｎｓｉｔｉｖｉｔｙ` and `"sensitivity "` are all the key `sensitivity`.
+- `match_form` is the one form sensitivity rule keywords and document text are compared in:
+  NFKC, case-folded, look-alike letters mapped, invisible characters dropped, every run of
+  whitespace and hyphens (any dash) one space; so `strictly confidential` matches
+  `STRICTLY\nCONFIDENTIAL`, `strictly\u00a0 confidential`, `strictly-confidential`, full-width
+  letters, and `绝密` matches `绝\u200b密`.
 - `strictest` picks the strictest of several labels by their order in the levels (least strict
   first); labels are only ever combined that way, so adding a source can only tighten.
 """
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterable
 from functools import lru_cache
@@ -82,6 +92,34 @@ def _normalize(text: str) -> str:
             break
         text = spelled
     return text
+
+
+def fold_key(key: object) -> str:
+    """A metadata key folded like a label, lower case (see the module docstring).
+
+    >>> [fold_key(k) for k in ("SENSITIVITY", "s\u0435nsitivity", "ｓｅｎｓｉｔｉｖｉｔｙ", " Title ")]
+    ['sensitivity', 'sensitivity', 'sensitivity', 'title']
+    """
+    return _fold(str(key))
+
+
+_RUNS = re.compile(r"[\s\-\u2010-\u2015\u2212\ufe58\ufe63]+")
+_DROPPED = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufffb\U000e0000-\U000e0fff]"
+)
+
+
+def match_form(text: str) -> str:
+    """`text` in the form rule keywords are matched in (see the module docstring).
+
+    >>> match_form("STRICTLY\nCONFIDENTIAL") == match_form("strictly-confidential") == "strictly confidential"
+    True
+    >>> match_form("绝\u200b密")
+    '绝密'
+    """
+    text = _DROPPED.sub("", unicodedata.normalize("NFKC", text).casefold())
+    return _RUNS.sub(" ", text.translate(_LOOKALIKES))
 
 
 def _fold(text: str) -> str:
