@@ -9,7 +9,7 @@ Invariants:
 - At most `MAX_FRONT_MATTER_CHARS` characters and `MAX_FRONT_MATTER_DEPTH` levels deep; YAML
   aliases (`*name`) are refused, so a few hundred bytes cannot expand into gigabytes.
 - Every top-level key is read with its value, duplicates included; every value of every key that
-  folds (`retrieval.sensitivity.fold_key`) to `sensitivity` is a label (`labels.gather_labels`),
+  folds (`retrieval.sensitivity.fold_key`) to `sensitivity` is a label (`label_keys.gather_labels`),
   so `sensitivity: RESTRICTED` then `Sensitivity: PUBLIC` gives both and the strictest wins.
 - Fails closed: a line that mentions a sensitivity key (after folding: at the start of a line or
   after `{`/`,`, before `:` or `=`, or a lone `? sensitivity`) which the parser did not read as a
@@ -24,7 +24,7 @@ import re
 import tomllib
 from typing import Any
 
-from ragspine.ingest.labels import LABEL_KEY, gather_labels
+from ragspine.ingest.label_keys import LABEL_KEY, gather_labels, is_label_key
 from ragspine.retrieval.sensitivity import fold_key
 
 __all__ = ["MAX_FRONT_MATTER_CHARS", "MAX_FRONT_MATTER_DEPTH", "split_front_matter"]
@@ -109,7 +109,7 @@ def _toml(block: str, mentions: list[int], first: int) -> tuple[dict[str, Any], 
                 keys = list(tomllib.loads(line))
             except tomllib.TOMLDecodeError:
                 continue
-            if len(keys) == 1 and fold_key(keys[0]) == LABEL_KEY:
+            if len(keys) == 1 and is_label_key(keys[0]):
                 read.add(i)
     return gather_labels(data.items()), read
 
@@ -125,9 +125,9 @@ def _yaml(block: str, mentions: list[int], first: int) -> tuple[dict[str, Any], 
     if not isinstance(data, dict):
         _refuse_mentions(block, first, mentions, "is not in a mapping")
         raise ValueError(f"front matter must be a mapping of keys to values, got {type(data).__name__}")
-    read = {line for key, _, line in pairs if isinstance(key, str) and fold_key(key) == LABEL_KEY}
+    read = {line for key, _, line in pairs if is_label_key(key)}
     labels = gather_labels((key, value) for key, value, _ in pairs).get(LABEL_KEY)
-    out = {key: value for key, value in data.items() if not (isinstance(key, str) and fold_key(key) == LABEL_KEY)}
+    out = {key: value for key, value in data.items() if not is_label_key(key)}
     return ({**out, LABEL_KEY: labels} if labels else out), read
 
 

@@ -7,7 +7,7 @@ from; the strictest of them wins; only when no source labels a document does the
 (INTERNAL) apply; a metadata key is a label key when it folds (`retrieval.sensitivity.fold_key`:
 NFKC, case, invisible characters, look-alike letters) to `sensitivity`, and every value of every
 such key a source holds (duplicate keys, `SENSITIVITY` beside `sensitivity`) is a label
-(`gather_labels`): a later one never replaces an earlier one, and a null value is no label, so
+(`label_keys.gather_labels`): a later one never replaces an earlier one, and a null value is no label, so
 it never lowers another; a new version never lowers the stored version's label unless the caller says
 so for that document (`kept_label`), and a stored label outside the levels counts as the
 strictest (fails closed). `ingest.document` (loaded files and texts), `IngestPipeline` (every
@@ -18,17 +18,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ragspine.ingest.sensitivity_rules import DEFAULT_LEVELS, SensitivityRules
-from ragspine.retrieval.sensitivity import check_label, fold_key, normalize_label, strictest
+from ragspine.ingest.label_keys import LABEL_KEY, gather_labels
+from ragspine.retrieval.sensitivity import check_label, normalize_label, strictest
 
 if TYPE_CHECKING:
     from ragspine.ingest.metadata import DocumentFields
     from ragspine.retrieval.store.protocol import ChunkStoreProtocol
 
 DEFAULT_SENSITIVITY = "INTERNAL"
-LABEL_KEY = "sensitivity"
 
 __all__ = [
     "DEFAULT_SENSITIVITY",
@@ -74,26 +74,6 @@ def caller_label(label: str, levels: Sequence[str], *, given: bool, source: str)
     """The caller's label, normalised: checked against `levels` when the caller gave it (a label
     source), else only normalised (the default, checked when a document needs it)."""
     return check_label(label, levels, source=source) if given else normalize_label(label)
-
-
-def gather_labels(pairs: Iterable[tuple[Any, Any]]) -> dict[Any, Any]:
-    """`pairs` (a parsed sidecar's or front matter's keys and values, in order, duplicates
-    included) as a mapping where a later key wins, except the label keys: every non-null value
-    of every key that folds to `sensitivity`, in order, as one tuple under `sensitivity`.
-
-    >>> gather_labels([("sensitivity", "RESTRICTED"), ("SENSITIVITY", "PUBLIC"), ("sensitivity ", None)])
-    {'sensitivity': ('RESTRICTED', 'PUBLIC')}
-    """
-    out: dict[Any, Any] = {}
-    labels: list[Any] = []
-    for key, value in pairs:
-        if isinstance(key, str) and fold_key(key) == LABEL_KEY:
-            labels.extend(() if value is None else value if isinstance(value, tuple) else (value,))
-        else:
-            out[key] = value
-    if labels:
-        out[LABEL_KEY] = tuple(labels)
-    return out
 
 
 def field_labels(fields: DocumentFields) -> tuple[str, ...]:

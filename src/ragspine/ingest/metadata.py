@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ragspine.ingest.front_matter import MAX_FRONT_MATTER_CHARS, MAX_FRONT_MATTER_DEPTH, split_front_matter
-from ragspine.ingest.labels import LABEL_KEY, gather_labels
+from ragspine.ingest.label_keys import LABEL_KEY, gather_labels
 from ragspine.retrieval.model import check_user_metadata
 from ragspine.retrieval.sensitivity import fold_key
 

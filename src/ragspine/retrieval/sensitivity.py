@@ -25,8 +25,8 @@ Invariants:
 - `match_form` is the one form sensitivity rule keywords and document text are compared in:
   NFKC, case-folded, look-alike letters mapped, invisible characters dropped, every run of
   whitespace and hyphens (any dash) one space; so `strictly confidential` matches
-  `STRICTLY\nCONFIDENTIAL`, `strictly\u00a0 confidential`, `strictly-confidential`, full-width
-  letters, and `绝密` matches `绝\u200b密`.
+  `STRICTLY\\nCONFIDENTIAL`, `strictly\\u00a0 confidential`, `strictly-confidential`, full-width
+  letters, and `绝密` matches `绝\\u200b密`.
 - `strictest` picks the strictest of several labels by their order in the levels (least strict
   first); labels are only ever combined that way, so adding a source can only tighten.
 """
@@ -113,9 +113,9 @@ _DROPPED = re.compile(
 def match_form(text: str) -> str:
     """`text` in the form rule keywords are matched in (see the module docstring).
 
-    >>> match_form("STRICTLY\nCONFIDENTIAL") == match_form("strictly-confidential") == "strictly confidential"
+    >>> match_form("STRICTLY\\nCONFIDENTIAL") == match_form("strictly-confidential") == "strictly confidential"
     True
-    >>> match_form("绝\u200b密")
+    >>> match_form("绝\\u200b密")
     '绝密'
     """
     text = _DROPPED.sub("", unicodedata.normalize("NFKC", text).casefold())
