@@ -68,6 +68,7 @@ def test_a_later_front_matter_label_does_not_lower_an_earlier_one(tmp_path: Path
         '{"SENSITIVITY":"RESTRICTED","sensitivity":"PUBLIC"}',
         '{"sensitivity":"RESTRICTED","sensitivity ":"PUBLIC"}',
         '{"sensitivity":"restricted","sensitivity":null}',
+        '{"se\u0578sitivity":"R\u04bdSTRICTED","sensitivity":"PUBLIC"}',
     ],
 )
 def test_a_later_sidecar_label_does_not_lower_an_earlier_one(tmp_path: Path, sidecar: str) -> None:
@@ -94,6 +95,7 @@ def test_null_in_front_matter_does_not_lower_the_sidecar(tmp_path: Path) -> None
         f"---\nｓｅｎｓｉｔｉｖｉｔｙ: RESTRICTED\n---\n{BODY}",  # full-width key
         f"---\nsens\u200bitivity: RESTRICTED\n---\n{BODY}",  # a zero-width space in the key
         f"---\ns\u0435nsitivity: RESTRICTED\n---\n{BODY}",  # Cyrillic е in the key
+        f"---\nse\u0578sitivity: R\u04bdSTRICT\u04bdD\n---\n{BODY}",  # TR39-only look-alikes (ո, ҽ)
         f"\n---\nsensitivity: RESTRICTED\n---\n{BODY}",  # a blank line before the fence
         f" ---\nsensitivity: RESTRICTED\n---\n{BODY}",  # a space before the fence
         f"\u200b---\nsensitivity: RESTRICTED\n---\n{BODY}",  # a zero-width space before the fence
@@ -197,7 +199,12 @@ def test_a_rule_with_an_unknown_label_is_refused(tmp_path: Path) -> None:
 # -- property: no spelling of RESTRICTED is stored lower -----------------------------------------
 
 _INVISIBLE = ("\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad")
-_CYRILLIC = {"e": "\u0435", "s": "\u0455", "i": "\u0456", "y": "\u0443", "t": "\u0442", "c": "\u0441"}
+# Look-alikes of Latin letters: Cyrillic (the hand table) and some only the TR39 table lists
+# (Armenian ո, Abkhasian ҽ, Latin iota ɩ, Coptic ⲥ, izhitsa ѵ, r without handle ꭇ).
+_LOOKALIKE = {
+    "e": "\u0435\u04bd", "s": "\u0455\u01bd", "i": "\u0456\u0269", "y": "\u0443", "t": "\u0442",
+    "c": "\u0441\u2ca5", "n": "\u0578", "v": "\u0475", "r": "\uab47",
+}  # fmt: skip
 
 
 def _spell(word: str, rng: random.Random, *, lookalikes: bool) -> str:
@@ -208,7 +215,7 @@ def _spell(word: str, rng: random.Random, *, lookalikes: bool) -> str:
         form = rng.randrange(5 if lookalikes else 4)
         ch = (letter.lower(), letter.upper(), chr(ord(letter.lower()) + 0xFEE0), chr(ord(letter.upper()) + 0xFEE0))[
             form
-        ] if form < 4 else _CYRILLIC.get(letter.lower(), letter)
+        ] if form < 4 else rng.choice(_LOOKALIKE.get(letter.lower(), letter))
         out.append(ch)
         if rng.random() < 0.15:
             out.append(rng.choice(_INVISIBLE))
@@ -222,7 +229,7 @@ def _around(value: str, rng: random.Random) -> str:
 def _document(rng: random.Random) -> tuple[str, str | None]:
     """A Markdown file (and maybe a sidecar) whose label spells RESTRICTED, beside a decoy PUBLIC."""
     key = _spell("sensitivity", rng, lookalikes=True)
-    value = _around(_spell("restricted", rng, lookalikes=False), rng)
+    value = _around(_spell("restricted", rng, lookalikes=True), rng)
     decoy_first = rng.random() < 0.5
     form = rng.choice(("yaml", "yaml-quoted", "yaml-flow", "toml", "sidecar"))
     lead = rng.choice(("", "\n", "\n\n", " ", "\u200b", "\ufeff", " \n"))

@@ -4,7 +4,8 @@ Invariants:
 - `normalize_label` is the only spelling rule for a label: NFKC, case-folded, invisible and
   control characters dropped (format characters such as the zero-width space, soft hyphen and
   BOM; NUL and other C0/C1 controls; combining marks, so the Turkish `İ` is `I`), letters that
-  look like Latin ones mapped to them (Cyrillic `Е`, Greek `Ε`, small capitals), surrounding
+  look like Latin ones mapped to them (Cyrillic `Е`, Greek `Ε`, small capitals: the Unicode
+  TR39 confusables table of `confusable-homoglyphs` with a small hand table over it), surrounding
   whitespace and punctuation trimmed (`RESTRICTED.`), then the canonical upper-case spelling.
   So the full-width `ＲＥＳＴＲＩＣＴＥＤ`, `" restricted\\u3000"` and `Restricted` are all
   `RESTRICTED`. The chunk stores apply it to every row they write, so nothing un-normalised is
@@ -45,8 +46,9 @@ RESTRICTED_SENSITIVITY = "RESTRICTED"
 DEFAULT_LEVELS: tuple[str, ...] = ("PUBLIC", "INTERNAL", "CONFIDENTIAL", RESTRICTED_SENSITIVITY)
 
 # Letters (after case-folding) that render like a Latin letter: Cyrillic, Greek, Latin small
-# capitals and dotless i. Not the whole Unicode confusables table: the letters that can spell
-# the level names and their look-alikes.
+# capitals and dotless i, read over the Unicode TR39 confusables table (`_lookalikes`); this
+# hand table wins where both map a character, and covers what TR39 does not (small capitals,
+# Greek τ, Cyrillic г).
 _LOOKALIKES = str.maketrans(
     {
         # Cyrillic
@@ -119,7 +121,24 @@ def match_form(text: str) -> str:
     '绝密'
     """
     text = _DROPPED.sub("", unicodedata.normalize("NFKC", text).casefold())
-    return _RUNS.sub(" ", text.translate(_LOOKALIKES))
+    return _RUNS.sub(" ", text.translate(_lookalikes()))
+
+
+@lru_cache(maxsize=1)
+def _lookalikes() -> dict[int, str]:
+    """Every non-ASCII character the Unicode TR39 confusables table (the `confusable-homoglyphs`
+    package, a core dependency) lists as confusable with one ASCII letter, read as that letter
+    in lower case, with the hand table `_LOOKALIKES` over it. Built once, at first use."""
+    from confusable_homoglyphs import confusables
+
+    table: dict[int, str] = {}
+    for char, entries in confusables.confusables_data.items():
+        if len(char) != 1 or char.isascii():
+            continue
+        latin = [e["c"] for e in entries if len(e["c"]) == 1 and e["c"].isascii() and e["c"].isalpha()]
+        if latin:
+            table[ord(char)] = latin[0].lower()
+    return {**table, **_LOOKALIKES}
 
 
 def _fold(text: str) -> str:
@@ -128,7 +147,7 @@ def _fold(text: str) -> str:
     text = unicodedata.normalize("NFKC", text).casefold()
     text = unicodedata.normalize("NFKD", text)  # İ -> I + COMBINING DOT ABOVE
     text = "".join(ch for ch in text if unicodedata.category(ch) not in _INVISIBLE)
-    text = unicodedata.normalize("NFKC", text).translate(_LOOKALIKES)
+    text = unicodedata.normalize("NFKC", text).translate(_lookalikes())
     return text.strip("".join(ch for ch in set(text) if _trimmed(ch)))
 
 
