@@ -38,6 +38,7 @@ _TOML = re.compile(r"\+{3,}" + _END + r"(.*?)\n\+{3,}" + _END, re.DOTALL)
 _YAML_KEY_LINE = re.compile(r"^[\w\-]+[ \t]*:", re.MULTILINE)
 _MENTION = re.compile(r"(?:^|[{,])[\s\"'?\-\[]*" + LABEL_KEY + r"[\s\"']*[:=]|^" + LABEL_KEY + "$")
 _HEAD_LINES = 20  # lines of a text without front matter checked for a stray sensitivity key
+_HEAD_CHARS = 200  # the start of each of those lines that is checked
 
 
 def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
@@ -55,7 +56,8 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
     toml = _TOML.match(rest)
     match = toml or _YAML.match(rest)
     if match is None:
-        _refuse_mentions(rest, first - 1, range(_HEAD_LINES), "is not in a front matter block the reader finds")
+        head = "\n".join(line[:_HEAD_CHARS] for line in rest.split("\n", _HEAD_LINES)[:_HEAD_LINES])
+        _refuse_mentions(head, first - 1, range(_HEAD_LINES), "is not in a front matter block the reader finds")
         return {}, text
     block = match.group(1)
     if len(block) > MAX_FRONT_MATTER_CHARS:
