@@ -56,7 +56,9 @@ from ragspine.retrieval.store.protocol import ChunkStoreProtocol
 # re-ingest. 2: sensitivity labels normalised by NFKC (full-width spellings), unknown ones refused.
 # 3: the strictest label of every source wins; rules also match paths relative to the folders
 # above a file; garbled-text detection recorded.
-INGEST_FORMAT = 3
+# 4: every label key counts (duplicates, folded key spellings), front matter by a real parser
+# (lead, ---- fences), rule keywords matched normalised: a file stored lower is re-read.
+INGEST_FORMAT = 4
 GARBLED = "garbled"  # the registry metadata key of a document whose text looks garbled
 DIMENSIONS = ("topic", "entity", "geography", "period", "language")
 

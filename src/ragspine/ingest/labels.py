@@ -4,7 +4,11 @@ Invariants: every label a source gives (a sidecar, Markdown front matter, the ca
 CLI flag, an argument, a form field, a `DocumentMeta`; every matching rule) is normalised and
 checked against the known levels, and an unknown one fails the document, naming where it came
 from; the strictest of them wins; only when no source labels a document does the default
-(INTERNAL) apply; a new version never lowers the stored version's label unless the caller says
+(INTERNAL) apply; a metadata key is a label key when it folds (`retrieval.sensitivity.fold_key`:
+NFKC, case, invisible characters, look-alike letters) to `sensitivity`, and every value of every
+such key a source holds (duplicate keys, `SENSITIVITY` beside `sensitivity`) is a label
+(`label_keys.gather_labels`): a later one never replaces an earlier one, and a null value is no label, so
+it never lowers another; a new version never lowers the stored version's label unless the caller says
 so for that document (`kept_label`), and a stored label outside the levels counts as the
 strictest (fails closed). `ingest.document` (loaded files and texts), `IngestPipeline` (every
 surface: `ragspine ingest`, `Workspace`, HTTP, eval) and `IngestSettings` read labels only here.
@@ -17,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ragspine.ingest.sensitivity_rules import DEFAULT_LEVELS, SensitivityRules
+from ragspine.ingest.label_keys import LABEL_KEY, gather_labels
 from ragspine.retrieval.sensitivity import check_label, normalize_label, strictest
 
 if TYPE_CHECKING:
@@ -27,7 +32,10 @@ DEFAULT_SENSITIVITY = "INTERNAL"
 
 __all__ = [
     "DEFAULT_SENSITIVITY",
+    "LABEL_KEY",
     "caller_label",
+    "field_labels",
+    "gather_labels",
     "kept_label",
     "kept_warning",
     "label_rules",
@@ -68,14 +76,19 @@ def caller_label(label: str, levels: Sequence[str], *, given: bool, source: str)
     return check_label(label, levels, source=source) if given else normalize_label(label)
 
 
+def field_labels(fields: DocumentFields) -> tuple[str, ...]:
+    """Every label `fields` hold (all of a source's label keys), or its one `sensitivity` field."""
+    if fields.labels:
+        return fields.labels
+    label = fields.known.get(LABEL_KEY)
+    return (label,) if label else ()
+
+
 def label_sources(doc_id: str, *sources: tuple[DocumentFields, str]) -> list[tuple[str, str]]:
     """The (label, where it came from) pairs of the `sources` ((fields, what they are)) that set
-    `sensitivity`, e.g. `label_sources(d, (sidecar, "sidecar"), (front, "front matter"))`."""
-    return [
-        (fields.known["sensitivity"], f"the {where} of {doc_id!r}")
-        for fields, where in sources
-        if fields.known.get("sensitivity")
-    ]
+    `sensitivity`, e.g. `label_sources(d, (sidecar, "sidecar"), (front, "front matter"))`; a
+    source with several labels gives a pair for each."""
+    return [(label, f"the {where} of {doc_id!r}") for fields, where in sources for label in field_labels(fields)]
 
 
 def read_label(

@@ -10,9 +10,11 @@ never silently ignored. The sidecar of `a/report.pdf` is `a/report.pdf.meta.json
 field, highest first: sidecar, front matter, CLI default (for `sensitivity` the strictest wins:
 see `ingest.document`).
 
-Front matter is YAML between `---` lines or TOML between `+++` lines, at most
-`MAX_FRONT_MATTER_CHARS` characters and `MAX_FRONT_MATTER_DEPTH` levels deep; YAML aliases
-(`*name`) are refused, so a few hundred bytes cannot expand into gigabytes (an alias bomb).
+Front matter is read by `ingest.front_matter` (`split_front_matter`, re-exported here). A
+sidecar is read with every (key, value) pair seen, duplicates included, and keys are folded like
+labels (`retrieval.sensitivity.fold_key`): every value of every key that folds to `sensitivity`
+is a label (`ingest.labels.gather_labels`), kept in `DocumentFields.labels`, and the strictest
+of all wins, so `{"sensitivity": "RESTRICTED", "SENSITIVITY": "PUBLIC"}` is RESTRICTED.
 """
 
 from __future__ import annotations
@@ -21,34 +23,46 @@ import datetime as dt
 import hashlib
 import json
 import os
-import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragspine.ingest.front_matter import MAX_FRONT_MATTER_CHARS, MAX_FRONT_MATTER_DEPTH, split_front_matter
+from ragspine.ingest.label_keys import LABEL_KEY, gather_labels
 from ragspine.retrieval.model import check_user_metadata
+from ragspine.retrieval.sensitivity import fold_key
+
+__all__ = [
+    "KNOWN_FIELDS",
+    "MAX_FRONT_MATTER_CHARS",
+    "MAX_FRONT_MATTER_DEPTH",
+    "SIDECAR_SUFFIX",
+    "DocumentFields",
+    "Sidecar",
+    "filterable",
+    "read_sidecar",
+    "sidecar_path",
+    "split_front_matter",
+    "to_fields",
+]
 
 KNOWN_FIELDS = ("title", "entity", "period", "topic", "geography", "language", "sensitivity")
 SIDECAR_SUFFIX = ".meta.json"
-_FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
-_TOML_FRONT_MATTER = re.compile(r"\A\+\+\+[ \t]*\n(.*?)\n\+\+\+[ \t]*(?:\n|\Z)", re.DOTALL)
-_YAML_KEY_LINE = re.compile(r"^[\w\-]+[ \t]*:", re.MULTILINE)
-MAX_FRONT_MATTER_CHARS = 65536
-MAX_FRONT_MATTER_DEPTH = 16
 
 
 @dataclass(frozen=True)
 class DocumentFields:
-    """Validated metadata: known fields as strings, free fields as JSON-compatible values."""
+    """Validated metadata: known fields as strings, free fields as JSON-compatible values;
+    `labels`: every sensitivity label the source gave (its `sensitivity` field is the last)."""
 
     known: Mapping[str, str] = field(default_factory=dict)
     free: Mapping[str, Any] = field(default_factory=dict)
+    labels: tuple[str, ...] = ()
 
     def over(self, lower: DocumentFields) -> DocumentFields:
-        """These fields, falling back to `lower` for any field not set here."""
-        return DocumentFields({**lower.known, **self.known}, {**lower.free, **self.free})
+        """These fields, falling back to `lower` for any field not set here (labels: both)."""
+        return DocumentFields({**lower.known, **self.known}, {**lower.free, **self.free}, self.labels + lower.labels)
 
 
 @dataclass(frozen=True)
@@ -98,101 +112,48 @@ def read_sidecar(path: Path) -> Sidecar:
         return Sidecar(DocumentFields(), warnings=warnings)
     raw = found.read_bytes()
     try:
-        data = json.loads(raw.decode("utf-8-sig"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = json.loads(raw.decode("utf-8-sig"), object_pairs_hook=_JsonObject)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise ValueError(f"sidecar {found.name}: not valid UTF-8 JSON ({exc})") from exc
-    if not isinstance(data, dict):
+    if not isinstance(data, _JsonObject):
         raise ValueError(f"sidecar {found.name}: expected a JSON object, got {type(data).__name__}")
-    return Sidecar(to_fields(data, f"sidecar {found.name}"), hashlib.sha256(raw).hexdigest(), warnings)
+    fields = to_fields(gather_labels(data.pairs), f"sidecar {found.name}")
+    return Sidecar(fields, hashlib.sha256(raw).hexdigest(), warnings)
 
 
-def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
-    """(front matter mapping, the rest of the text); ({}, text) when the text has none.
+class _JsonObject(dict[str, Any]):
+    """A JSON object that also keeps every (key, value) pair in order, duplicate keys included."""
 
-    A leading `---` block counts as YAML front matter only when it holds `key:` lines, so a
-    document that merely opens with a horizontal rule is left alone; a leading `+++` block is
-    TOML front matter. Limits and refusals: see the module docstring.
-    """
-    toml = _TOML_FRONT_MATTER.match(text)
-    match = toml or _FRONT_MATTER.match(text)
-    if match is None or (toml is None and not _YAML_KEY_LINE.search(match.group(1))):
-        return {}, text
-    block = match.group(1)
-    if len(block) > MAX_FRONT_MATTER_CHARS:
-        raise ValueError(
-            f"front matter is {len(block)} characters; at most {MAX_FRONT_MATTER_CHARS} are read "
-            "(move long data into the text or a sidecar)"
-        )
-    if toml is not None:
-        try:
-            data: Any = tomllib.loads(block)
-        except tomllib.TOMLDecodeError as exc:
-            raise ValueError(f"front matter (+++) is not valid TOML: {exc}") from exc
-    else:
-        data = _load_yaml(block)
-    if not isinstance(data, dict):
-        raise ValueError(f"front matter must be a mapping of keys to values, got {type(data).__name__}")
-    _check_depth(data, MAX_FRONT_MATTER_DEPTH)
-    return data, text[match.end() :]
-
-
-def _load_yaml(block: str) -> Any:
-    """Safe YAML without aliases (refused) and nested at most MAX_FRONT_MATTER_DEPTH deep."""
-    import yaml  # PyYAML, a core dependency; imported only for files that have front matter
-
-    class Loader(yaml.SafeLoader):
-        depth = 0
-
-        def compose_node(self, parent: Any, index: Any) -> Any:
-            if self.check_event(yaml.AliasEvent):
-                event = self.peek_event()
-                raise yaml.composer.ComposerError(
-                    None, None, "YAML aliases (*name) are not allowed in front matter", event.start_mark
-                )
-            self.depth += 1
-            try:
-                if self.depth > MAX_FRONT_MATTER_DEPTH:
-                    raise yaml.composer.ComposerError(
-                        None, None, f"nested deeper than {MAX_FRONT_MATTER_DEPTH} levels",
-                        self.peek_event().start_mark,
-                    )  # fmt: skip
-                return super().compose_node(parent, index)
-            finally:
-                self.depth -= 1
-
-    try:
-        return yaml.load(block, Loader=Loader)  # noqa: S506 - a SafeLoader subclass
-    except yaml.YAMLError as exc:
-        raise ValueError(f"front matter is not valid YAML: {exc}") from exc
-
-
-def _check_depth(data: Any, limit: int) -> None:
-    """ValueError when `data` nests deeper than `limit` (TOML inline tables and arrays)."""
-    stack = [(data, 1)]
-    while stack:
-        value, depth = stack.pop()
-        if depth > limit:
-            raise ValueError(f"front matter is nested deeper than {limit} levels")
-        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
-        stack.extend((child, depth + 1) for child in children)
+    def __init__(self, pairs: list[tuple[str, Any]]) -> None:
+        super().__init__(pairs)
+        self.pairs = pairs
 
 
 def to_fields(data: Mapping[Any, Any], source: str) -> DocumentFields:
-    """Split raw metadata into validated known fields and free fields (None values dropped)."""
+    """Split raw metadata into validated known fields (keys folded by `fold_key`) and free fields
+    (None values dropped); every value of a label key (a tuple from `gather_labels`, or one
+    value per key spelling) is kept in `labels`."""
     known: dict[str, str] = {}
     free: dict[str, Any] = {}
+    labels: list[str] = []
     for key, value in data.items():
         name = str(key).strip()
         if value is None or not name:
             continue
-        if name.lower() in KNOWN_FIELDS:
-            if isinstance(value, (dict, list)):
-                kind = type(value).__name__
-                raise ValueError(f"{source}: {name!r} must be a single value, got {kind}")
-            known[name.lower()] = str(_jsonable(value)).strip()
+        folded = fold_key(name)
+        if folded in KNOWN_FIELDS:
+            values = value if folded == LABEL_KEY and isinstance(value, tuple) else (value,)
+            for one in values:
+                if isinstance(one, (dict, list, tuple)):
+                    kind = type(one).__name__
+                    raise ValueError(f"{source}: {name!r} must be a single value, got {kind}")
+                if one is not None:
+                    known[folded] = str(_jsonable(one)).strip()
+                    if folded == LABEL_KEY and known[folded]:
+                        labels.append(known[folded])
         else:
             free[name] = _jsonable(value)
-    return DocumentFields(known, free)
+    return DocumentFields(known, free, tuple(labels))
 
 
 def filterable(free: Mapping[str, Any]) -> dict[str, Any]:

@@ -73,6 +73,7 @@ from ragspine.ingest.document import (
 from ragspine.ingest.files import FileFailure, SourceFile, discover
 from ragspine.ingest.labels import (
     caller_label,
+    field_labels,
     kept_label,
     kept_warning,
     label_rules,
@@ -261,8 +262,7 @@ class IngestPipeline(Closeable):
         user = dict(user_metadata or {})
         spans, numbers = pages if pages is not None else ((), ())
         loaded = LoadedDocument(text, loader=TEXT_LOADER, page_spans=tuple(spans), page_numbers=tuple(numbers))
-        label = own.known.get("sensitivity")
-        labels = [(label, f"the sensitivity argument for {doc_id!r}")] if label else []
+        labels = [(label, f"the sensitivity argument for {doc_id!r}") for label in field_labels(own)]
         prepared = prepare_loaded(doc_id, loaded, own, settings, user_metadata=user, labels=labels)
         given = {name: value for name, value in own.known.items() if value}  # a blank field sets nothing
         origin = text_origin(doc_id, text, {"fields": given, "free": dict(own.free), "user": user}, settings)

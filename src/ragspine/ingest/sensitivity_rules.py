@@ -6,7 +6,11 @@ a rule file with an unknown label, an unknown key or a rule without any glob or 
 rejected when it is loaded, never half-applied. Globs follow `globs.glob_match` over the doc_id
 and over the file's path relative to every folder above it (`ingest.document.anchored_paths`),
 so `hr/` labels `crowd/hr/memo.md` whether the run names `crowd` or `crowd/hr`; keywords match
-case-insensitively anywhere in the document's title or text. A rule's label is one of the
+anywhere in the document's title or text, both compared in `retrieval.sensitivity.match_form`
+(NFKC, case-folded, invisible characters dropped, whitespace/hyphen runs one space), so
+`strictly confidential` matches `STRICTLY\nCONFIDENTIAL`, `strictly-confidential`, full-width
+letters and `绝\u200b密` matches `绝密`. A rule file that declares `levels` must end them with
+RESTRICTED (`settings.values.check_levels`, the check RAGSPINE_SENSITIVITY_LEVELS gets). A rule's label is one of the
 sources the pipeline takes the strictest of: a sidecar or front matter label never loosens it. Labels and levels
 are spelled by `retrieval.sensitivity.normalize_label` (the one normaliser).
 
@@ -31,7 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from ragspine.ingest.globs import any_match
-from ragspine.retrieval.sensitivity import DEFAULT_LEVELS, check_label, normalize_label
+from ragspine.retrieval.sensitivity import DEFAULT_LEVELS, check_label, match_form, normalize_label
+from ragspine.settings.values import check_levels
 
 __all__ = ["DEFAULT_LEVELS", "SensitivityRule", "SensitivityRules", "normalize_label"]
 _RULE_KEYS = frozenset({"label", "paths", "keywords"})
@@ -66,7 +71,10 @@ class SensitivityRules:
             check_label(rule.label, self.levels, source=f"sensitivity rule {number}")
             if not rule.paths and not rule.keywords:
                 raise ValueError(f"sensitivity rule for {rule.label!r} has neither paths nor keywords")
-        folded = tuple(tuple(k.casefold() for k in rule.keywords) for rule in self.rules)
+        folded = tuple(tuple(match_form(k).strip() for k in rule.keywords) for rule in self.rules)
+        for number, keywords in enumerate(folded, start=1):
+            if not all(keywords):
+                raise ValueError(f"sensitivity rule {number} has a keyword with no visible letters")
         object.__setattr__(self, "_folded_keywords", folded)
 
     def classify(self, doc_id: str, text: str, title: str = "", *, paths: Sequence[str] = ()) -> str | None:
@@ -79,7 +87,7 @@ class SensitivityRules:
             matched = any(any_match(rule.paths, name) for name in names)
             if not matched and keywords:
                 if haystack is None:
-                    haystack = f"{title}\n{text}".casefold()
+                    haystack = match_form(f"{title}\n{text}")
                 matched = any(keyword in haystack for keyword in keywords)
             if matched:
                 rank = self.levels.index(normalize_label(rule.label))
@@ -122,6 +130,11 @@ class SensitivityRules:
         known = tuple(_labels(data.get("levels", list(levels)), "levels"))
         if not known or len(set(known)) != len(known):
             raise ValueError("'levels' must list distinct labels, least strict first")
+        if "levels" in data:
+            try:
+                check_levels(known)
+            except ValueError as exc:
+                raise ValueError(f"'levels' {list(known)}: {exc}") from exc
         rules_data = data.get("rules", [])
         if not isinstance(rules_data, list):
             raise ValueError("'rules' must be a list of rules ([[rules]] in TOML)")

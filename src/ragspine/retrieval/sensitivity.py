@@ -4,7 +4,8 @@ Invariants:
 - `normalize_label` is the only spelling rule for a label: NFKC, case-folded, invisible and
   control characters dropped (format characters such as the zero-width space, soft hyphen and
   BOM; NUL and other C0/C1 controls; combining marks, so the Turkish `İ` is `I`), letters that
-  look like Latin ones mapped to them (Cyrillic `Е`, Greek `Ε`, small capitals), surrounding
+  look like Latin ones mapped to them (Cyrillic `Е`, Greek `Ε`, small capitals: the Unicode
+  TR39 confusables table of `confusable-homoglyphs` with a small hand table over it), surrounding
   whitespace and punctuation trimmed (`RESTRICTED.`), then the canonical upper-case spelling.
   So the full-width `ＲＥＳＴＲＩＣＴＥＤ`, `" restricted\\u3000"` and `Restricted` are all
   `RESTRICTED`. The chunk stores apply it to every row they write, so nothing un-normalised is
@@ -18,12 +19,22 @@ Invariants:
 - `check_label` is the ingest gate: a label that is not one of the known levels after
   normalisation raises `UnknownSensitivityError` naming the label, the levels and its origin;
   it never passes silently.
+- `fold_key` spells a metadata key (a sidecar's, a front matter's) by the same folding as a
+  label (NFKC, case-folded, invisible characters and marks dropped, look-alike letters mapped,
+  surrounding whitespace/punctuation trimmed), so `SENSITIVITY`, `sеnsitivity` (Cyrillic е),
+  `ｓｅｎｓｉｔｉｖｉｔｙ` and `"sensitivity "` are all the key `sensitivity`.
+- `match_form` is the one form sensitivity rule keywords and document text are compared in:
+  NFKC, case-folded, look-alike letters mapped, invisible characters dropped, every run of
+  whitespace and hyphens (any dash) one space; so `strictly confidential` matches
+  `STRICTLY\\nCONFIDENTIAL`, `strictly\\u00a0 confidential`, `strictly-confidential`, full-width
+  letters, and `绝密` matches `绝\\u200b密`.
 - `strictest` picks the strictest of several labels by their order in the levels (least strict
   first); labels are only ever combined that way, so adding a source can only tighten.
 """
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterable
 from functools import lru_cache
@@ -35,8 +46,9 @@ RESTRICTED_SENSITIVITY = "RESTRICTED"
 DEFAULT_LEVELS: tuple[str, ...] = ("PUBLIC", "INTERNAL", "CONFIDENTIAL", RESTRICTED_SENSITIVITY)
 
 # Letters (after case-folding) that render like a Latin letter: Cyrillic, Greek, Latin small
-# capitals and dotless i. Not the whole Unicode confusables table: the letters that can spell
-# the level names and their look-alikes.
+# capitals and dotless i, read over the Unicode TR39 confusables table (`_lookalikes`); this
+# hand table wins where both map a character, and covers what TR39 does not (small capitals,
+# Greek τ, Cyrillic г).
 _LOOKALIKES = str.maketrans(
     {
         # Cyrillic
@@ -84,13 +96,58 @@ def _normalize(text: str) -> str:
     return text
 
 
+def fold_key(key: object) -> str:
+    """A metadata key folded like a label, lower case (see the module docstring).
+
+    >>> [fold_key(k) for k in ("SENSITIVITY", "s\u0435nsitivity", "ｓｅｎｓｉｔｉｖｉｔｙ", " Title ")]
+    ['sensitivity', 'sensitivity', 'sensitivity', 'title']
+    """
+    return _fold(str(key))
+
+
+_RUNS = re.compile(r"[\s\-\u2010-\u2015\u2212\ufe58\ufe63]+")
+_DROPPED = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufffb\U000e0000-\U000e0fff]"
+)
+
+
+def match_form(text: str) -> str:
+    """`text` in the form rule keywords are matched in (see the module docstring).
+
+    >>> match_form("STRICTLY\\nCONFIDENTIAL") == match_form("strictly-confidential") == "strictly confidential"
+    True
+    >>> match_form("绝\\u200b密")
+    '绝密'
+    """
+    text = _DROPPED.sub("", unicodedata.normalize("NFKC", text).casefold())
+    return _RUNS.sub(" ", text.translate(_lookalikes()))
+
+
+@lru_cache(maxsize=1)
+def _lookalikes() -> dict[int, str]:
+    """Every non-ASCII character the Unicode TR39 confusables table (the `confusable-homoglyphs`
+    package, a core dependency) lists as confusable with one ASCII letter, read as that letter
+    in lower case, with the hand table `_LOOKALIKES` over it. Built once, at first use."""
+    from confusable_homoglyphs import confusables
+
+    table: dict[int, str] = {}
+    for char, entries in confusables.confusables_data.items():
+        if len(char) != 1 or char.isascii():
+            continue
+        latin = [e["c"] for e in entries if len(e["c"]) == 1 and e["c"].isascii() and e["c"].isalpha()]
+        if latin:
+            table[ord(char)] = latin[0].lower()
+    return {**table, **_LOOKALIKES}
+
+
 def _fold(text: str) -> str:
     """NFKC, case-folded, invisible/control characters and marks dropped, look-alike letters
     mapped to Latin, whitespace and punctuation trimmed from both ends."""
     text = unicodedata.normalize("NFKC", text).casefold()
     text = unicodedata.normalize("NFKD", text)  # İ -> I + COMBINING DOT ABOVE
     text = "".join(ch for ch in text if unicodedata.category(ch) not in _INVISIBLE)
-    text = unicodedata.normalize("NFKC", text).translate(_LOOKALIKES)
+    text = unicodedata.normalize("NFKC", text).translate(_lookalikes())
     return text.strip("".join(ch for ch in set(text) if _trimmed(ch)))
 
 

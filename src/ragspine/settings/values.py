@@ -8,7 +8,7 @@ never drift. `ragspine.settings.config` adds the variable's name and source to e
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, TypeVar
@@ -217,13 +217,24 @@ def weak_key_reason(key: str) -> str:
     return ""
 
 
-def _levels(raw: str) -> str:
-    levels = [part.strip().upper() for part in raw.split(",") if part.strip()]
+def check_levels(levels: Sequence[str]) -> tuple[str, ...]:
+    """`levels` (already spelled canonically) when they are at least two distinct labels ending
+    with RESTRICTED, the strictest; else ValueError. The one check of a set of sensitivity levels:
+    RAGSPINE_SENSITIVITY_LEVELS and a sensitivity rule file's `levels` both go through it, so no
+    level can sit above RESTRICTED and RESTRICTED cannot be left out.
+
+    >>> check_levels(["PUBLIC", "RESTRICTED"])
+    ('PUBLIC', 'RESTRICTED')
+    """
     if len(levels) < 2 or len(set(levels)) != len(levels):
         raise ValueError("expected at least two distinct labels, least strict first, e.g. PUBLIC,INTERNAL,RESTRICTED")
     if levels[-1] != "RESTRICTED":
         raise ValueError("RESTRICTED must be the last (strictest) level")
-    return ",".join(levels)
+    return tuple(levels)
+
+
+def _levels(raw: str) -> str:
+    return ",".join(check_levels([part.strip().upper() for part in raw.split(",") if part.strip()]))
 
 
 TEXT = Parser(_text, "text")
