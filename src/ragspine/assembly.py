@@ -321,26 +321,8 @@ def make_fusion(settings: Settings) -> Fusion:
 
 
 def describe_fusion(fusion: Fusion) -> str:
-    """One line for `config show` and /stats, e.g. "adaptive (k=60; dense weight 0.3-3 ...)"."""
-    if fusion.method == "zscore":
-        lexical, dense = fusion.weights(1.0)
-        return (
-            f"zscore (dense share {fusion.dense_share:g}: z-scores of each channel's scores, lexical "
-            f"{lexical:g} + dense {dense:g}, BM25 at k1 {fusion.lexical_k1:g}; the vectors alone "
-            "when their head is in another language)"
-        )
-    if fusion.method == "learned":
-        return f"learned (k={fusion.k}; per-query weights from the shipped logistic model, docs/dense.md)"
-    if fusion.method == "rrf":
-        return f"rrf (k={fusion.k}; every ranking weight 1)"
-    if fusion.method == "weighted":
-        return f"weighted (k={fusion.k}; lexical {fusion.lexical_weight:g}, dense {fusion.dense_weight:g})"
-    return (
-        f"adaptive (k={fusion.k}; lexical {fusion.lexical_low:g}, dense {fusion.dense_high:g} at BM25 "
-        f"match <= {fusion.match_low:g}; at match >= {fusion.match_high:g}: lexical "
-        f"{fusion.lexical_weight:g}, dense {fusion.dense_low:g} at gap >= {fusion.gap_high:g} up to "
-        f"{fusion.dense_mid:g} at gap 0)"
-    )
+    """One line for `config show` and /stats (`Fusion.describe`)."""
+    return fusion.describe()
 
 
 # -- the other stages -------------------------------------------------------------------------

@@ -187,6 +187,28 @@ class Fusion:
             settled + t_match * (self.dense_high - settled),
         )
 
+    def describe(self) -> str:
+        """One line for `config show` and /stats, e.g. "adaptive (k=60; dense weight 0.3-3 ...)"."""
+        if self.method == "zscore":
+            lexical, dense = self.weights(1.0)
+            return (
+                f"zscore (dense share {self.dense_share:g}: z-scores of each channel's scores, lexical "
+                f"{lexical:g} + dense {dense:g}, BM25 at k1 {self.lexical_k1:g}; the vectors alone "
+                "when their head is in another language)"
+            )
+        if self.method == "learned":
+            return f"learned (k={self.k}; per-query weights from the shipped logistic model, docs/dense.md)"
+        if self.method == "rrf":
+            return f"rrf (k={self.k}; every ranking weight 1)"
+        if self.method == "weighted":
+            return f"weighted (k={self.k}; lexical {self.lexical_weight:g}, dense {self.dense_weight:g})"
+        return (
+            f"adaptive (k={self.k}; lexical {self.lexical_low:g}, dense {self.dense_high:g} at BM25 "
+            f"match <= {self.match_low:g}; at match >= {self.match_high:g}: lexical "
+            f"{self.lexical_weight:g}, dense {self.dense_low:g} at gap >= {self.gap_high:g} up to "
+            f"{self.dense_mid:g} at gap 0)"
+        )
+
     def fuse(
         self,
         lexical: Run[K],
