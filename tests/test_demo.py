@@ -42,3 +42,14 @@ def test_demo_on_the_default_dense_channel(tmp_path: Path, monkeypatch: pytest.M
     assert shown and all(s["doc_id"] != "internal_memo_restructuring" for s in shown)
     assert all(s["scores"]["vector"] is not None for s in shown), "every snippet was ranked by both channels"
     assert (tmp_path / "demo.db.ctx-header-v1.vectors.sqlite").is_file()  # RAGSPINE_CONTEXTUAL=header
+
+
+def test_the_demo_ends_with_the_next_commands(tmp_path: Path) -> None:
+    from ragspine.demo import next_steps
+
+    kept = next_steps(str(tmp_path / "demo db.db"), ".venv/bin/ragspine")
+    assert kept.count(".venv/bin/ragspine ") == 3 and f"--db '{tmp_path / 'demo db.db'}' --explain" in kept  # quoted
+    assert ".venv/bin/ragspine ingest YOUR_FOLDER" in kept and ".venv/bin/ragspine serve" in kept
+    temporary = next_steps(None)
+    assert temporary.count("ragspine ") == 4 and "ragspine demo --db demo.db" in temporary
+    assert "--db demo.db --explain" in temporary  # the search runs on the store the first line keeps

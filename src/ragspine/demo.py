@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+import shlex
+import sys
 import tempfile
 from collections.abc import Callable
 from importlib import resources
@@ -70,7 +72,22 @@ def run_demo(db: str | None = None, *, echo: Callable[[str], Any] = print) -> li
         f"\n== Check: {len(shown)} snippets shown; none from the RESTRICTED "
         f"{', '.join(sorted(restricted_ids))} (the memo never appears)."
     )
+    echo(next_steps(db, sys.argv[0] if Path(sys.argv[0]).name == "ragspine" else "ragspine"))
     return shown
+
+
+def next_steps(db: str | None, prog: str = "ragspine") -> str:
+    """The commands a newcomer runs next: search the demo's store (kept with `--db`), ingest their
+    own folder, serve it. `prog`: how the command is called (e.g. `.venv/bin/ragspine`)."""
+    store = shlex.quote(db or "demo.db")
+    commands = [
+        *([] if db else [(f"{prog} demo --db demo.db", "keep the demo's store (this run's was temporary)")]),
+        (f'{prog} search "为什么营收下滑" --db {store} --explain', "one query, stage by stage"),
+        (f"{prog} ingest YOUR_FOLDER", "your own documents (.txt .md .html .pdf .docx) into .ragspine/"),
+        (f"{prog} serve", "the HTTP API and the search page over them"),
+    ]
+    width = max(len(command) for command, _ in commands)
+    return "\n".join(["\n== Next:", *(f"   {command.ljust(width)}   # {why}" for command, why in commands)])
 
 
 def _ask(retriever: Any, number: int, question: dict[str, Any], echo: Callable[[str], Any]) -> list[dict[str, Any]]:
