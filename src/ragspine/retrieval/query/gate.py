@@ -10,29 +10,38 @@
 Invariants:
 - `screen` is a pure function of the rules and its input: no LLM, no I/O, no randomness.
 - A variant is refused when it names a denied entity (any surface form of it, glossary synonyms
-  included; NFKC, case-folded; ASCII names match whole words only), matches a denied pattern, is
-  blank, is a generated variant longer than `max_chars`, or comes after `max_variants` allowed
-  ones. The caller's own query is never refused for its length (only generated text is budgeted).
+  included), matches a denied pattern, is blank, is a generated variant longer than `max_chars`,
+  or comes after `max_variants` allowed ones. The caller's own query is never refused for its length (only generated text is budgeted).
+- "Names a denied entity" has the lexical channel's word boundaries, not a second definition:
+  the term's words occur contiguously among the variant's words (`lexical.words`: the tokenizer's
+  tokens in text order, each CJK character one word), under the specification's `tokenize` and,
+  when PyStemmer is installed, the en-stem analyzer (the default), each on the text as given and
+  case-folded (`fold`). So every variant the tokenizer would match to the name is refused
+  ("borealis_zzz", "_borealis_", "BOREALIS-ASA", "borealis.com", "ＢＯＲＥＡＬＩＳ", "Borealis's"),
+  "borealisx" (one token) and "arrival" are not, and a CJK name is refused wherever its characters
+  appear in order. A term with no words at all (only punctuation) is matched as a substring.
 - Every refusal carries the variant, where it came from and why; a refused variant is never
   returned in `allowed`, so it never runs. Duplicates are dropped (not refused), order is kept.
-This module imports nothing but the glossary; the graph's relation extractor reuses it.
+This module imports the glossary and the lexical words; the graph's relation extractor reuses it.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragspine.retrieval.lexical.analyzers import EN_STEM, AnalyzerError, make_analyzer
+from ragspine.retrieval.lexical.tokenize import tokenize
+from ragspine.retrieval.lexical.words import first_mention, index_terms, words
 from ragspine.retrieval.query.glossary import Glossary, read_json_file
 
 DEFAULT_MAX_CHARS = 1000
 DEFAULT_MAX_VARIANTS = 8
 QUERY_ORIGIN = "query"  # the caller's own text: not held to the length budget
-_WORD = re.compile(r"[0-9a-z_]")
 _BACKREF = re.compile(r"\\[1-9]|\(\?P=")
 _RULE_KEYS = ("deny_entities", "deny_patterns", "max_chars", "max_variants")
 
@@ -132,9 +141,10 @@ class SecurityGate:
     def __init__(self, rules: GateRules | None = None, glossary: Glossary | None = None) -> None:
         self.rules = rules if rules is not None else GateRules()
         self._entity_of = _entity_terms(self.rules.deny_entities, glossary)  # folded term -> denied name
-        # the distinct term lengths, longest first: at each position, one set lookup per length
-        self._lengths = sorted({len(t) for t in self._entity_of}, reverse=True)
-        self._firsts = frozenset(t[0] for t in self._entity_of)
+        self._analyzers = _gate_analyzers() if self._entity_of else []
+        # per analyzer: the terms' words by first word (at each position, one lookup)
+        self._term_words = [index_terms((tuple(words(t, a)), t) for t in self._entity_of) for a in self._analyzers]
+        self._wordless = [t for t in self._entity_of if not words(t)]  # only punctuation: substrings
         self._patterns = [(p, re.compile(p, re.IGNORECASE)) for p in self.rules.deny_patterns]
         # one pass over the text for all patterns; the one that matched is looked up on a hit only
         # (only without back-references, whose group numbers a combined pattern would shift)
@@ -147,7 +157,7 @@ class SecurityGate:
         if origin != QUERY_ORIGIN and len(variant) > self.rules.max_chars:
             return f"longer than the budget of {self.rules.max_chars} characters ({len(variant)})"
         folded = fold(variant)
-        found = self._find_entity(folded)
+        found = self._find_entity(variant, folded)
         if found is not None:
             return f"names the denied entity {self._entity_of[found]!r}"
         if self._any_pattern is None or self._any_pattern.search(folded):
@@ -156,23 +166,14 @@ class SecurityGate:
                     return f"matches the denied pattern {pattern!r}"
         return None
 
-    def _find_entity(self, folded: str) -> str | None:
-        """The first denied term in `folded` (longest at a position first; an ASCII word
-        character at a term's end must not touch another one), or None."""
-        terms, firsts = self._entity_of, self._firsts
-        for start, char in enumerate(folded) if terms else ():
-            if char not in firsts:
-                continue
-            for length in self._lengths:
-                term = folded[start : start + length]
-                end = start + length
-                if (
-                    term in terms
-                    and not (_WORD.match(term[0]) and start > 0 and _WORD.match(folded[start - 1]))
-                    and not (_WORD.match(term[-1]) and end < len(folded) and _WORD.match(folded[end]))
-                ):
-                    return term
-        return None
+    def _find_entity(self, variant: str, folded: str) -> str | None:
+        """The first denied term `variant` mentions (see the module docstring), or None."""
+        for analyzer, terms in zip(self._analyzers, self._term_words, strict=True):
+            for form in sorted({variant, folded}):
+                found = first_mention(words(form, analyzer), terms)
+                if found is not None:
+                    return found
+        return next((t for t in self._wordless if t in folded), None)
 
     def screen(self, variants: Sequence[str], *, origins: Sequence[str] | str = QUERY_ORIGIN) -> Screened:
         """Split `variants` into those allowed (deduplicated, in order, at most `max_variants`)
@@ -209,6 +210,17 @@ def _entity_terms(names: Sequence[str], glossary: Glossary | None) -> dict[str, 
         for form in sorted(forms):
             terms.setdefault(form, name)
     return terms
+
+
+def _gate_analyzers() -> list[Callable[[str], list[str]]]:
+    """The analyzers whose words a denied term is looked for in: the specification's `tokenize`,
+    and en-stem (the default analyzer) unless PyStemmer is missing."""
+    analyzers: list[Callable[[str], list[str]]] = [tokenize]
+    try:
+        analyzers.append(make_analyzer(EN_STEM))
+    except AnalyzerError:
+        pass
+    return analyzers
 
 
 def _combined(patterns: Sequence[str]) -> re.Pattern[str] | None:
