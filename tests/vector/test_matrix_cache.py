@@ -397,7 +397,7 @@ def _plant(cache: Path, planted: dict[int, tuple[float, float]], dim: int = DIM)
     reader = matrix_cache.read_matrix(str(cache))
     assert reader is not None
     first = reader.read_rows._offset  # noqa: SLF001 - where the rows start in the file
-    reader.read_rows.close()
+    del reader  # its file is closed with it
     with open(cache, "r+b") as handle:
         for row, values in planted.items():
             handle.seek(first + row * dim * 4 + dim * 2)
@@ -431,7 +431,7 @@ def test_flipped_bytes_in_the_middle_of_the_rows_are_detected_and_rebuilt(
     assert cache.read_bytes() != damaged
     rebuilt = matrix_cache.read_matrix(str(cache))
     assert rebuilt is not None and abs(float(np.linalg.norm(rebuilt.matrix[MIDDLE])) - 1.0) < 1e-5
-    rebuilt.read_rows.close()
+    del rebuilt
     with ChunkVectors(path, model_id=BACKEND.model_id) as vectors:  # reopened: the rebuilt file is used
         channel = _channel(vectors, cache=True, ann=ann)
         assert _results(_view(channel, snapshot, chunks), snapshot) == expected
@@ -463,7 +463,7 @@ def test_rows_damaged_under_a_running_channel_never_score_and_are_read_again(
         assert _results(view, snapshot) == expected
     rebuilt = matrix_cache.read_matrix(str(cache))
     assert rebuilt is not None, "a whole cache was written again"
-    rebuilt.read_rows.close()
+    del rebuilt
 
 
 def test_ragspine_embed_removes_a_damaged_matrix_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
