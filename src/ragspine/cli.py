@@ -218,6 +218,7 @@ def embed(
     --reembed.
     """
     from ragspine.retrieval.vector.dense.chunk_vectors import VECTORS_SUFFIX, quarantine_if_damaged
+    from ragspine.retrieval.vector.dense.matrix_cache import discard_if_damaged
     from ragspine.workspace import Workspace
 
     with _user_errors():
@@ -254,6 +255,8 @@ def embed(
                 click.echo(f"removed {', '.join(removed)}", err=True)
         elif beside and (moved := quarantine_if_damaged(vectors_file)) is not None:
             click.echo(f"the vectors file was damaged: moved aside to {moved}; embedding every chunk again", err=True)
+        if beside and (discarded := discard_if_damaged(vectors_file)):
+            click.echo(f"removed the damaged {', '.join(discarded)}; it is rebuilt from the vectors file", err=True)
         with (
             Workspace.from_settings(settings) as workspace,
             _blas_threads(settings.embed_threads),

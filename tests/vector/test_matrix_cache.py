@@ -389,3 +389,106 @@ def test_a_cache_written_by_code_that_encodes_languages_otherwise_is_rebuilt(
         assert channel.cache_stats["matrix_loads"] == 0 and channel.cache_stats["records_read"] == N
     cached = matrix_cache.read_matrix(f"{path}.matrix")
     assert cached is not None and cached.key.meaning.endswith(";another-language-table")
+
+
+def _plant(cache: Path, planted: dict[int, tuple[float, float]], dim: int = DIM) -> None:
+    """Overwrite 8 bytes in the middle of each given matrix row of the `.matrix` file in place
+    (as a bad disk or a stray write would): two floats no unit vector holds."""
+    reader = matrix_cache.read_matrix(str(cache))
+    assert reader is not None
+    first = reader.read_rows._offset  # noqa: SLF001 - where the rows start in the file
+    del reader  # its file is closed with it
+    with open(cache, "r+b") as handle:
+        for row, values in planted.items():
+            handle.seek(first + row * dim * 4 + dim * 2)
+            handle.write(np.array(values, dtype="<f4").tobytes())
+
+
+MIDDLE = N // 2 + 1  # c00601: INTERNAL, so ranked under every filter of `_results`
+
+
+@pytest.mark.parametrize("ann", [NO_ANN, AnnConfig(min_vectors=100)], ids=["exact", "hnsw"])
+def test_flipped_bytes_in_the_middle_of_the_rows_are_detected_and_rebuilt(
+    store: tuple[Path, list[Chunk], IndexSnapshot], caplog: pytest.LogCaptureFixture, ann: AnnConfig
+) -> None:
+    """Issue 40: 8 bytes flipped in the middle of the `.matrix` rows once made another document
+    rank first with a cosine of 32; now the row blocks' checksums fail at open (WARNING), search
+    ranks from the vectors file exactly as a store without the cache, and the file is rebuilt."""
+    path, chunks, snapshot = store
+    with ChunkVectors(path, model_id=BACKEND.model_id) as vectors:
+        _view(_channel(vectors, cache=True, ann=ann), snapshot, chunks)
+    expected = _uncached(path, snapshot, chunks, ann)
+    cache = Path(f"{path}.matrix")
+    _plant(cache, {MIDDLE: (30.0, 30.0)})
+    damaged = cache.read_bytes()
+    with caplog.at_level(logging.WARNING), ChunkVectors(path, model_id=BACKEND.model_id) as vectors:
+        channel = _channel(vectors, cache=True, ann=ann)
+        view = _view(channel, snapshot, chunks)
+        assert _results(view, snapshot) == expected
+        assert channel.cache_stats["matrix_loads"] == 0 and channel.cache_stats["matrix_writes"] == 1
+        assert all(abs(s) <= 1.0001 for _, scores in _results(view, snapshot) for s in scores.values())
+    assert any("fails its checksum" in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
+    assert cache.read_bytes() != damaged
+    rebuilt = matrix_cache.read_matrix(str(cache))
+    assert rebuilt is not None and abs(float(np.linalg.norm(rebuilt.matrix[MIDDLE])) - 1.0) < 1e-5
+    del rebuilt
+    with ChunkVectors(path, model_id=BACKEND.model_id) as vectors:  # reopened: the rebuilt file is used
+        channel = _channel(vectors, cache=True, ann=ann)
+        assert _results(_view(channel, snapshot, chunks), snapshot) == expected
+        assert channel.cache_stats["matrix_loads"] == 1 and channel.cache_stats["records_read"] == 0
+
+
+def test_rows_damaged_under_a_running_channel_never_score_and_are_read_again(
+    store: tuple[Path, list[Chunk], IndexSnapshot], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A `.matrix` file written in place after it was mapped (checked at open, so only a stray
+    write can do this): a score outside [-1.0001, 1.0001] is never returned, the channel is
+    unhealthy until the next attach re-reads the vectors file, which fixes the answers."""
+    path, chunks, snapshot = store
+    with ChunkVectors(path, model_id=BACKEND.model_id) as vectors:
+        _view(_channel(vectors, cache=True), snapshot, chunks)
+    expected = _uncached(path, snapshot, chunks)
+    cache = Path(f"{path}.matrix")
+    with caplog.at_level(logging.WARNING), ChunkVectors(path, model_id=BACKEND.model_id) as vectors:
+        channel = _channel(vectors, cache=True)
+        view = _view(channel, snapshot, chunks)
+        assert channel.cache_stats["matrix_loads"] == 1
+        _plant(cache, {MIDDLE: (30.0, -30.0), MIDDLE + 3: (-30.0, 30.0)})
+        found = _results(view, snapshot)
+        assert all(abs(s) <= 1.0001 for _, scores in found for s in scores.values())
+        assert any("outside" in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
+        assert channel.coverage().problem is not None, "unhealthy until read again"
+        view = _view(channel, snapshot, chunks)
+        assert channel.coverage().problem is None and channel.cache_stats["records_read"] == N
+        assert _results(view, snapshot) == expected
+    rebuilt = matrix_cache.read_matrix(str(cache))
+    assert rebuilt is not None, "a whole cache was written again"
+    del rebuilt
+
+
+def test_ragspine_embed_removes_a_damaged_matrix_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    from click.testing import CliRunner
+
+    from ragspine.cli import main
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(8):
+        (docs / f"d{i}.txt").write_text(f"Document {i} says the margin fell {i} points.", "utf-8")
+    db = str(tmp_path / "s.db")
+    assert CliRunner().invoke(main, ["ingest", str(docs), "--db", db]).exit_code == 0
+    monkeypatch.setenv("RAGSPINE_EMBEDDING", "deterministic")
+    assert CliRunner().invoke(main, ["embed", "--db", db]).exit_code == 0
+    (vectors_file,) = tmp_path.glob("s.db*.vectors.sqlite")
+    # a `.matrix` file as a store of 10,000 vectors and more has (written as the channel writes it)
+    with ChunkVectors(vectors_file, model_id=DeterministicEmbeddingBackend().model_id) as vectors:
+        ids, matrix, languages = vectors.load_all_with(TEXT_LANGUAGE)
+        key = matrix_cache.MatrixKey(str(vectors.model_id), int(matrix.shape[1]), vectors.identity()[0], vectors.version())
+        matrix_cache.write_matrix(f"{vectors_file}.matrix", key, ids, matrix, np.zeros(len(ids), np.int8), [])
+    cache = Path(f"{vectors_file}.matrix")
+    _plant(cache, {len(ids) // 2: (30.0, 30.0)}, int(matrix.shape[1]))
+    with caplog.at_level(logging.WARNING):
+        result = CliRunner().invoke(main, ["embed", "--db", db])
+    assert result.exit_code == 0, result.stderr
+    assert "removed the damaged" in result.stderr and not cache.exists()
+    assert any("fails its checksum" in r.getMessage() for r in caplog.records)

@@ -26,6 +26,7 @@ Invariants:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sqlite3
 import time
@@ -93,6 +94,7 @@ class LocalVectors:
         self.ann = AnnSync(self._rows, ann if ann is not None else AnnConfig(), ann_path(vectors.path), str(vectors.model_id))
         self.ann_stats = self.ann.stats
         self._problem: str | None = None  # set while the vectors cannot be read
+        self._damage: str | None = None  # damaged rows seen by a view, not yet read again (`_reread`)
         self._open_problem = problem  # why the persisted vectors could not be opened (given by the owner)
         self._version = -1
         # id(segment) → (segment, matrix row per position, language code per position)
@@ -150,8 +152,26 @@ class LocalVectors:
         matrix, count = self._rows.matrix, self._rows.count
         ann = self.ann.sync(live_rows)
         return DenseView(
-            self.backend, snapshot, rows, matrix, count, groups, centres, inverse_norms, ann, self._rows.read_rows
+            self.backend, snapshot, rows, matrix, count, groups, centres, inverse_norms, ann, self._rows.read_rows,
+            self._damaged,
         )
+
+    def _damaged(self, reason: str) -> None:
+        """A view scored rows no cosine can give: the state is unhealthy (`coverage`) until the
+        next attach reads every vector again (`_reread`) and writes a new `.matrix` file."""
+        self._damage = reason
+        self._coverage = dataclasses.replace(self._coverage, problem=f"damaged vector rows: {reason}")
+
+    def _reread(self, vectors: ChunkVectors) -> None:
+        """Rewrite every row from the vectors file (the source of truth; row numbers are kept,
+        the ANN index re-adds them) and write a new `.matrix` file."""
+        log.warning("re-reading every vector of %s after damaged rows (%s)", vectors.path, self._damage)
+        version = vectors.version()
+        ids, matrix, languages = vectors.load_all_with(TEXT_LANGUAGE)
+        self.cache_stats["records_read"] += len(ids)
+        self._add_rows(ids, matrix, languages)
+        self._version, self._damage = version, None
+        self._save_matrix()
 
     # -- keeping up with the vectors file ------------------------------------------------------------
     def _load_new(self) -> bool:
@@ -159,7 +179,9 @@ class LocalVectors:
         says why) when the vectors file cannot be read: a damaged file is never an error here."""
         vectors = self.vectors
         try:
-            if self._version < 0:
+            if self._damage is not None and self._version >= 0:
+                self._reread(vectors)
+            elif self._version < 0:
                 if not self._load_matrix_cache(vectors):
                     version = vectors.version()  # before reading: a write in between is re-read next time
                     ids, matrix, languages = vectors.load_all_with(TEXT_LANGUAGE)

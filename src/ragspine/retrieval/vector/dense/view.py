@@ -9,11 +9,15 @@ Invariants:
   candidates fall back to the exact scan.
 - With language centres (`languages.language_centring`), every vector and the query are compared
   after subtracting their language's mean and re-normalising; without, plain cosine.
+- No score outside [-COSINE_BOUND, COSINE_BOUND] (scaled by the query's norm) is ever returned:
+  the rows are unit vectors, so such a score means damaged rows; they are left out, logged
+  (WARNING) and reported to the owner (`on_damage`), which reads the vectors file again.
 - A view never changes once made: later attaches make new views.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +30,10 @@ from ragspine.retrieval.vector.dense.ann import AnnConfig, AnnIndex
 from ragspine.retrieval.vector.dense.languages import crossed, language_code
 from ragspine.retrieval.vector.dense.ranking import ChunkIds, unit_query_vectors
 from ragspine.retrieval.vector.stores.inprocess import SCORE_DECIMALS, top_k_rows
+
+log = logging.getLogger(__name__)
+
+COSINE_BOUND = 1.0001  # the largest |cosine| a unit row and a unit query can give, with rounding slack
 
 
 @dataclass(frozen=True)
@@ -53,6 +61,8 @@ class DenseView:
     # reads chosen rows of `matrix` when it is a memory-mapped cache file (`matrix_cache`):
     # scoring a few candidates then maps none of the file's pages; None: index `matrix`
     read_rows: Callable[[np.ndarray], np.ndarray] | None = None
+    # told each time a score falls outside what a cosine can be: damaged rows
+    on_damage: Callable[[str], None] | None = None
     _position_of_row: list[np.ndarray] = field(default_factory=list, compare=False, repr=False)
     _has_vector: list[np.ndarray] = field(default_factory=list, compare=False, repr=False)
 
@@ -91,6 +101,20 @@ class DenseView:
             raw = (raw - offsets[self.groups[positions]]) * self.inverse_norms[positions]
         return np.round(raw.astype(np.float64), SCORE_DECIMALS)
 
+    def _in_range(self, query: np.ndarray, positions: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """`positions` and `scores` without any score a cosine cannot be (|score| above
+        `COSINE_BOUND` × |query|: the rows are unit): such rows are damaged, never returned; the
+        owner is told (WARNING, it re-reads the vectors file)."""
+        bound = COSINE_BOUND * max(float(np.linalg.norm(query)), 1.0)
+        ok = np.abs(scores) <= bound
+        if ok.all():
+            return positions, scores
+        reason = f"{int(np.count_nonzero(~ok))} vector rows score outside [-{bound:g}, {bound:g}]: damaged"
+        log.warning("dense search: %s; they are left out and the vectors are read again", reason)
+        if self.on_damage is not None:
+            self.on_damage(reason)
+        return positions[ok], scores[ok]
+
     def rank(self, query: np.ndarray, allowed: np.ndarray, depth: int) -> tuple[list[int], dict[int, float]]:
         """The best `depth` allowed positions with a vector, and their cosines."""
         found = None
@@ -111,7 +135,7 @@ class DenseView:
             if not len(rows) or depth <= 0:
                 return [], {}
             self._check_dimension(query)
-        scores = self._scores(query, positions, rows)
+        positions, scores = self._in_range(query, positions, self._scores(query, positions, rows))
         best = top_k_rows(positions, scores, depth, ChunkIds(self.snapshot))
         return [p for p, _ in best], dict(best)
 
@@ -170,6 +194,6 @@ class DenseView:
         has = rows >= 0
         if not has.any():
             return {}
-        scores = self._scores(query, pos[has], rows[has])
-        return dict(zip(pos[has].tolist(), scores.tolist(), strict=True))
+        kept, scores = self._in_range(query, pos[has], self._scores(query, pos[has], rows[has]))
+        return dict(zip(kept.tolist(), scores.tolist(), strict=True))
 
