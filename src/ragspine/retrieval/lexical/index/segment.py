@@ -13,7 +13,7 @@ are RESTRICTED, and each term's RESTRICTED postings, are worked out once per seg
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import chain
 from typing import cast
 
@@ -21,6 +21,7 @@ import numpy as np
 
 from ragspine.retrieval.model import INDEXED_FIELDS
 from ragspine.retrieval.sensitivity import is_restricted
+from ragspine.retrieval.lexical.index.mapped import MappedFile
 from ragspine.retrieval.lexical.index.strings import DictVocab, HashedVocab, StringColumn
 
 _RATIO_BLOCK = 1 << 22  # postings per block when computing min_ratio (bounds temporary memory)
@@ -50,6 +51,11 @@ class Segment:
     field_values: dict[str, list[str]]  # per filter field, the value of each code
     field_codes: np.ndarray  # int32 [len(INDEXED_FIELDS), n_docs]
     name: str = ""  # storage name once written
+    files: tuple[MappedFile, ...] = field(default=(), compare=False, repr=False)  # maps it reads
+
+    def changed_files(self) -> list[str]:
+        """Names of the memory-mapped files under this segment that changed since mapped."""
+        return [f.path.name for f in self.files if f.changed()]
 
     @property
     def n_docs(self) -> int:

@@ -405,6 +405,10 @@ class IndexSnapshot:
             raise ValueError("rename_segments must keep the segments")
         self.segments = tuple(named)
 
+    def changed_files(self) -> list[str]:
+        """Names of the memory-mapped files under this snapshot that changed since mapped."""
+        return [name for seg in self.segments for name in seg.changed_files()]
+
     def _postings(self, term: str) -> list[tuple[np.ndarray, np.ndarray, int, float]]:
         out = []
         for seg in self.segments:

@@ -6,7 +6,9 @@ df they take away), `.lock`. Invariants: a file is written once under a fresh na
 then referenced by a new manifest; every referenced file's size and CRC-32 are recorded and
 checked on load, so a missing, truncated or altered file is an `IndexFileError`, never a
 silently wrong index; writers hold an exclusive lock, loaders a shared one, and a writer
-removes unreferenced files only while holding it. Arrays are memory-mapped read-only.
+removes unreferenced files only while holding it. Arrays are read-only: the large ones
+memory-mapped, each with a `MappedFile` (see `mapped`) the segment keeps, so that a file changed
+under a running process is noticed before its map is read again; the small ones read into memory.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import numpy as np
 from ragspine.atomic import write_atomic
 from ragspine.errors import DamagedFile
 from ragspine.retrieval.model import INDEXED_FIELDS
+from ragspine.retrieval.lexical.index.mapped import load_array
 from ragspine.retrieval.lexical.index.segment import Segment
 from ragspine.retrieval.lexical.index.strings import (
     DICT_VOCAB_MAX,
@@ -134,9 +137,13 @@ class IndexFolder:
             _check(folder / filename, expected)
         try:
             meta = json.loads((folder / "segment.json").read_text("utf-8"))
-            # Plain ndarray views of the maps: slicing a np.memmap is several times slower.
-            a = {f[:-4]: np.load(folder / f, mmap_mode="r", allow_pickle=False).view(np.ndarray)
-                 for f in files if f.endswith(".npy")}  # fmt: skip
+            # Plain ndarrays over the maps: slicing a np.memmap is several times slower.
+            a, watched = {}, []
+            for f in files:
+                if f.endswith(".npy"):
+                    a[f[:-4]], watch = load_array(folder / f)
+                    if watch is not None:
+                        watched.append(watch)
             terms = StringColumn(blob=a["term_blob"], offsets=a["term_off"])
             vocab = make_vocab(terms, a.get("term_hash"), a.get("term_ids"))
             segment = Segment(
@@ -146,7 +153,7 @@ class IndexFolder:
                 lengths=a["lengths"], row_ids=a["row_ids"],
                 chunk_ids=StringColumn(blob=a["id_blob"], offsets=a["id_off"]),
                 field_values={f: list(meta["field_values"][f]) for f in INDEXED_FIELDS},
-                field_codes=a["field_codes"], name=str(entry["name"]),
+                field_codes=a["field_codes"], name=str(entry["name"]), files=tuple(watched),
             )  # fmt: skip
         except (KeyError, TypeError, ValueError, OSError) as exc:
             raise IndexFileError(f"segment {folder.name} cannot be read: {exc}") from exc

@@ -14,6 +14,11 @@ the change, not the documents' version history. After every load (and every catc
 up to VERIFY_MAX_ROWS active rows) the active row count and row-id sum are compared with the
 store's.
 
+A snapshot loaded from the files reads some of them through memory maps; before a snapshot is
+handed out, those files are checked (one fstat each) to be the size and mtime they were when
+mapped. One that changed (truncated or rewritten in place under this process) is never read
+again: the snapshot is dropped, one WARNING logged, and the index rebuilt from the store.
+
 With an `index_text` function (Contextual Retrieval), each row is tokenized as
 `index_text(chunk)` instead of its text, and the function's identity is part of the index's
 identity: files made with another index text (or none) are never loaded, the index is rebuilt.
@@ -79,6 +84,7 @@ class StoreIndex:
         self.folder: IndexFolder | None = None
         self._uid = ""
         self._epoch = ""  # the store's epoch at _snap.version
+        self._distrust_files = False  # rebuild without loading: files changed under us
         if persist and store.db_path != ":memory:" and self._identity is not None:
             self.folder = IndexFolder(
                 Path(store.db_path + ".bm25") / identity_key(self._identity)
@@ -91,6 +97,9 @@ class StoreIndex:
     def snapshot(self) -> IndexSnapshot:
         """The index of the store's active chunks at its current data_version."""
         cached = self._snap
+        if cached is not None and cached.changed_files():
+            self._forget_changed(cached)
+            cached = None
         if cached is not None and cached.version == self.store.data_version():
             return cached
         with self._lock:
@@ -99,6 +108,19 @@ class StoreIndex:
                 if snap.version == self.store.data_version():
                     break
             return snap
+
+    def _forget_changed(self, snap: IndexSnapshot) -> None:
+        """Drop `snap`, whose mapped files changed: its maps are never read again, and the
+        next sync rebuilds from the store (the files beside it are not trusted this time)."""
+        with self._lock:
+            if self._snap is not snap:
+                return  # another thread already dropped it
+            changed = snap.changed_files()
+            _LOG.warning("lexical index files at %s changed under this process (%s); no longer "
+                         "reading them, rebuilding from the store", self.folder, ", ".join(changed))  # fmt: skip
+            self.stats["changed_files"] += 1
+            self._snap, self._deletes, self._pending = None, [], []
+            self._distrust_files = True
 
     # -- synchronisation --------------------------------------------------------------------
     def _sync(self) -> IndexSnapshot:
@@ -129,6 +151,9 @@ class StoreIndex:
     def _adopt_disk(self, view: ChangeLog, target: int) -> IndexSnapshot | None:
         """The in-memory snapshot, or the one on disk when that is newer and usable."""
         snap = self._snap
+        if self._distrust_files:
+            self._distrust_files = False
+            return snap
         manifest = self._manifest()
         if manifest is None or int(manifest["data_version"]) > target:
             return snap
