@@ -84,7 +84,7 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
 
 
 def raw_depth(block: str) -> int:
-    """An upper bound on how deep `block` (YAML or TOML source) nests, read without parsing:
+    r"""An upper bound on how deep `block` (YAML or TOML source) nests, read without parsing:
     per line, the open brackets and braces (`[`, `{`, carried across lines; closing ones counted
     only down to zero, quotes not honoured, so a bracket in a string can only raise the count),
     plus the line's indentation levels and YAML's compact `- ` / `? ` markers. The maximum over
