@@ -10,12 +10,22 @@ redacted (`secret.redact_text`), to the log; `public_error` is all a caller (an 
 snippet's lineage, an answer's note) is told: a short code and the HTTP status.
 `RetryingJsonClient` is the base of every client that POSTs this way: the httpx client and the
 retry policy held once, each POST made with that policy, `close()` closing the client.
+Hostile replies: every reply is streamed and read at most `MAX_REPLY_BYTES` (a longer one, or one
+whose Content-Length says so, ends the request: `EndpointError` code `reply_too_large`), and each
+attempt ends at its deadline (`timeout` for the whole attempt, connecting and reading included, not
+only per read: a server trickling bytes ends with code `timeout`). A caller may set a tighter
+overall deadline for every request made in its context (`request_deadline`; the rerank guard
+does): no attempt or backoff runs past it, so no thread is left reading after it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import json
 import logging
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from ragspine.closing import Closeable
@@ -30,6 +40,9 @@ T = TypeVar("T")
 _LOG = logging.getLogger(__name__)
 # The short codes `EndpointError.code` takes.
 HTTP_ERROR, TIMEOUT, CONNECTION_ERROR, MALFORMED_RESPONSE = "http_error", "timeout", "connection_error", "malformed_response"
+REPLY_TOO_LARGE = "reply_too_large"
+MAX_REPLY_BYTES = 16 * 1024 * 1024  # the most of one reply that is read (16 MiB)
+_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("ragspine_http_deadline", default=None)
 
 
 class EndpointError(RagspineError, RuntimeError):
@@ -87,6 +100,69 @@ def log_body(label: str, url: str, response: Any) -> None:
     )  # fmt: skip
 
 
+@contextlib.contextmanager
+def request_deadline(seconds: float) -> Iterator[None]:
+    """Every `post_with_retries` in this context (thread) ends, retries and backoff included,
+    within `seconds` from now (or sooner: an outer, tighter deadline holds)."""
+    outer = _DEADLINE.get()
+    deadline = time.monotonic() + seconds
+    token = _DEADLINE.set(deadline if outer is None else min(outer, deadline))
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+class Reply:
+    """A reply read whole (at most `MAX_REPLY_BYTES`): the status, headers and body, with the
+    `json()` / `text` an httpx response has."""
+
+    def __init__(self, status_code: int, headers: Any, content: bytes, encoding: str | None) -> None:
+        self.status_code, self.headers, self.content = status_code, headers, content
+        self._encoding = encoding or "utf-8"
+
+    @property
+    def text(self) -> str:
+        return self.content.decode(self._encoding, errors="replace")
+
+    def json(self) -> Any:
+        """The body as JSON; ValueError for a body that is not (or nests too deep to parse)."""
+        try:
+            return json.loads(self.content)
+        except RecursionError as exc:
+            raise ValueError("JSON nested too deep") from exc
+
+
+class _ReplyTooLarge(Exception):
+    """The reply passed `MAX_REPLY_BYTES`."""
+
+
+class _PastDeadline(Exception):
+    """The attempt's deadline passed while the reply was read."""
+
+
+def read_reply(client: Any, httpx: Any, url: str, payload: dict[str, Any], deadline: float, limit: int) -> Reply:
+    """POST `payload` and read the reply under `deadline` (time.monotonic) and `limit` bytes:
+    _PastDeadline, _ReplyTooLarge, or httpx's own errors."""
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise _PastDeadline
+    with client.stream("POST", url, json=payload, timeout=httpx.Timeout(remaining)) as response:
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise _ReplyTooLarge
+        chunks: list[bytes] = []
+        size = 0
+        for chunk in response.iter_bytes():
+            size += len(chunk)
+            if size > limit:
+                raise _ReplyTooLarge
+            if time.monotonic() > deadline:
+                raise _PastDeadline
+            chunks.append(chunk)
+        return Reply(response.status_code, response.headers, b"".join(chunks), response.encoding)
+
+
 def post_with_retries(
     client: Any,
     httpx: Any,
@@ -104,13 +180,20 @@ def post_with_retries(
 ) -> T:
     """POST `payload` as JSON; `parse` turns a 200 response into the result (or an error)."""
     hinted = hints or {}
+    overall = _DEADLINE.get()
 
     def one_try() -> T | EndpointError:
         """One POST: the parsed result, or the error it gave (retryable or not)."""
+        deadline = time.monotonic() + timeout
+        final = overall is not None and overall <= deadline
         try:
-            response = client.post(url, json=payload)
-        except httpx.TimeoutException:
-            return error(f"{label} {redact_url(url)}: timed out after {timeout:g} s", retryable=True, code=TIMEOUT)
+            response = read_reply(client, httpx, url, payload, min(deadline, overall or deadline), MAX_REPLY_BYTES)
+        except (httpx.TimeoutException, _PastDeadline):
+            message = f"{label} {redact_url(url)}: timed out after {timeout:g} s"
+            return error(message, retryable=not final, code=TIMEOUT)
+        except _ReplyTooLarge:
+            message = f"{label} {redact_url(url)}: reply larger than {MAX_REPLY_BYTES} bytes (not read)"
+            return error(message, code=REPLY_TOO_LARGE, detail="reply too large")
         except httpx.TransportError as exc:
             message = f"{label} {redact_url(url)}: request failed: {redact_text(str(exc))}"
             return error(message, retryable=True, code=CONNECTION_ERROR)
@@ -133,8 +216,10 @@ def post_with_retries(
             return outcome
         if not outcome.retryable or attempt == max_retries:
             break
-        wait = outcome.retry_after
-        sleep(min(MAX_BACKOFF_S, backoff * 2**attempt if wait is None else wait))
+        wait = min(MAX_BACKOFF_S, backoff * 2**attempt if outcome.retry_after is None else outcome.retry_after)
+        if overall is not None and time.monotonic() + wait >= overall:
+            break  # no attempt could finish before the caller's deadline
+        sleep(wait)
         attempt += 1
     if attempt:
         outcome.args = (f"{outcome} (after {attempt + 1} attempts)",)

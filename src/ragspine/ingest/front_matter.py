@@ -7,7 +7,9 @@ Invariants:
   counts only when it holds a `key:` line or mentions a sensitivity key, so a document that
   merely opens with a horizontal rule is left alone.
 - At most `MAX_FRONT_MATTER_CHARS` characters and `MAX_FRONT_MATTER_DEPTH` levels deep; YAML
-  aliases (`*name`) are refused, so a few hundred bytes cannot expand into gigabytes.
+  aliases (`*name`) are refused, so a few hundred bytes cannot expand into gigabytes. The depth
+  is measured on the raw text first (`raw_depth`: a loop over the characters, no recursion), and
+  a block deeper than the limit never reaches tomllib or PyYAML, whose parsers recurse.
 - Every top-level key is read with its value, duplicates included; every value of every key that
   folds (`retrieval.sensitivity.fold_key`) to `sensitivity` is a label (`label_keys.gather_labels`),
   so `sensitivity: RESTRICTED` then `Sensitivity: PUBLIC` gives both and the strictest wins.
@@ -27,7 +29,7 @@ from typing import Any
 from ragspine.ingest.label_keys import LABEL_KEY, gather_labels, is_label_key
 from ragspine.retrieval.sensitivity import fold_key
 
-__all__ = ["MAX_FRONT_MATTER_CHARS", "MAX_FRONT_MATTER_DEPTH", "split_front_matter"]
+__all__ = ["MAX_FRONT_MATTER_CHARS", "MAX_FRONT_MATTER_DEPTH", "raw_depth", "split_front_matter"]
 
 MAX_FRONT_MATTER_CHARS = 65536
 MAX_FRONT_MATTER_DEPTH = 16
@@ -66,6 +68,10 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
             "(move long data into the text or a sidecar)"
         )
     mentions = _mentions(block)
+    depth = raw_depth(block)
+    if depth > MAX_FRONT_MATTER_DEPTH:
+        _refuse_mentions(block, first, mentions, "is nested too deep to be parsed")
+        raise ValueError(f"front matter is nested deeper than {MAX_FRONT_MATTER_DEPTH} levels (about {depth})")
     if toml is not None:
         data, read = _toml(block, mentions, first)
     else:
@@ -75,6 +81,39 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
     _refuse_mentions(block, first, [i for i in mentions if i not in read], "is not read as a top-level key")
     _check_depth(data, MAX_FRONT_MATTER_DEPTH)
     return data, rest[match.end() :]
+
+
+def raw_depth(block: str) -> int:
+    r"""An upper bound on how deep `block` (YAML or TOML source) nests, read without parsing:
+    per line, the open brackets and braces (`[`, `{`, carried across lines; closing ones counted
+    only down to zero, quotes not honoured, so a bracket in a string can only raise the count),
+    plus the line's indentation levels and YAML's compact `- ` / `? ` markers. The maximum over
+    the lines.
+
+    >>> raw_depth("a: 1\nb: [[1], {c: [2]}]\nd:\n  e:\n    - - f")
+    5
+    """
+    deepest = brackets = 0
+    indents: list[int] = []
+    for line in block.split("\n"):
+        body = line.lstrip(" \t")
+        if body and not body.startswith("#"):
+            width = len(line) - len(body)
+            while indents and indents[-1] >= width:
+                indents.pop()
+            indents.append(width)
+            markers = 0
+            while body[:2] in ("- ", "? ", "-\t") or body in ("-", "?"):
+                markers += 1
+                body = body[2:].lstrip(" \t")
+            deepest = max(deepest, len(indents) + markers + brackets)
+        for char in line:
+            if char in "[{":
+                brackets += 1
+                deepest = max(deepest, len(indents) + brackets)
+            elif char in "]}" and brackets:
+                brackets -= 1
+    return deepest
 
 
 def _mentions(block: str) -> list[int]:

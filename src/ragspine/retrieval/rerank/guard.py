@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, TypedDict, Unpack
 
-from ragspine.http_retry import EndpointError, public_reason
+from ragspine.http_retry import EndpointError, public_reason, request_deadline
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.retrieval.types import RetrievalResult
 from ragspine.secret import redact_text
@@ -125,14 +125,17 @@ def public_rerank_reason(exc: BaseException) -> str:
 
 def _call(order: Order, query: str, candidates: list[str], timeout_s: float | None) -> list[int]:
     """`order(query, a copy of candidates)`; TimeoutError when `timeout_s` passes first (the call
-    is left to finish on its daemon thread; its answer is ignored)."""
+    is left to finish on its daemon thread; its answer is ignored). The call runs under
+    `http_retry.request_deadline(timeout_s)`: an HTTP reranker's request itself ends at the
+    deadline (retries and backoff included), so its thread does not outlive the timeout."""
     if timeout_s is None:
         return order(query, list(candidates))
     box: dict[str, Any] = {}
 
     def run() -> None:
         try:
-            box["answer"] = order(query, list(candidates))
+            with request_deadline(timeout_s):
+                box["answer"] = order(query, list(candidates))
         except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
             box["error"] = exc
 
