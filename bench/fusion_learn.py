@@ -72,6 +72,7 @@ def record(dataset_dir: Path, split: str, out: Path, limit: int | None) -> Path:
     """Run the product path over one split, keeping each query's fusion inputs."""
     from ragspine.eval.dataset import load_beir
     from ragspine.eval.product import ProductOptions, doc_id_of, run_product_eval
+    from ragspine.retrieval.model import doc_id_of_chunk
     from ragspine.retrieval.pipeline.trace import Trace
 
     dataset = load_beir(dataset_dir, split)
@@ -93,7 +94,7 @@ def record(dataset_dir: Path, split: str, out: Path, limit: int | None) -> Path:
             return
         lexical, dense = data["lexical"], data["dense"]
         for ranking in lexical["rankings"] + dense["rankings"]:
-            doc_of_chunk.update({c: doc_id_of(c.rsplit(":", 2)[0]) for c in ranking})  # DOC:SEQ:DIGEST
+            doc_of_chunk.update({c: doc_id_of(doc_id_of_chunk(c)) for c in ranking})
         zscore = fusion[0].decisions["method"] == "zscore"
         calls[text] = {
             "signals": data["signals"],

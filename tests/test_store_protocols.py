@@ -41,7 +41,7 @@ def test_the_store_protocol_is_its_parts_plus_closing() -> None:
 
 
 def test_the_suite_is_its_parts(tmp_path: Path) -> None:
-    assert issubclass(ChunkStoreSuite, (ChunkReaderSuite, ChunkWriterSuite, ChangeLogSuite))
+    assert all(issubclass(ChunkStoreSuite, part) for part in (ChunkReaderSuite, ChunkWriterSuite, ChangeLogSuite))
     tests = {n for n, _ in inspect.getmembers(ChunkStoreSuite) if n.startswith("test_")}
     for suite in (ChunkReaderSuite, ChunkWriterSuite, ChangeLogSuite):
         assert {n for n in vars(suite) if n.startswith("test_")} <= tests

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -362,11 +363,11 @@ def search(
         where = [exact, *typed] if typed else (exact or None)
         if not query.strip():
             raise ValueError("query is empty: give some words to search for")
+        if explain and (libraries or libraries_file):
+            raise ValueError("--explain traces one store's pipeline; drop --library/--libraries")
         specs = read_libraries(libraries, libraries_file)  # libraries: RAGSPINE_DB's record is not theirs
         settings = load_settings(config_file=config_file, flags={"RAGSPINE_DB": db, **query_flags}, adopt=not specs)
         _check_visual(settings, visual, libraries=bool(specs))
-        if specs and explain:
-            raise ValueError("--explain traces one store's pipeline; drop --library/--libraries")
         if specs:
             snippets = search_libraries(settings, specs, query, where=where, top_k=top_k)
         else:
@@ -414,7 +415,7 @@ def demo(db: str | None) -> None:
     from ragspine.demo import run_demo
 
     with _user_errors():
-        run_demo(db, echo=click.echo)
+        run_demo(db, echo=click.echo, prog=sys.argv[0] if Path(sys.argv[0]).name == "ragspine" else "ragspine")
 
 
 def _parse_filters(items: tuple[str, ...]) -> dict[str, str]:

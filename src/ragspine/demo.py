@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 import shlex
-import sys
 import tempfile
 from collections.abc import Callable
 from importlib import resources
@@ -33,7 +32,9 @@ from ragspine.retrieval.vector.embeddings.support import model_id_of
 TOP_K = 5
 
 
-def run_demo(db: str | None = None, *, echo: Callable[[str], Any] = print) -> list[dict[str, Any]]:
+def run_demo(
+    db: str | None = None, *, echo: Callable[[str], Any] = print, prog: str = "ragspine"
+) -> list[dict[str, Any]]:
     """Run the demo; return every snippet it showed. Raises RuntimeError if RESTRICTED leaked."""
     corpus = resources.files("ragspine.data").joinpath("sample_corpus")
     manifest = json.loads(corpus.joinpath("manifest.json").read_text("utf-8"))
@@ -72,7 +73,7 @@ def run_demo(db: str | None = None, *, echo: Callable[[str], Any] = print) -> li
         f"\n== Check: {len(shown)} snippets shown; none from the RESTRICTED "
         f"{', '.join(sorted(restricted_ids))} (the memo never appears)."
     )
-    echo(next_steps(db, sys.argv[0] if Path(sys.argv[0]).name == "ragspine" else "ragspine"))
+    echo(next_steps(db, prog))
     return shown
 
 

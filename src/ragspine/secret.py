@@ -133,13 +133,16 @@ def without_credentials(url: str) -> str:
     'postgresql://db.example:5432/rag?sslmode=require'
     >>> without_credentials("https://TOKEN@qdrant.example:6333"), without_credentials("data/qdrant")
     ('https://qdrant.example:6333', 'data/qdrant')
+    >>> without_credentials("https://h/x?a=1;password=hunter2&ghp_abc123")
+    'https://h/x?a=1'
     """
     if "://" not in url:
         return url
     try:
         parts = urlsplit(url)
         host = parts.netloc.rpartition("@")[2]
-        kept = [p for p in parts.query.split("&") if p and not _secret_name(unquote_plus(p.split("=")[0]))]
+        # split as redact_url splits; a bare name (no value) may itself be a token: dropped
+        kept = [p for p in re.split(r"[&;]", parts.query) if "=" in p and not _secret_name(unquote_plus(p.split("=")[0]))]
         query = "&".join(kept)  # the other parameters exactly as written
         return urlunsplit((parts.scheme, host, parts.path, query, ""))
     except ValueError:  # not parseable as a URL: keep nothing after the scheme

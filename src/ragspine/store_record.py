@@ -153,7 +153,7 @@ def _read_build(store: Any) -> dict[str, str]:
 
 def record_ingest(db: str, settings: Settings, backend: str | None, **options: Any) -> None:
     """After an ingest into the store at `db` with `settings`: record them (`record_build`)."""
-    if record_of(settings, backend):
+    if backend is not None:  # record_of has something to write
         with open_chunk_store(db, **options) as store:
             record_build(store, settings, backend, replace=True)
 

@@ -46,7 +46,7 @@ from ragspine.assembly import (
 from ragspine.closing import Closeable
 from ragspine.settings.config import LEXICAL_MODES, RETRIEVAL_MODES, SETTINGS, Settings
 from ragspine.retrieval.store.protocol import ChunkStoreProtocol
-from ragspine.retrieval.model import check_user_metadata
+from ragspine.retrieval.model import check_user_metadata, doc_id_of_chunk
 from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever
 from ragspine.retrieval.pipeline.otel import export_trace
 from ragspine.retrieval.pipeline.request import SearchRequest, check_top_k, check_where
@@ -300,7 +300,7 @@ class Workspace(Closeable):
         """One active chunk by its id (`doc_id:seq:digest`, as snippets cite it). A ValueError
         when no active chunk has that id, and the same ValueError when it is RESTRICTED: its text
         never leaves the workspace, and the answer does not say it exists."""
-        doc_id = chunk_id.rsplit(":", 2)[0] if isinstance(chunk_id, str) and chunk_id.count(":") >= 2 else ""
+        doc_id = doc_id_of_chunk(chunk_id) if isinstance(chunk_id, str) else ""
         if not doc_id:
             raise ValueError(f"chunk id {chunk_id!r} is not of the form DOC_ID:SEQ:DIGEST (as in a snippet's chunk_id)")
         for row in self.store.iter_chunks(doc_id=_check_doc_id(doc_id)):
@@ -326,8 +326,7 @@ class Workspace(Closeable):
         self.check_mode(mode)
         request = SearchRequest(query, where=where, top_k=top_k)
         query, where, top_k = request.query, request.where, request.top_k
-        exported = trace is None and self.settings.otel == "on"
-        if exported:
+        if trace is None and self.settings.otel == "on":
             trace = Trace()  # RAGSPINE_OTEL: recorded only to be exported
         if trace is None:
             return self.retriever.retrieve(query, filters=where, top_k=top_k)

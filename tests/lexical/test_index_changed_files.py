@@ -83,7 +83,9 @@ def test_a_truncated_mapped_file_is_noticed_and_rebuilt(store: ChunkStore, db_pa
         assert fresh.lexical_index.stats["loads"] == 1 and fresh.lexical_index.stats["builds"] == 0
 
 
-def test_small_files_are_read_into_memory_and_large_ones_watched(store: ChunkStore, db_path: Path) -> None:
+def test_small_files_are_read_into_memory_and_large_ones_watched(
+    store: ChunkStore, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from ragspine.retrieval.lexical.index import mapped
 
     _fill(store)
@@ -93,4 +95,8 @@ def test_small_files_are_read_into_memory_and_large_ones_watched(store: ChunkSto
         assert index.lexical_index.stats["loads"] == 1
         assert all(not seg.files for seg in snap.segments)  # every file here is under 1 MiB
         assert snap.changed_files() == []
-    assert mapped.MAP_MIN_BYTES == 1 << 20
+    monkeypatch.setattr(mapped, "MAP_MIN_BYTES", 0)  # now every file counts as large: mapped and watched
+    with ChunkStore(db_path) as again:
+        snap = NarrativeIndex(again).lexical_index.snapshot()
+        assert any(seg.files for seg in snap.segments)
+        assert snap.changed_files() == []

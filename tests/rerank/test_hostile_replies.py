@@ -19,7 +19,7 @@ import pytest
 
 pytest.importorskip("httpx")
 
-from ragspine.http_retry import EndpointError  # noqa: E402
+from ragspine.http_retry import MAX_REPLY_BYTES, EndpointError  # noqa: E402
 from ragspine.llm.openai_compatible import OpenAICompatibleProvider  # noqa: E402
 from ragspine.retrieval.model import Chunk  # noqa: E402
 from ragspine.retrieval.rerank.guard import rerank_traced  # noqa: E402
@@ -27,7 +27,6 @@ from ragspine.retrieval.rerank.http import HttpReranker  # noqa: E402
 from ragspine.retrieval.types import RetrievalResult  # noqa: E402
 
 HUGE = 60 * 1024 * 1024
-MAX_REPLY_BYTES = 16 * 1024 * 1024  # http_retry.MAX_REPLY_BYTES
 REPLY_TOO_LARGE, TIMEOUT = "reply_too_large", "timeout"  # the public codes
 BLOCK = 64 * 1024
 

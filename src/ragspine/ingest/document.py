@@ -35,7 +35,6 @@ from ragspine.ingest.labels import (
     kept_warning,
     label_sources,
     read_label,
-    stored_labels,
 )
 from ragspine.retrieval.language import detect_language
 from ragspine.ingest.loaders import LoadedDocument, load_document
@@ -50,7 +49,6 @@ from ragspine.retrieval.chunking.chunking import (
 )
 from ragspine.retrieval.chunking.protocol import Chunker, Layout, StructureAwareChunker
 from ragspine.retrieval.model import Chunk, DocumentMeta
-from ragspine.retrieval.store.protocol import ChunkStoreProtocol
 
 # Bump when loaders, locators or labels change what the same bytes turn into, so re-runs
 # re-ingest. 2: sensitivity labels normalised by NFKC (full-width spellings), unknown ones refused.

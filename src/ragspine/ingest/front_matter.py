@@ -84,7 +84,9 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
 
 
 def raw_depth(block: str) -> int:
-    r"""An upper bound on how deep `block` (YAML or TOML source) nests, read without parsing:
+    r"""An upper bound on how deep `block` (YAML or TOML source) nests by brackets, braces and
+    indentation, read without parsing (TOML's dotted keys and table headers nest without them:
+    the parsed value is checked too, `_check_depth`):
     per line, the open brackets and braces (`[`, `{`, carried across lines; closing ones counted
     only down to zero, quotes not honoured, so a bracket in a string can only raise the count),
     plus the line's indentation levels and YAML's compact `- ` / `? ` markers. The maximum over

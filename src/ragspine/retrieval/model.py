@@ -125,3 +125,12 @@ def make_chunk_id(doc_id: str, seq: int, text: str) -> str:
     """Stable id: document, position and a short content digest (same text, same id)."""
     digest = hashlib.blake2b(text.encode("utf-8"), digest_size=4).hexdigest()
     return f"{doc_id}:{seq:04d}:{digest}"
+
+
+def doc_id_of_chunk(chunk_id: str) -> str:
+    """The document of a `make_chunk_id` id (DOC_ID:SEQ:DIGEST); "" when it is not of that form.
+
+    >>> doc_id_of_chunk("reports/a.md:0003:89c82a2e"), doc_id_of_chunk("nope")
+    ('reports/a.md', '')
+    """
+    return chunk_id.rsplit(":", 2)[0] if chunk_id.count(":") >= 2 else ""

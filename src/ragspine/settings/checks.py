@@ -54,8 +54,6 @@ def check_combinations(settings: Settings, sources: Mapping[str, str]) -> None:
             )
 
 
-
-
 def _check_vector_store(settings: Settings) -> None:
     name, url, collection = settings.vector_store, settings.vector_url, settings.vector_collection
     if name == "in_process":
@@ -82,8 +80,6 @@ def _check_vector_store(settings: Settings) -> None:
             "RAGSPINE_VECTOR_STORE='qdrant' needs RAGSPINE_VECTOR_URL: the server's http(s) URL, "
             "or a folder for Qdrant's local mode"
         )
-
-
 
 
 def _check_reranker(settings: Settings) -> None:

@@ -104,8 +104,6 @@ def _adopt(recorded: Mapping[str, str], values: dict[str, Any], sources: dict[st
     return Settings(**{k: v for k, v in values.items() if v is not None})
 
 
-
-
 def _from_env(setting: Setting, environ: Mapping[str, str]) -> str | None:
     found = {n: environ[n].strip() for n in (setting.env, *setting.aliases) if environ.get(n, "").strip()}
     if len(set(found.values())) > 1:

@@ -264,9 +264,8 @@ class NarrativeIndex:
     ) -> list[RetrievalResult]:
         """The channels and fusion stages over the current snapshot (no rerank): `HybridRetriever.search`
         with `filters` the exact matches on the five metadata fields."""
-        exact = {key: value for key, value in (filters or {}).items() if value is not None}
         return self.retriever(include_restricted=include_restricted).search(
-            query, top_k=top_k, where=where, variants=variants, trace=trace, **exact
+            query, top_k=top_k, where=where, variants=variants, trace=trace, **(filters or {})
         )
 
     def rerank_step(self) -> RerankStep | None:

@@ -130,8 +130,9 @@ def split_filters(filters: Any) -> tuple[dict[str, Any], Filter | None]:
 
 
 @dataclass(frozen=True)
-class Request:
-    """One query as the caller gave it: its filters (exact and typed, see `split_filters`) and
+class RunContext:
+    """One run's context (the request itself is checked by `pipeline.request.SearchRequest`
+    on every surface): the query as the caller gave it, its filters (exact and typed, see `split_filters`) and
     how many snippets it wants. `extract` is the filter extractor's answer for a text (asked
     once per text and run: the corrective loop searches a query again without its filters)."""
 
@@ -169,7 +170,7 @@ class Pipeline:
         exact, typed = split_filters(filters)  # a bad filter is an error before anything runs
         explicit = parse_filter([f for f in (typed, parse_filter(where)) if f is not None])
         extract = functools.cache(functools.partial(safe_extract, self.filter_extractor))
-        request = Request(query, exact, explicit, top_k, extract, trace)
+        request = RunContext(query, exact, explicit, top_k, extract, trace)
         run = self._gate(request)
         started = time.perf_counter()
         snippets = to_snippets(run.ranked)
@@ -180,7 +181,7 @@ class Pipeline:
         return SnippetRun(snippets, run.lineage, run.refusal)
 
     # -- gate ------------------------------------------------------------------------------------
-    def _gate(self, request: Request) -> QueryRun:
+    def _gate(self, request: RunContext) -> QueryRun:
         """The security gate on the caller's query, then one question or its sub-questions."""
         query, trace = request.query, request.trace
         reason = self.plan.gate.check(query, origin=QUERY_ORIGIN)
@@ -193,7 +194,7 @@ class Pipeline:
             return self._single(request, query)
         return self._decomposed(request)
 
-    def _decomposed(self, request: Request) -> QueryRun:
+    def _decomposed(self, request: RunContext) -> QueryRun:
         """Adaptive routing, then the decomposer's sub-questions (screened), each run whole and
         merged round-robin; a question that does not split runs whole."""
         plan, query = self.plan, request.query
@@ -223,7 +224,7 @@ class Pipeline:
             extra["refused"] = "every sub-question was refused"
         return QueryRun(ranked, extra)
 
-    def _single(self, request: Request, query: str) -> QueryRun:
+    def _single(self, request: RunContext, query: str) -> QueryRun:
         """One question, single-shot: its variants screened, searched, graded and corrected."""
         variants, extra = self._variants(query, self.plan, request.trace)
         if query not in variants:  # a sub-question or rewrite the gate refused is never searched
@@ -259,7 +260,7 @@ class Pipeline:
 
     # -- filters → channels → fusion → rerank → exit → post-processing ---------------------------
     def _search(
-        self, request: Request, query: str, variants: list[str], *, drop_filters: bool, retry: bool
+        self, request: RunContext, query: str, variants: list[str], *, drop_filters: bool, retry: bool
     ) -> tuple[list[RetrievalResult], Lineage]:
         """One query's screened variants searched with the filters (or without, `drop_filters`),
         through RESTRICTED exit #2 and the post-processors."""
@@ -280,7 +281,7 @@ class Pipeline:
         results = self._exit(results, request.trace)
         return self._postprocess(query, results, wanted, request.trace), lineage
 
-    def _filters(self, request: Request, query: str, drop_filters: bool) -> tuple[Lineage, Filter | None]:
+    def _filters(self, request: RunContext, query: str, drop_filters: bool) -> tuple[Lineage, Filter | None]:
         """The filters' lineage (what is applied, or with `drop_filters` what was asked and
         dropped) and the extracted predicates that narrow the explicit ones (None: none)."""
         exact, explicit = request.exact, request.explicit
@@ -301,7 +302,7 @@ class Pipeline:
         return lineage, added
 
     def _filtered(
-        self, request: Request, rank: RankFn, lineage: Lineage, added: Filter | None, *, retry: bool
+        self, request: RunContext, rank: RankFn, lineage: Lineage, added: Filter | None, *, retry: bool
     ) -> list[RetrievalResult]:
         """The ranking under the filters; when it is empty, again without the extracted ones,
         then (with `retry` and `retry_without_filters`) once without any (the lineage says so)."""
@@ -324,7 +325,7 @@ class Pipeline:
 
     def _rank(
         self,
-        request: Request,
+        request: RunContext,
         query: str,
         variants: list[str],
         top_k: int,
@@ -366,7 +367,7 @@ class Pipeline:
 
     # -- corrective loop ----------------------------------------------------------------------------
     def _correct(
-        self, request: Request, query: str, variants: list[str], results: list[RetrievalResult], lineage: Lineage
+        self, request: RunContext, query: str, variants: list[str], results: list[RetrievalResult], lineage: Lineage
     ) -> tuple[list[RetrievalResult], Lineage, Lineage]:
         """The bounded grade → act loop: drop filters (when any were applied), then rewrite (when a
         rewriter is set), then refuse."""
@@ -415,7 +416,7 @@ class Pipeline:
         return self.plan.grader.grade(query, results, self.index.lexical_match(query, results))
 
     # -- visual pages -------------------------------------------------------------------------------
-    def _visual(self, request: Request, snippets: list[Snippet]) -> list[Snippet]:
+    def _visual(self, request: RunContext, snippets: list[Snippet]) -> list[Snippet]:
         """Page pointers of the page-image channel fused with the text snippets."""
         assert self.visual is not None
         wanted = parse_filter([{k: v} for k, v in request.exact.items()] + ([request.explicit] if request.explicit else []))

@@ -56,7 +56,7 @@ def _full_detail(exc: BaseException) -> str | None:
     if isinstance(exc, OSError) and exc.errno in _FULL_ERRNOS:
         return exc.strerror or "no space left on device"
     if getattr(exc, "sqlstate", None) == _POSTGRES_DISK_FULL:  # psycopg.errors.DiskFull
-        return (str(exc).splitlines() or ["could not write: disk full"])[0]
+        return "PostgreSQL disk_full (SQLSTATE 53100)"  # its message names a server file
     return None
 
 

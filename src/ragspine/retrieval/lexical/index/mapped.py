@@ -27,14 +27,15 @@ _HEADER_READERS = {
 
 
 class MappedFile:
-    """The identity (inode, size, mtime) of one mapped file, checked through its descriptor."""
+    """The size and mtime of one mapped file, checked through its descriptor (so a file replaced
+    under the same name is not this one: only a change to the mapped file itself counts)."""
 
     def __init__(self, path: Path, fd: int) -> None:
         self.path = path
         self._fd = fd
         weakref.finalize(self, os.close, fd)
         st = os.fstat(fd)
-        self._identity = (st.st_ino, st.st_size, st.st_mtime_ns)
+        self._identity = (st.st_size, st.st_mtime_ns)
 
     def changed(self) -> bool:
         """True when the mapped file now has another size or mtime (or cannot be checked)."""
@@ -42,7 +43,7 @@ class MappedFile:
             st = os.fstat(self._fd)
         except OSError:
             return True
-        return (st.st_ino, st.st_size, st.st_mtime_ns) != self._identity
+        return (st.st_size, st.st_mtime_ns) != self._identity
 
 
 def load_array(path: Path) -> tuple[np.ndarray, MappedFile | None]:

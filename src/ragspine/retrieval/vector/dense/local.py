@@ -327,8 +327,6 @@ class LocalVectors:
         self._align_saved = state
         self.cache_stats["align_writes"] += 1
 
-    # -- a store that ranks for us (pgvector, Qdrant, …) -------------------------------------------
-
     def _align(self, snapshot: IndexSnapshot, source: ChunkSource) -> tuple[np.ndarray, np.ndarray]:
         """(matrix row, language code) of every position; segments seen before (in this
         process, or in the `.align` file of the matrix in use) are reused."""

@@ -22,9 +22,7 @@ Invariants:
 - Every section is checked at open: the small ones (ids, languages, the alignment: a few MB at
   100k chunks) by one crc32 each over the mapping, the matrix rows (154 MB at 100k × 384) by a
   crc32 per `_BLOCK_BYTES` block, read with plain reads (not through the mapping) so that no page
-  of the file is mapped into the process (measured from the page cache on
-  2 busy cores: an open costs ~10 ms at 10k × 384 and ~100 ms at 100k × 384, against ~1 ms and
-  ~9 ms unchecked; reading the vectors file instead costs seconds). A flipped byte anywhere in the rows makes the file unusable (WARNING, the
+  of the file is mapped into the process (what that costs at open: docs/dense.md). A flipped byte anywhere in the rows makes the file unusable (WARNING, the
   caller reads the vectors file, the source of truth, and writes a new cache): a damaged row is
   never ranked. A file written without block checksums (format v1) is rebuilt the same way.
 - Whether a cache is *fresh* is the caller's decision (`DenseChannel`): this module only stores and

@@ -37,13 +37,14 @@ from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.retrieval.store.protocol import ChunkStoreProtocol, StoredChunk
 from ragspine.retrieval.vector.arrays import as_matrix, unit_rows
 from ragspine.retrieval.vector.dense.progress import embed_progress
+from ragspine.retrieval.vector.dense.ranking import CHANNEL_LOGGER
 from ragspine.retrieval.vector.embeddings.support import EmbeddingBackendError, can_embed, model_id_of
 from ragspine.retrieval.vector.errors import VectorModelMismatch
 from ragspine.retrieval.vector.stores.inprocess import ChunkVectorStore
 from ragspine.retrieval.vector.stores.sqlite import ChunkVectors
 
 # the dense channel's logger: the lazy paths' fallback warning has always been logged under it
-log = logging.getLogger("ragspine.retrieval.vector.dense.channel")
+log = logging.getLogger(CHANNEL_LOGGER)
 
 TEXT_LANGUAGE = "text_language"  # metadata key: detect_language of the chunk's own text
 
