@@ -13,23 +13,23 @@ import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
 from ragspine import __version__
 from ragspine.assembly import load_settings
-from ragspine.secret import redact_text, redact_url
-from ragspine.settings.config import QUERY_STAGE, ConfigError
-from ragspine.retrieval.store.full import storage_full
-from ragspine.retrieval.store.sqlite import NotAChunkStoreError
+from ragspine.cli_common import config_option as _config_option
+from ragspine.cli_common import db_option as _db_option
+from ragspine.cli_common import existing_store
+from ragspine.cli_common import store_workspace as _store_workspace
+from ragspine.cli_common import user_errors as _user_errors
+from ragspine.secret import redact_url
+from ragspine.settings.config import QUERY_STAGE
 from ragspine.render import format_embed_report, format_snippets
 from ragspine.retrieval.model import FILTER_FIELDS
-
-if TYPE_CHECKING:
-    from ragspine.settings.config import Settings
-    from ragspine.workspace import Workspace
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -38,38 +38,12 @@ def main() -> None:
     """RAGSpine: cited, RESTRICTED-free retrieval over Chinese and English documents."""
 
 
-@contextmanager
-def _user_errors() -> Iterator[None]:
-    """Turn the library's input errors, and a full disk, into a clean CLI error (exit 1)."""
-    try:
-        yield
-    except (ValueError, ConfigError, NotAChunkStoreError, PermissionError) as exc:
-        raise click.ClickException(redact_text(str(exc))) from exc
-    except (ImportError, RuntimeError) as exc:
-        # imported here: the backends' module is not needed to start the CLI
-        from ragspine.extras import MissingExtraError
-        from ragspine.retrieval.vector.embeddings.support import EmbeddingBackendError
-
-        if isinstance(exc, MissingExtraError | EmbeddingBackendError):
-            raise click.ClickException(redact_text(str(exc))) from exc
-        raise
-    except Exception as exc:
-        full = storage_full(exc)  # a full disk, outside an ingest run's files: one line too
-        if full is None:
-            raise
-        raise click.ClickException(str(full)) from exc
-
-
 def _meta_option(name: str) -> Any:
     return click.option(
         f"--{name}", default=None, help=f"{name} for documents whose sidecar or front matter does not set it."
     )
 
 
-_config_option = click.option(
-    "--config", "config_file", default=None, type=click.Path(dir_okay=False, path_type=Path),
-    help="TOML settings file [env RAGSPINE_CONFIG]; the environment and flags override it.",
-)  # fmt: skip
 _QUERY_STAGE_HELP = {
     "transform": "LLM query transform: hyde, rag_fusion, step_back or none",
     "decompose": "Decompose into sub-questions: llm or none",
@@ -93,7 +67,6 @@ def _query_stage_options(func: Any) -> Any:
     return wrapper
 
 
-_db_option = click.option("--db", default=None, help="Chunk store path [env RAGSPINE_DB; default .ragspine/chunks.db].")
 _host_option = click.option("--host", default=None, help="Address to bind [env RAGSPINE_HOST; default 127.0.0.1].")
 _port_option = click.option("--port", default=None, type=int, help="Port to bind [env RAGSPINE_PORT; default 8000].")
 
@@ -236,8 +209,7 @@ def embed(
                 f"--reembed deletes the vectors file beside a SQLite store; with RAGSPINE_VECTOR_STORE="
                 f"{settings.vector_store} name a new RAGSPINE_VECTOR_COLLECTION (or drop the old one) instead"
             )
-        if "://" not in settings.db:
-            _require_store(settings.db)
+        settings = replace(settings, db=existing_store(settings.db))
         from ragspine.assembly import resolve_embedding
 
         backend_name, why = resolve_embedding(settings)
@@ -391,21 +363,6 @@ def _check_visual(settings: Any, visual: bool, *, libraries: bool = False) -> No
                          "a local weights folder; pip install 'ragspine[colpali]'), or tiny to try the path")  # fmt: skip
     if visual and libraries:
         raise ValueError("--visual searches one store; drop --library/--libraries")
-
-
-def _require_store(path: str) -> None:
-    if path != ":memory:" and "://" not in path and not Path(path).is_file():
-        raise ValueError(f"no chunk store at {path}; create one with `ragspine ingest PATH --db {path}`")
-
-
-@contextmanager
-def _store_workspace(settings: Settings) -> Iterator[Workspace]:
-    """The Workspace over the existing store RAGSPINE_DB names (`_require_store`), closed after."""
-    from ragspine.workspace import Workspace
-
-    _require_store(settings.db)
-    with Workspace.from_settings(settings) as workspace:
-        yield workspace
 
 
 @main.command()
@@ -604,96 +561,9 @@ def raptor_status(db: str | None, config_file: Path | None, as_json: bool) -> No
         click.echo(f"{key:<18} {value}")
 
 
-@main.group()
-def graph() -> None:
-    """The relation graph beside the store: roll-ups, peers, derivation traces (docs/graph.md)."""
-
-
-def _graph_command(name: str, help_flags: dict[str, str] | None = None) -> Any:
-    """A `ragspine graph NAME` command: --db, --config, --relations, --extractor, then its own options."""
-
-    def wrap(func: Any) -> Any:
-        @functools.wraps(func)
-        def command(db: str | None, config_file: Path | None, relations: Path | None, extractor: str | None,
-                    **kwargs: Any) -> None:  # fmt: skip
-            flags = {"RAGSPINE_DB": db, "RAGSPINE_GRAPH_RELATIONS": relations, "RAGSPINE_RELATION_EXTRACTOR": extractor}
-            with _user_errors():
-                settings = load_settings(config_file=config_file, flags=flags)
-                with _store_workspace(settings) as workspace:
-                    out = func(workspace.graph, **kwargs)
-            click.echo(out if isinstance(out, str) else json.dumps(out, ensure_ascii=False, indent=2))
-
-        for option in reversed([
-            _db_option, _config_option,
-            click.option("--relations", default=None, type=click.Path(dir_okay=False, path_type=Path),
-                         help="Relations file, YAML or CSV [env RAGSPINE_GRAPH_RELATIONS]."),
-            click.option("--extractor", default=None,
-                         help="Relation extractor: none, cooccurrence, llm [env RAGSPINE_RELATION_EXTRACTOR]."),
-        ]):  # fmt: skip
-            command = option(command)
-        return graph.command(name)(command)
-
-    return wrap
-
-
-@_graph_command("build")
-@click.option("--communities", is_flag=True, help="Also build GraphRAG community summaries ([graph] extra).")
-def graph_build(service: Any, communities: bool) -> str:
-    """Build the graph from the store's chunks, the relations file and the extractor; store it."""
-    r = service.build(communities=communities)
-    return (f"built relation graph: {r.nodes} nodes, {r.edges} edges, {r.bytes} bytes, extractor {r.extractor}"
-            f"{f', {r.communities} communities' if communities else ''} in {r.seconds:.2f}s -> {service.graph.path}")
-
-
-@_graph_command("show")
-def graph_show(service: Any) -> Any:
-    """Nodes per kind, edges per type, and whether the store changed since the build."""
-    return service.show()
-
-
-@_graph_command("neighbors")
-@click.argument("node")
-@click.option("--type", "types", multiple=True, help="Only edges of this type (repeatable).")
-def graph_neighbors(service: Any, node: str, types: tuple[str, ...]) -> Any:
-    """The edges touching NODE (an entity name, or kind:name), with citations."""
-    return service.neighbors(node, list(types) or None)
-
-
-@_graph_command("trace")
-@click.argument("source")
-@click.argument("target")
-@click.option("--type", "edge_type", default=None, help="Only edges of this type.")
-def graph_trace(service: Any, source: str, target: str, edge_type: str | None) -> Any:
-    """Which file lines and chunks (with locators) support the edges between SOURCE and TARGET."""
-    return service.trace(source, target, edge_type)
-
-
-@_graph_command("rollup")
-@click.argument("entity")
-@click.option("--period", default=None, help="Only documents of this period.")
-@click.option("--query", default=None, help="Also search this question, restricted to the roll-up's entities.")
-@click.option("--top-k", default=10, show_default=True, type=int, help="Snippets the search returns.")
-def graph_rollup(service: Any, entity: str, period: str | None, query: str | None, top_k: int) -> Any:
-    """ENTITY and all its subsidiaries, their documents, cited (and a restricted search)."""
-    return service.rollup(entity, period=period, query=query, top_k=top_k)
-
-
-@_graph_command("peers")
-@click.argument("entity")
-@click.option("--period", default=None, help="Only documents of this period.")
-def graph_peers(service: Any, entity: str, period: str | None) -> Any:
-    """ENTITY and its peers, each with its documents (in PERIOD), cited."""
-    return service.peers(entity, period=period)
-
-
-@_graph_command("global")
-@click.argument("question")
-def graph_global(service: Any, question: str) -> Any:
-    """Answer a broad QUESTION from the community summaries (GraphRAG), citing member chunks."""
-    return service.global_answer(question)
-
-
 # `ragspine eval` lives in its own package; its module imports only click at start-up.
 from ragspine.eval.cli import eval_command  # noqa: E402
+from ragspine.graph_cli import graph  # noqa: E402
 
 main.add_command(eval_command)
+main.add_command(graph)

@@ -47,7 +47,7 @@ def _json(*args: str) -> Any:
 
 
 def test_every_graph_command_has_help() -> None:
-    for command in ("build", "show", "neighbors", "trace", "rollup", "peers", "global"):
+    for command in ("build", "show", "entities", "neighbors", "trace", "rollup", "peers", "global"):
         code, out = _run(command, "--help")
         assert code == 0 and "--db" in out and "--config" in out
 

@@ -4,12 +4,18 @@
     q.rollup("ACME")                 # ACME and every descendant, their documents and citations
     q.peers("ACME", period="2024")   # ACME and its peers, each with its 2024 documents
     q.trace("ACME_HK", "ACME")       # which file line / chunks support the edges between them
+    q.trace("ACME", "CYGNUS")        # no edge between them: the shortest path of edges, each cited
+    q.entities(contains="acme")      # the entity names to ask about, with their visible documents
 
 Invariants:
 - A query never returns a RESTRICTED chunk, nor a document that has no open active chunk: when the
   store changed since the graph was built (its data_version differs), every cited chunk and every
   document node is checked against the store's current active, open rows (`Visibility`) first.
-- Citations are the provenance of the edges walked: chunk id, document, locator (and title).
+- Citations are the provenance of the edges walked: chunk id, document, locator (and title). An
+  edge whose every provenance is gone now (its chunks relabelled RESTRICTED or withdrawn since the
+  build) is not shown, walked or counted: an edge is never shown without its provenance.
+- An entity is listed only when a visible edge touches it (or it stands alone, declared in the
+  relations file): one known only from documents hidden now is never listed.
 - Orders are the store's (deterministic); a name is resolved as an entity unless it is a node id.
 """
 
@@ -17,9 +23,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from ragspine.graph.model import NODE_KINDS, ChunkRef, Edge, node_id
+from ragspine.graph.paths import DEFAULT_MAX_HOPS, shortest_path
 from ragspine.graph.stores import GraphStore
 from ragspine.graph.vocabulary import Vocabulary
 from ragspine.retrieval.filters import MAX_ITEMS
@@ -89,7 +96,8 @@ class GraphQueries:
             canonical = Vocabulary.from_names(aliases).canonical(name)
             nid = node_id("entity", canonical) if canonical else nid
         if self.graph.node(nid) is None:
-            raise ValueError(f"the relation graph has no node {nid!r}; `ragspine graph show` lists them")
+            raise ValueError(f"the relation graph has no node {nid!r}; `ragspine graph entities` "
+                             "(GET /graph/entities) lists the entity names")
         return nid
 
     def _cite(self, refs: Iterable[ChunkRef], seen: Visibility) -> list[dict[str, str]]:
@@ -100,16 +108,27 @@ class GraphQueries:
         return out
 
     def _edge(self, edge: Edge, seen: Visibility) -> dict[str, Any] | None:
-        """An edge as a dict with its citations; None when it touches a document hidden now."""
+        """An edge as a dict with its citations; None when it touches a document hidden now or
+        none of its provenance is left (a provenance citing only hidden chunks is left out)."""
         for end in (edge.source, edge.target):
             if end.startswith("document:") and not seen.document(end.partition(":")[2]):
                 return None
         data = edge.to_dict()
-        data["provenance"] = [
-            {**p, **({"chunks": self._cite((ChunkRef(*c) for c in p["chunks"]), seen)} if "chunks" in p else {})}
-            for p in data["provenance"]
-        ]
+        kept = []
+        for p in data["provenance"]:
+            if "chunks" in p:
+                p = {**p, "chunks": self._cite((ChunkRef(*c) for c in p["chunks"]), seen)}
+                if not p["chunks"]:
+                    continue
+            kept.append(p)
+        if not kept:
+            return None
+        data["provenance"] = kept
         return data
+
+    def _visible(self, edge: Edge, seen: Visibility) -> bool:
+        """Whether `_edge` shows `edge` (always, when the graph is current)."""
+        return not seen.check or self._edge(edge, seen) is not None
 
     def _documents(self, entity: str, period: str | None, seen: Visibility) -> list[dict[str, Any]]:
         """The documents that mention `entity` (in `period`), each with the chunks that say so."""
@@ -141,9 +160,9 @@ class GraphQueries:
         seen = self._visibility()
         members: list[dict[str, Any]] = [{"entity": root.partition(":")[2], "depth": 0, "path": []}]
         for nid, path in self.graph.descendants(root, "subsidiary_of"):
-            if nid.startswith("entity:"):
-                members.append({"entity": nid.partition(":")[2], "depth": len(path),
-                                "path": [d for e in path if (d := self._edge(e, seen)) is not None]})  # fmt: skip
+            shown = [d for e in path if (d := self._edge(e, seen)) is not None]
+            if nid.startswith("entity:") and len(shown) == len(path):  # every link still proven
+                members.append({"entity": nid.partition(":")[2], "depth": len(path), "path": shown})
         documents = []
         for member in members:
             for doc in self._documents(node_id("entity", member["entity"]), period, seen):
@@ -174,29 +193,64 @@ class GraphQueries:
         rows: list[dict[str, Any]] = [{"entity": root.partition(":")[2], "relation": None,
                  "documents": self._documents(root, period, seen)}]  # fmt: skip
         for edge in self.graph.neighbors(root, ["peer_of"]):
-            other = edge.other(root)
-            rows.append({"entity": other.partition(":")[2], "relation": self._edge(edge, seen),
-                         "documents": self._documents(other, period, seen)})  # fmt: skip
+            relation, other = self._edge(edge, seen), edge.other(root)
+            if relation is not None:
+                rows.append({"entity": other.partition(":")[2], "relation": relation,
+                             "documents": self._documents(other, period, seen)})  # fmt: skip
         return {"entity": root.partition(":")[2], "period": period, "rows": rows}
 
-    def trace(self, source: str, target: str, type: str | None = None, *,
-              limit: int = DEFAULT_SUPPORT_LIMIT) -> dict[str, Any]:  # fmt: skip
-        """The edges between two nodes (of `type`), each with its provenance (file line or chunks)
-        and, for an edge between entities, up to `limit` open chunks about one that name the other."""
+    def trace(self, source: str, target: str, type: str | None = None, *, limit: int = DEFAULT_SUPPORT_LIMIT,
+              max_hops: int = DEFAULT_MAX_HOPS) -> dict[str, Any]:  # fmt: skip
+        """How two nodes are related: the edges between them (of `type`), else the edges of a
+        shortest path between them (of `type`, through entities and documents, at most
+        `max_hops`), each with its provenance (file line or chunks) and its `hop`; `path` lists
+        the nodes walked. A direct edge between entities also gets up to `limit` open chunks
+        about one end that name the other (`supporting`)."""
         a, b = self.resolve(source, kind=_kind_of(source)), self.resolve(target, kind=_kind_of(target))
-        seen = self._visibility()
-        found = [e for e in self.graph.neighbors(a, [type] if type else None) if e.other(a) == b]
-        if not found:
-            raise ValueError(f"no {type or ''} edge between {a!r} and {b!r}".replace("  ", " "))
-        edges = []
-        for edge in found:
-            data = self._edge(edge, seen)
-            if data is None:
-                continue
+        if isinstance(max_hops, bool) or not isinstance(max_hops, int) or max_hops < 1:
+            raise ValueError(f"max_hops must be a whole number >= 1, got {max_hops!r}")
+        seen, types = self._visibility(), [type] if type else None
+        edges = [{**d, "hop": 1} for e in self.graph.neighbors(a, types)
+                 if e.other(a) == b and (d := self._edge(e, seen)) is not None]  # fmt: skip
+        if edges:
             if a.startswith("entity:") and b.startswith("entity:"):
-                data["supporting"] = self._support(a, b, seen, limit)
-            edges.append(data)
-        return {"source": a, "target": b, "edges": edges}
+                for data in edges:
+                    data["supporting"] = self._support(a, b, seen, limit)
+            return {"source": a, "target": b, "hops": 1, "path": [a, b], "edges": edges}
+        path = shortest_path(self.graph, a, b, types=types, usable=lambda e: self._visible(e, seen), max_hops=max_hops)
+        if path is None:
+            raise ValueError(f"no {type or ''} edge or path of at most {max_hops} edges between {a!r} and {b!r}; "
+                             f"`ragspine graph neighbors` shows the edges of each".replace("  ", " "))  # fmt: skip
+        nodes = [a]
+        for edge in path:
+            nodes.append(edge.other(nodes[-1]))
+        walked = [{**cast(dict[str, Any], self._edge(e, seen)), "hop": n} for n, e in enumerate(path, start=1)]
+        return {"source": a, "target": b, "hops": len(path), "path": nodes, "edges": walked}
+
+    def entities(self, *, contains: str | None = None, limit: int = 1000) -> dict[str, Any]:
+        """The entities a caller may ask about, by name: each with its aliases and the number of
+        visible documents that mention it; `contains` keeps those whose name or an alias
+        contains it (any case); at most `limit` listed, `total` counts every match."""
+        if not self.graph.is_built():
+            raise ValueError("no relation graph is built yet: run `ragspine graph build` first")
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValueError(f"limit must be a whole number >= 1, got {limit!r}")
+        needle = contains.casefold() if contains else None
+        seen = self._visibility()
+        listed: list[dict[str, Any]] = []
+        total = 0
+        for node in self.graph.nodes("entity"):
+            aliases = [str(a) for a in node.attrs.get("aliases", ())]
+            if needle is not None and not any(needle in name.casefold() for name in (node.key, *aliases)):
+                continue
+            touching = self.graph.neighbors(node.id)
+            if touching and not any(self._visible(e, seen) for e in touching):
+                continue  # known only from what is hidden now
+            total += 1
+            if len(listed) < limit:
+                documents = sum(1 for e in touching if e.type == "mentions" and self._visible(e, seen))
+                listed.append({"entity": node.key, "aliases": aliases, "documents": documents})
+        return {"entities": listed, "total": total}
 
     def _support(self, a: str, b: str, seen: Visibility, limit: int) -> list[dict[str, str]]:
         """Open active chunks about one end (the chunks its `mentions` edges cite) whose text

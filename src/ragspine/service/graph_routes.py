@@ -13,6 +13,7 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragspine.graph.model import EDGE_TYPES
+from ragspine.graph.paths import DEFAULT_MAX_HOPS
 from ragspine.service.models import MAX_META_CHARS, MAX_QUERY_CHARS, Text
 from ragspine.workspace import Workspace
 
@@ -55,7 +56,20 @@ class GraphEdgesOut(_Open):
 class GraphTraceOut(_Open):
     source: str
     target: str
-    edges: list[dict[str, Any]]
+    hops: int = Field(description="1: edges join the two; more: the length of the shortest path found")
+    path: list[str] = Field(description="The nodes walked, from source to target")
+    edges: list[dict[str, Any]] = Field(description="The edges (each with its `hop` and provenance)")
+
+
+class GraphEntityOut(BaseModel):
+    entity: str
+    aliases: list[str]
+    documents: int = Field(description="Visible documents that mention it")
+
+
+class GraphEntitiesOut(BaseModel):
+    entities: list[GraphEntityOut]
+    total: int = Field(description="Every entity that matched (the list stops at `limit`)")
 
 
 class GraphRollupOut(_Open):
@@ -99,15 +113,28 @@ def graph_routes(ws: Workspace, max_top_k: int) -> APIRouter:
         report = ws.graph.build(communities=body.communities)
         return {k: v for k, v in vars(report).items() if k != "dropped"}
 
+    @router.get("/entities", response_model=GraphEntitiesOut)
+    def entities(
+        contains: Annotated[Text | None, Query(max_length=MAX_META_CHARS, description="Part of a name or alias")] = None,
+        limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
+    ) -> dict[str, Any]:
+        """The entity names the other routes take, with aliases and visible document counts
+        (an entity known only from RESTRICTED or withdrawn documents is never listed)."""
+        return ws.graph.entities(contains=contains or None, limit=limit)
+
     @router.get("/neighbors", response_model=GraphEdgesOut)
     def neighbors(node: Name, type: EdgeType = None) -> dict[str, Any]:
         """The edges touching `node` (an entity name or kind:name), with citations."""
         return ws.graph.neighbors(node, [type] if type else None)
 
     @router.get("/trace", response_model=GraphTraceOut)
-    def trace(source: Name, target: Name, type: EdgeType = None) -> dict[str, Any]:
-        """The provenance of the edges between two nodes: relations-file lines, chunks with locators."""
-        return ws.graph.trace(source, target, type)
+    def trace(
+        source: Name, target: Name, type: EdgeType = None,
+        max_hops: Annotated[int, Query(ge=1, le=8, description="Longest path looked for")] = DEFAULT_MAX_HOPS,
+    ) -> dict[str, Any]:  # fmt: skip
+        """How two nodes are related: the edges between them, else the shortest path of edges
+        (through entities and documents), each with its provenance (file lines, cited chunks)."""
+        return ws.graph.trace(source, target, type, max_hops=max_hops)
 
     @router.get("/rollup", response_model=GraphRollupOut)
     def rollup(
