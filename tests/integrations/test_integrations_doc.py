@@ -25,6 +25,7 @@ def test_the_examples_run_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyP
             exec(compile(block, str(DOC), "exec"), namespace)  # noqa: S102 - the documented code itself
     out = printed.getvalue()
     assert "1 艾克美中国 2024 年报 [acme-2024#p1@0-29]" in out  # the line the page shows
+    assert '1 passage, filtered by {"entity":"ACME_CN"}.' in out  # the MCP text's first line
     assert "Borealis Annual Report 2024 [borealis-2024#" in out  # ask over HTTP cites it
     assert "acme-2024 acme-2024#p1@0-29 True" in out
     assert "['borealis-2024'" in out

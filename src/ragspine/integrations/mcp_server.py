@@ -9,9 +9,13 @@ Invariants:
   from it) with its rank and citation; `query`, `where` and `top_k` are checked as on every
   surface (`SearchRequest`, `check_top_k`: `top_k: "3"` is refused, as over HTTP).
 - `get_chunk` refuses a RESTRICTED chunk (a tool error; its text never leaves).
-- Every tool states its input and output JSON schemas, answers with structured content, and
-  turns bad input into a tool error (`isError`, a one-line message), never a traceback.
-- The `mcp` package (`ragspine[mcp]`) is imported only here.
+- Every tool states its input and output JSON schemas and answers twice: compact text for the
+  LLM (`mcp_text`: numbered passages, citations inline, scores rounded, and a first line saying
+  whether the filters held) and the same result as structured content for clients that read it.
+- Bad input is a tool error (`isError`) of one line, never a traceback nor a multi-line schema
+  report (`_one_line`), and `search`/`ask` check their request as HTTP does (`SearchRequest`).
+- The `mcp` package (`ragspine[mcp]`) is imported only here; importing this module without it
+  is a `MissingExtraError` naming the extra.
 """
 
 from __future__ import annotations
@@ -22,16 +26,22 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any, cast
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
-
 from ragspine import __version__
 from ragspine.extras import MissingExtraError, require
-from ragspine.integrations.common import passages
-from ragspine.retrieval.pipeline.request import check_top_k
-from ragspine.retrieval.snippet import Snippet
-from ragspine.retrieval.typed_model import model_from_typeddict
-from ragspine.search_libraries import LibrarySpec
-from ragspine.workspace import DEFAULT_SEARCH_TOP_K, Workspace
+
+require("mcp", extra="mcp", purpose="The MCP server")  # the basic install has neither it nor pydantic
+
+from mcp_types import CallToolResult, TextContent  # noqa: E402
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError  # noqa: E402
+
+from ragspine.integrations import mcp_text  # noqa: E402
+from ragspine.integrations.common import passages  # noqa: E402
+from ragspine.retrieval.filters import fields_of, parse_filter  # noqa: E402
+from ragspine.retrieval.pipeline.request import SearchRequest, check_top_k  # noqa: E402
+from ragspine.retrieval.snippet import Snippet  # noqa: E402
+from ragspine.retrieval.typed_model import model_from_typeddict  # noqa: E402
+from ragspine.search_libraries import LibrarySpec  # noqa: E402
+from ragspine.workspace import DEFAULT_SEARCH_TOP_K, Workspace, store_path  # noqa: E402
 
 DEFAULT_LIBRARY = "default"
 MAX_TOP_K = 50
@@ -78,14 +88,24 @@ Passage = model_from_typeddict(
 )
 
 
+DROPPED_HELP = ("Filter fields that matched nothing and were dropped (the passages are then NOT filtered by "
+                "them); empty: the filters held")
+
+
 class SearchResult(BaseModel):
+    model_config = ConfigDict(extra="allow")
     library: str
     query: str
+    where: dict[str, Any] | str | None = Field(None, description="The filter as asked")
+    filters_dropped: list[str] = Field(default_factory=list, description=DROPPED_HELP)
     passages: list[Passage]  # type: ignore[valid-type]
 
 
 class AskResult(BaseModel):
+    model_config = ConfigDict(extra="allow")
     question: str
+    where: dict[str, Any] | str | None = Field(None, description="The filter as asked")
+    filters_dropped: list[str] = Field(default_factory=list, description=DROPPED_HELP)
     answer: str = Field(description="The answer; [n] cites citations[n-1]")
     mode: str = Field(description="llm (the configured model wrote it) or extractive (top passages)")
     note: str = ""
@@ -136,7 +156,9 @@ def build_mcp_server(
         if spec.library_id in table:
             raise ValueError(f"library name {spec.library_id!r} is used twice (or is the reserved {DEFAULT_LIBRARY!r})")
         table[spec.library_id] = _Library(spec.library_id, spec.description, ws)
-    server = mcpserver.MCPServer(name=name, version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    server = _one_line_errors(mcpserver.MCPServer, ToolError)(
+        name=name, version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
+    )
 
     def pick(library: str | None) -> _Library:
         chosen = table.get(library or DEFAULT_LIBRARY)
@@ -156,11 +178,15 @@ def build_mcp_server(
         where: Where = None,
         top_k: SearchTopK = DEFAULT_SEARCH_TOP_K,
         library: Library = None,
-    ) -> SearchResult:
-        """Ranked, cited passages for a query (BM25 + dense fused; RESTRICTED never returned)."""
+    ) -> Annotated[CallToolResult, SearchResult]:
+        """Ranked, cited passages for a query (BM25 + dense fused; RESTRICTED never returned).
+        The first line of the text says whether the filters held or were dropped."""
         lib = pick(library)
-        found = guarded(lambda: lib.workspace.search(query, where=where, top_k=top_k))
-        return SearchResult(library=lib.name, query=query, passages=_passages(found))
+        request = guarded(lambda: SearchRequest(query, where=where, top_k=top_k, max_top_k=MAX_TOP_K))
+        found = guarded(lambda: lib.workspace.search(request.query, where=request.where, top_k=request.top_k))
+        result = SearchResult(library=lib.name, query=query, where=where or None, filters_dropped=filters_dropped(found),
+                              passages=_passages(found))  # fmt: skip
+        return _answer(result, mcp_text.search_text)
 
     @server.tool(title="Ask", annotations=_read_only())
     def ask(
@@ -168,31 +194,33 @@ def build_mcp_server(
         where: Where = None,
         top_k: AskTopK = 5,
         library: Library = None,
-    ) -> AskResult:
+    ) -> Annotated[CallToolResult, AskResult]:
         """An answer with numbered citations: from the configured LLM, else extractive."""
         lib = pick(library)
-        answer = guarded(lambda: lib.workspace.ask(question, where=where, top_k=top_k)).to_dict()
-        answer["citations"] = _passages(answer["citations"])
-        return AskResult.model_validate(answer)
+        request = guarded(lambda: SearchRequest(question, where=where, top_k=top_k, max_top_k=MAX_TOP_K))
+        answer = guarded(lambda: lib.workspace.ask(request.query, where=request.where, top_k=request.top_k)).to_dict()
+        dropped = filters_dropped(answer["citations"])
+        answer.update(citations=_passages(answer["citations"]), where=where or None, filters_dropped=dropped)
+        return _answer(AskResult.model_validate(answer), mcp_text.answer_text)
 
     @server.tool(title="List libraries", annotations=_read_only())
-    def list_libraries() -> Libraries:
+    def list_libraries() -> Annotated[CallToolResult, Libraries]:
         """The libraries this server searches, with their document and chunk counts."""
         infos = []
         for lib in table.values():
             stats = lib.workspace.stats()
             infos.append(LibraryInfo(name=lib.name, description=lib.description, documents=stats["documents"],
                                      chunks=stats["chunks"], retrieval=stats["index"]["retrieval"]))  # fmt: skip
-        return Libraries(libraries=infos)
+        return _answer(Libraries(libraries=infos), mcp_text.libraries_text)
 
     @server.tool(title="Get chunk", annotations=_read_only())
     def get_chunk(
         chunk_id: Annotated[str, Field(min_length=1, max_length=1100, description="A passage's chunk_id")],
         library: Library = None,
-    ) -> ChunkResult:
+    ) -> Annotated[CallToolResult, ChunkResult]:
         """One passage by its chunk_id, with its citation; a RESTRICTED chunk is refused."""
         row = guarded(lambda: pick(library).workspace.chunk(chunk_id))
-        return ChunkResult.model_validate({**row, "citation": _citation(row)})
+        return _answer(ChunkResult.model_validate({**row, "citation": mcp_text.citation(row)}), mcp_text.chunk_text)
 
     return server
 
@@ -202,15 +230,60 @@ def _read_only() -> Any:
     return types.ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
 
 
-def _citation(snippet: Mapping[str, Any]) -> str:
-    return f"{snippet.get('title') or snippet['doc_id']} [{snippet['source_locator']}]"
-
-
 def _passages(snippets: Sequence[Mapping[str, Any]]) -> list[Any]:
     return [
-        Passage.model_validate({**s, "rank": n, "citation": _citation(s)})
+        Passage.model_validate({**s, "rank": n, "citation": mcp_text.citation(s)})
         for n, s in enumerate(passages(snippets), start=1)
     ]
+
+
+def _answer(result: BaseModel, render: Callable[[Mapping[str, Any]], str]) -> CallToolResult:
+    """The tool's result: `render`'s compact text for the LLM, `result` as structured content."""
+    data = result.model_dump(mode="json")
+    return CallToolResult(content=[TextContent(type="text", text=render(data))], structured_content=data)
+
+
+def filters_dropped(snippets: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The filter fields a search dropped because nothing matched them (its snippets' lineage
+    says `retried_without_filters`), sorted; empty when the filters held."""
+    for snippet in snippets:
+        lineage = snippet.get("lineage") or {}
+        if lineage.get("retried_without_filters"):
+            asked = fields_of(parse_filter(lineage.get("requested_where")))
+            return sorted(set(lineage.get("requested_filters") or {}) | asked)
+    return []
+
+
+def _one_line_errors(base: type, tool_error: type[Exception]) -> Any:
+    """`base` (the SDK's MCPServer) whose argument errors are one line: `top_k must be >= 1,
+    got 0`, not pydantic's multi-line report with a URL per error."""
+
+    class OneLineErrors(base):
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            try:
+                return await super().call_tool(name, arguments, context)
+            except tool_error as exc:
+                if isinstance(exc.__cause__, ValidationError):
+                    raise tool_error(f"invalid arguments for {name}: {_one_line(exc.__cause__)}") from exc.__cause__
+                raise
+
+    return OneLineErrors
+
+
+def _one_line(error: ValidationError) -> str:
+    """Each failing argument once, with its messages: `where: Input should be a valid
+    dictionary or a valid string`; a message that names its argument is kept as it is."""
+    by_field: dict[str, list[str]] = {}
+    for item in error.errors(include_url=False):
+        field = str(item["loc"][0]) if item["loc"] else "arguments"
+        message = str(item["msg"]).removeprefix("Value error, ")
+        if message not in by_field.setdefault(field, []):
+            by_field[field].append(message)
+    parts = []
+    for field, messages in by_field.items():
+        joined = " or ".join([messages[0], *(m.removeprefix("Input should be ") for m in messages[1:])])
+        parts.append(joined if joined.startswith(f"{field} ") else f"{field}: {joined}")
+    return "; ".join(parts)
 
 
 def run_stdio(workspace: Workspace, specs: Sequence[LibrarySpec] = ()) -> None:
@@ -222,9 +295,10 @@ def run_stdio(workspace: Workspace, specs: Sequence[LibrarySpec] = ()) -> None:
 
 
 def _open_library(workspace: Workspace, spec: LibrarySpec) -> Workspace:
-    if not Path(spec.path).is_file():
-        raise ValueError(f"library {spec.library_id!r}: no chunk store at {spec.path}")
-    return Workspace.from_settings(replace(workspace.settings, db=spec.path))
+    path = store_path(spec.path)  # a folder holding chunks.db, as `ragspine.open` reads it
+    if not Path(path).is_file():
+        raise ValueError(f"library {spec.library_id!r}: no chunk store at {path}")
+    return Workspace.from_settings(replace(workspace.settings, db=path))
 
 
 def streamable_http(workspace: Workspace, *, host: str) -> tuple[Any, Callable[[Any], AbstractAsyncContextManager[None]]]:
