@@ -71,14 +71,15 @@ def test_a_host_launches_the_venvs_ragspine_with_a_folder(demo: Demo, tmp_path: 
     folder = tmp_path / "store"  # --db takes a folder holding chunks.db, as ragspine.open does
     folder.mkdir()
     (folder / "chunks.db").write_bytes(demo.path.read_bytes())
-    server = StdioServerParameters(command=str(VENV_RAGSPINE), args=["mcp", "--db", str(folder)], env=BARE_ENV,
-                                   cwd=str(tmp_path))  # fmt: skip
+    args = ["mcp", "--db", str(folder), "--library", f"copy={folder}"]  # a library may be a folder too
+    server = StdioServerParameters(command=str(VENV_RAGSPINE), args=args, env=BARE_ENV, cwd=str(tmp_path))
 
     async def session() -> None:
         async with Client(server, read_timeout_seconds=60) as client:
             held = await client.call_tool("search", {"query": "为什么营收下滑", "where": {"entity": "ACME_CN"}, "top_k": 3})
             text, passages = held.content[0].text, held.structured_content["passages"]
-            assert text.startswith('3 passages, filtered by {"entity":"ACME_CN"}.\n') and held.structured_content["filters_dropped"] == []
+            assert text.startswith('3 passages, filtered by {"entity":"ACME_CN"}.\n')
+            assert held.structured_content["filters_dropped"] == []
             for n, p in enumerate(passages, start=1):
                 assert f"[{n}] {p['citation']} · score " in text and p["text"].splitlines()[-1] in text
             body = sum(len(p["text"]) for p in passages)
@@ -102,6 +103,7 @@ def test_a_host_launches_the_venvs_ragspine_with_a_folder(demo: Demo, tmp_path: 
             assert chunk.content[0].text.startswith(f"{passages[0]['citation']} · chunk_id {passages[0]['chunk_id']}\n")
             libraries = await client.call_tool("list_libraries", {})
             assert libraries.content[0].text.startswith("default: the served store (6 documents")
+            assert "\ncopy: " in libraries.content[0].text
 
     asyncio.run(session())
 

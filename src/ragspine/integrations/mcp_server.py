@@ -50,7 +50,9 @@ INSTRUCTIONS = (
     "with a citation (title [source_locator]) and its chunk_id; cite them when you use them. `ask` "
     "answers with numbered citations. `get_chunk` reads one passage by chunk_id. RESTRICTED text is "
     "never returned. Filters (`where`): {field: value}, {field: {op: value}} (ops eq, ne, in, nin, gt, "
-    "gte, lt, lte, between), {\"and\"|\"or\": [...]}, or a string such as \"period>=2024\"."
+    "gte, lt, lte, between), {\"and\"|\"or\": [...]}, or a string such as \"period>=2024\". The first "
+    "line of a search or ask result says whether the filters held; \"NOT filtered\" means nothing matched "
+    "them and the passages ignore them."
 )
 WHERE_HELP = (
     "Optional filter: {\"entity\": \"ACME_CN\"}, {\"period\": {\"gte\": \"2024\"}}, {\"and\": [...]}, or an "
