@@ -49,6 +49,19 @@ def test_ingest_then_search(corpus: Path, tmp_path: Path) -> None:
     assert code == 0 and "en.txt" in out and "1." in out and "#p1@" in out
 
 
+def test_db_takes_a_folder_as_ragspine_open_does(corpus: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "store"
+    folder.mkdir()
+    code, out, _ = _run("ingest", str(corpus), "--db", str(folder))
+    assert code == 0 and (folder / "chunks.db").is_file(), out
+    code, out, _ = _run("search", "gross margin", "--db", str(folder), "--json")
+    assert code == 0 and json.loads(out)[0]["doc_id"] == "en.txt"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, _, err = _run("search", "x", "--db", str(empty))
+    assert code == 1 and f"no chunk store at {empty / 'chunks.db'}" in err
+
+
 def test_ingest_reports_failures_and_still_ingests_the_rest(corpus: Path, tmp_path: Path) -> None:
     db = str(tmp_path / "s.db")
     bad = corpus / "bad.txt"

@@ -23,6 +23,7 @@ from ragspine import __version__
 from ragspine.assembly import load_settings
 from ragspine.cli_common import config_option as _config_option
 from ragspine.cli_common import db_option as _db_option
+from ragspine.cli_common import db_value
 from ragspine.cli_common import existing_store
 from ragspine.cli_common import store_workspace as _store_workspace
 from ragspine.cli_common import user_errors as _user_errors
@@ -73,8 +74,9 @@ _port_option = click.option("--port", default=None, type=int, help="Port to bind
 
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--db", default=None,
-              help="Chunk store path or postgresql:// URL [env RAGSPINE_DB; default .ragspine/chunks.db].")
+@click.option("--db", default=None, callback=db_value,
+              help="Chunk store file, a folder holding chunks.db, or a postgresql:// URL [env RAGSPINE_DB; "
+                   "default .ragspine/chunks.db].")  # fmt: skip
 @click.option("--include", multiple=True, metavar="GLOB",
               help="Only files in folders matching a glob (repeatable), e.g. '*.pdf', 'reports/'.")  # fmt: skip
 @click.option("--exclude", multiple=True, metavar="GLOB",
@@ -287,7 +289,7 @@ def _remove_files(path: str) -> list[str]:
 
 @main.command()
 @click.argument("query")
-@click.option("--db", default=None, help="Chunk store path [env RAGSPINE_DB; default .ragspine/chunks.db].")
+@_db_option
 @click.option("--filter", "filters", multiple=True, metavar="KEY=VALUE",
               help=f"Exact metadata filter, repeatable; keys: {', '.join(FILTER_FIELDS)}.")  # fmt: skip
 @click.option("--where", "wheres", multiple=True, metavar="EXPR",

@@ -2,8 +2,8 @@
 options and the opening of an existing store.
 
 Invariants: bad input (a library ValueError, a config error, a missing extra, a full disk) leaves
-a command as one line and exit 1, never a traceback; --db takes what `ragspine.open` takes (a
-folder holding `chunks.db`, a store file, a postgresql:// URL); a command that reads a store
+a command as one line and exit 1, never a traceback; --db takes what `ragspine.open` takes (an
+existing folder stands for its `chunks.db`; else a store file or a postgresql:// URL); a command that reads a store
 refuses a path with no store instead of creating an empty one. Imports only click at load.
 """
 
@@ -26,9 +26,26 @@ if TYPE_CHECKING:
     from ragspine.settings.config import Settings
     from ragspine.workspace import Workspace
 
+
+
+def store_file(db: str | None) -> str | None:
+    """`db` as `ragspine.open` reads it: an existing folder stands for the `chunks.db` in it;
+    anything else (a store file, a new path, ":memory:", a URL, None) as given."""
+    if db is None or not Path(db).is_dir():
+        return db
+    from ragspine.workspace import store_path
+
+    return store_path(db)
+
+
+def db_value(_: click.Context, __: click.Parameter, value: str | None) -> str | None:
+    """A --db option's callback: its value through `store_file`."""
+    return store_file(value)
+
+
 db_option = click.option(
-    "--db", default=None,
-    help="Chunk store: a folder holding chunks.db, or the store file [env RAGSPINE_DB; default .ragspine/chunks.db].",
+    "--db", default=None, callback=db_value,
+    help="Chunk store file, or a folder holding chunks.db [env RAGSPINE_DB; default .ragspine/chunks.db].",
 )  # fmt: skip
 config_option = click.option(
     "--config", "config_file", default=None, type=click.Path(dir_okay=False, path_type=Path),
@@ -59,15 +76,11 @@ def user_errors() -> Iterator[None]:
 
 
 def existing_store(db: str) -> str:
-    """The store file `db` names, as `ragspine.open` reads it (a folder holds `chunks.db`);
-    ValueError when there is none (":memory:" and URLs pass as given)."""
-    if db == ":memory:" or "://" in db:
-        return db
-    from ragspine.workspace import store_path
-
-    path = store_path(db)
-    if not Path(path).is_file():
-        raise ValueError(f"no chunk store at {path}; create one with `ragspine ingest PATH --db {db}`")
+    """The store file `db` names (`store_file`); ValueError when there is none (":memory:" and
+    URLs pass as given)."""
+    path = str(store_file(db))
+    if path != ":memory:" and "://" not in path and not Path(path).is_file():
+        raise ValueError(f"no chunk store at {path}; create one with `ragspine ingest PATH --db {path}`")
     return path
 
 
