@@ -123,3 +123,16 @@ def test_on_the_basic_install_ragspine_mcp_names_the_extra_in_one_line(demo: Dem
     assert done.stderr.strip().splitlines() == [
         "Error: The MCP server needs the optional package 'mcp': pip install 'ragspine[mcp]'"
     ]
+
+
+def test_serve_without_the_extra_answers_501_on_mcp_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    import httpx
+
+    from ragspine.service import running_server
+
+    monkeypatch.delitem(sys.modules, "ragspine.integrations.mcp_server", raising=False)
+    monkeypatch.setitem(sys.modules, "mcp", None)  # as on an install without ragspine[mcp]
+    with ragspine.open(":memory:", env=ENV) as ws, running_server(ws) as url:
+        response = httpx.post(f"{url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        assert response.status_code == 501 and "pip install 'ragspine[mcp]'" in response.json()["message"]
+        assert httpx.get(f"{url}/health").status_code == 200

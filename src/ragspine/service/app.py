@@ -66,10 +66,11 @@ def _mount_mcp(app: FastAPI, workspace: Workspace) -> None:
     from starlette.routing import Route
 
     from ragspine.extras import MissingExtraError
-    from ragspine.integrations.mcp_server import streamable_http
 
     keys = workspace.settings.api_keys
     try:
+        from ragspine.integrations.mcp_server import streamable_http  # without the extra: MissingExtraError
+
         endpoint, lifespan = streamable_http(workspace, host=workspace.settings.host)
     except MissingExtraError as exc:
         message = str(exc)
