@@ -94,6 +94,11 @@ def test_trace_finds_the_shortest_typed_path_with_each_edges_provenance(ws: Work
         ws.graph.trace("ACME", "CYGNUS", "subsidiary_of")
     with pytest.raises(ValueError, match="at most 1 edges"):
         ws.graph.trace("ACME", "CYGNUS", max_hops=1)
+    for bad in (0, True, "2"):
+        with pytest.raises(ValueError, match="max_hops must be a whole number"):
+            ws.graph.trace("ACME", "CYGNUS", max_hops=bad)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="limit must be a whole number"):
+            ws.graph.entities(limit=bad)  # type: ignore[arg-type]
 
 
 def test_an_edge_whose_provenance_is_gone_is_dropped_not_kept_verified(ws: Workspace) -> None:

@@ -207,8 +207,7 @@ class GraphQueries:
         the nodes walked. A direct edge between entities also gets up to `limit` open chunks
         about one end that name the other (`supporting`)."""
         a, b = self.resolve(source, kind=_kind_of(source)), self.resolve(target, kind=_kind_of(target))
-        if isinstance(max_hops, bool) or not isinstance(max_hops, int) or max_hops < 1:
-            raise ValueError(f"max_hops must be a whole number >= 1, got {max_hops!r}")
+        _check_count("max_hops", max_hops)
         seen, types = self._visibility(), [type] if type else None
         edges = [{**d, "hop": 1} for e in self.graph.neighbors(a, types)
                  if e.other(a) == b and (d := self._edge(e, seen)) is not None]  # fmt: skip
@@ -233,15 +232,14 @@ class GraphQueries:
         contains it (any case); at most `limit` listed, `total` counts every match."""
         if not self.graph.is_built():
             raise ValueError("no relation graph is built yet: run `ragspine graph build` first")
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise ValueError(f"limit must be a whole number >= 1, got {limit!r}")
-        needle = contains.casefold() if contains else None
+        _check_count("limit", limit)
+        needle = (contains or "").casefold()
         seen = self._visibility()
         listed: list[dict[str, Any]] = []
         total = 0
         for node in self.graph.nodes("entity"):
             aliases = [str(a) for a in node.attrs.get("aliases", ())]
-            if needle is not None and not any(needle in name.casefold() for name in (node.key, *aliases)):
+            if not any(needle in name.casefold() for name in (node.key, *aliases)):
                 continue
             touching = self.graph.neighbors(node.id)
             if touching and not any(self._visible(e, seen) for e in touching):
@@ -277,6 +275,11 @@ class GraphQueries:
         return {"built": self.graph.is_built(), "path": self.graph.path, "meta": graph.meta,
                 "stale": graph.meta.get("data_version") != self.store.data_version(),
                 "nodes": dict(kinds), "edges": dict(types)}  # fmt: skip
+
+
+def _check_count(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
 
 
 def _kind_of(name: str) -> str:
