@@ -9,7 +9,8 @@ no source labels the document does the default (INTERNAL) apply. Every label is 
 checked against the known levels (an unknown label fails the document, naming where it came
 from). `keep_stricter` never lets a new version lower the label of the stored one unless the
 caller says so for that document. Every chunk's text is a substring of the
-loaded text; PDF locators gain `;pages=…` (see `pages`).
+loaded text, after mojibake is repaired where the repair is certain (`ingest.mojibake`, recorded
+as `mojibake_repaired` and warned); PDF locators gain `;pages=…` (see `pages`).
 
 This is the load-and-chunk half of the one ingest path (`ingest.pipeline.IngestPipeline`): files
 (`prepare`: the folder run, `Workspace.ingest_bytes`, HTTP upload) and texts (`prepare_loaded`:
@@ -39,6 +40,7 @@ from ragspine.ingest.labels import (
 from ragspine.retrieval.language import detect_language
 from ragspine.ingest.loaders import LoadedDocument, load_document
 from ragspine.ingest.metadata import DocumentFields, Sidecar, filterable, to_fields
+from ragspine.ingest.mojibake import repair_mojibake
 from ragspine.ingest.pages import with_pages
 from ragspine.ingest.sensitivity_rules import SensitivityRules
 from ragspine.ingest.quality import GARBLED_SHARE, garbled_share
@@ -56,8 +58,11 @@ from ragspine.retrieval.model import Chunk, DocumentMeta
 # above a file; garbled-text detection recorded.
 # 4: every label key counts (duplicates, folded key spellings), front matter by a real parser
 # (lead, ---- fences), rule keywords matched normalised: a file stored lower is re-read.
-INGEST_FORMAT = 4
+# 5: mojibake repaired (text decoded with the wrong code page), EUC-KR read as Korean, garbled
+# share counts letter soup; `laws` keeps list items with their article's lead sentence.
+INGEST_FORMAT = 5
 GARBLED = "garbled"  # the registry metadata key of a document whose text looks garbled
+REPAIRED = "mojibake_repaired"  # the registry metadata key saying which mojibake was decoded again
 DIMENSIONS = ("topic", "entity", "geography", "period", "language")
 
 
@@ -179,7 +184,9 @@ def prepare_loaded(
 ) -> PreparedDocument:
     """Label and chunk a loaded document whose own fields are `own`; `settings` fill the rest.
     `labels`: the document's own (label, where it came from) pairs; `paths`: more paths the
-    rule globs match besides `doc_id`. ValueError with the reason."""
+    rule globs match besides `doc_id`. Mojibake is repaired first (`ingest.mojibake`): the
+    repaired text is what is labelled, chunked and cited. ValueError with the reason."""
+    loaded, repair = repair_mojibake(loaded)
     fields = own.over(settings.defaults).known
     title = fields.get("title") or loaded.title
     sensitivity, source_of_label = read_label(
@@ -212,12 +219,16 @@ def prepare_loaded(
     metadata: dict[str, Any] = {name: getattr(meta, name) for name in ("title", *DIMENSIONS)}
     metadata.update(sensitivity=sensitivity, sensitivity_from=source_of_label, free=dict(own.free))
     warnings: list[str] = []
+    if repair is not None:
+        metadata[REPAIRED] = repair.describe()
+        warnings.append(f"mojibake repaired: {repair.describe()}")
     garbled = garbled_share(loaded.text)
     if garbled >= GARBLED_SHARE:
         metadata[GARBLED] = round(garbled, 3)
         warnings.append(
             f"{garbled:.0%} of the text looks garbled (glyph names such as /g18, replacement or "
-            "mis-decoded characters); check the file, or skip such files with --skip-garbled"
+            "unprintable characters, mojibake that could not be repaired with certainty); check the "
+            "file, or skip such files with --skip-garbled"
         )
     return PreparedDocument(meta, chunks, loaded, metadata, tuple(warnings))
 
