@@ -8,7 +8,9 @@ encoding, so the repair is exact when it exists: the line's characters back to t
 Invariants:
 - Only lines holding letter soup (`quality.is_letter_soup`) are candidates, and only when the
   document holds at least `MIN_SOUP_CHARS` of it (a stray `Ã©` is reported, not rewritten).
-- One encoding for the whole document, chosen from the candidates' bytes joined: valid UTF-8
+- One encoding for the whole document, chosen from the candidates' bytes joined (those lines
+  that decode in at least one of the encodings below; a line cut mid-character does not veto
+  the rest): valid UTF-8
   holding multi-byte sequences, else the East Asian legacy encoding the one detector ranks best
   (`encoding.best_legacy_cjk`: GB18030, Big5, EUC-KR/cp949, Shift_JIS), and only when that
   reading is certain: it decodes strictly and holds no character implausible in its language
@@ -32,6 +34,7 @@ from ragspine.ingest.quality import garbled_share, is_letter_soup
 MIN_SOUP_CHARS = 8  # less letter soup than this is too little evidence to rewrite text
 _SAMPLE_BYTES = 65536
 _CP1252_BYTE = {bytes([b]).decode("cp1252"): b for b in range(0x80, 0xA0) if b not in (0x81, 0x8D, 0x8F, 0x90, 0x9D)}
+_ENCODINGS = ("utf-8", *LEGACY_CJK, SHIFT_JIS)
 READ_AS = "latin-1"  # what the repaired text had been read as (windows-1252 punctuation included)
 
 
@@ -57,7 +60,8 @@ def repair_mojibake(loaded: LoadedDocument) -> tuple[LoadedDocument, Repair | No
     if sum(_soup_chars(lines[i]) for i in candidates) < MIN_SOUP_CHARS:
         return loaded, None
     as_bytes = {i: raw for i in candidates if (raw := single_bytes(lines[i])) is not None}
-    encoding = _certain_encoding(b"\n".join(as_bytes.values())[:_SAMPLE_BYTES])
+    decodable = [raw for raw in as_bytes.values() if any(_strict(raw, encoding) for encoding in _ENCODINGS)]
+    encoding = _certain_encoding(b"\n".join(decodable)[:_SAMPLE_BYTES])
     if encoding is None:
         return loaded, None
     fixed: dict[int, str] = {}
@@ -115,6 +119,14 @@ def _certain_encoding(sample: bytes) -> str | None:
     if best is None or implausible_share(best.text, best.encoding) > 0 or garbled_share(best.text) > 0:
         return None
     return best.encoding
+
+
+def _strict(raw: bytes, encoding: str) -> bool:
+    try:
+        raw.decode(encoding)
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _decoded(raw: bytes, encoding: str) -> str | None:

@@ -365,11 +365,18 @@ class LayoutChunker:
 
 class LawsChunker(LayoutChunker):
     """Laws and regulations: a section at every 第N条 / 第N款 / （一） (Article N, (a)), 编 / 章 /
-    节 in the heading path; the parent of a clause or item is its article."""
+    节 in the heading path; the parent of a clause or item is its article. An article's items
+    stay with its lead sentence (`chunking.laws`)."""
 
     name = "laws"
     rules = LAWS_RULES
     parent_level = 4
+
+    def pieces(self, text: str, layout: Layout | None = None) -> list[Piece]:
+        from ragspine.retrieval.chunking.laws import law_pieces  # it builds on this module
+
+        sections = find_sections(text, self.rules, layout=layout)
+        return law_pieces(text, sections, parents_of(sections, self.parent_level), self.max_chars, self.overlap_chars)
 
 
 class BookChunker(LayoutChunker):
