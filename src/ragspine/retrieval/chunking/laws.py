@@ -14,36 +14,63 @@ the text, nothing is lost, no chunk crosses an article or a page start):
   carries it too.
 - An article without items, and everything outside articles, is packed as the layout chunker
   packs it (unchanged).
+This module sits below `chunking.structure` (whose `LawsChunker` calls `law_pieces` with its
+sections and its packer): it imports nothing from it.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 from ragspine.retrieval.chunking.chunking import _sentence_spans, trim_span
-from ragspine.retrieval.chunking.structure import (
-    HEADING_SEPARATOR,
-    MAX_HEADING_LINE,
-    PAGE_LEVEL,
-    Piece,
-    Section,
-    Span,
-    article_heading,
-    pack_section,
-)
 
+Span = tuple[int, int]
 ARTICLE_LEVEL = 4  # 第N条 / Article N (`structure.article_heading`)
-_ITEM_LEVELS = (5, 6)  # 第N款, （一） / (a)
+ITEM_LEVELS = (5, 6)  # 第N款, （一） / (a); a deeper section of another level is a page continuation
 WINDOW_FACTOR = 4  # the longest article carried whole in a piece's window, in budgets
+LEAD_CHARS = 120  # the longest lead sentence put in a heading path
 _NUMBERED_ITEM = re.compile(r"^[ \t]*\d{1,2}[.．、](?!\d)", re.MULTILINE)
 
 
+class SectionLike(Protocol):
+    """What `law_pieces` reads of a section (`structure.Section`)."""
+
+    @property
+    def start(self) -> int: ...
+    @property
+    def end(self) -> int: ...
+    @property
+    def level(self) -> int: ...
+    @property
+    def path(self) -> tuple[str, ...]: ...
+    @property
+    def heading_end(self) -> int: ...
+
+
+S = TypeVar("S", bound=SectionLike)
+# The layout packer: `(section, span inside it, heading end)` -> the chunk spans of that span.
+Pack = Callable[[S, Span, int], list[Span]]
+
+
+@dataclass(frozen=True)
+class LawPiece:
+    """One chunk to make: its span, heading path, parent span and window span (or None)."""
+
+    start: int
+    end: int
+    path: tuple[str, ...]
+    parent: Span
+    window: Span | None = None
+
+
 def law_pieces(
-    text: str, sections: Sequence[Section], parents: Sequence[Span], max_chars: int, overlap_chars: int
-) -> list[Piece]:
+    text: str, sections: Sequence[S], parents: Sequence[Span], max_chars: int, pack: Pack[S]
+) -> list[LawPiece]:
     """The pieces of a law cut into `sections` (with their `parents`); see the module docstring."""
-    pieces: list[Piece] = []
+    pieces: list[LawPiece] = []
     for group in _article_groups(sections):
         head = sections[group[0]]
         members = [sections[i] for i in group]
@@ -51,69 +78,57 @@ def law_pieces(
         itemized = len(members) > 1 or _NUMBERED_ITEM.search(text, head.heading_end, end) is not None
         parent = parents[group[0]]
         if not itemized or head.level != ARTICLE_LEVEL:
-            pieces.extend(_packed(text, members, parents[group[0] : group[-1] + 1], max_chars, overlap_chars))
-        elif end - head.start <= max_chars and all(m.level != PAGE_LEVEL for m in members[1:]):
-            pieces.append(Piece(head.start, end, HEADING_SEPARATOR.join(head.path), parent))
+            pieces.extend(
+                LawPiece(*span, section.path, parents[i])
+                for i, section in zip(group, members, strict=True)
+                for span in pack(section, (section.start, section.end), section.heading_end)
+            )
+        elif end - head.start <= max_chars and all(m.level in ITEM_LEVELS for m in members[1:]):
+            pieces.append(LawPiece(head.start, end, head.path, parent))
         else:
-            pieces.extend(_split_article(text, members, parent, max_chars, overlap_chars))
+            pieces.extend(_split_article(text, members, parent, max_chars, pack))
     return pieces
 
 
-def _article_groups(sections: Sequence[Section]) -> list[list[int]]:
-    """Indices of `sections` grouped: an article with the clause, item and page-continuation
-    sections after it; every other section alone."""
+def _article_groups(sections: Sequence[SectionLike]) -> list[list[int]]:
+    """Indices of `sections` grouped: an article with the deeper sections after it (clauses,
+    items, page continuations); every other section alone."""
     groups: list[list[int]] = []
     for i, section in enumerate(sections):
-        joins = section.level in (*_ITEM_LEVELS, PAGE_LEVEL) and groups
-        if joins and sections[groups[-1][0]].level == ARTICLE_LEVEL:
+        if groups and section.level > ARTICLE_LEVEL and sections[groups[-1][0]].level == ARTICLE_LEVEL:
             groups[-1].append(i)
         else:
             groups.append([i])
     return groups
 
 
-def _packed(
-    text: str, members: Sequence[Section], parents: Sequence[Span], max_chars: int, overlap_chars: int
-) -> list[Piece]:
-    """Each section packed on its own, as the layout chunker does."""
-    return [
-        Piece(start, end, HEADING_SEPARATOR.join(section.path), parent)
-        for section, parent in zip(members, parents, strict=True)
-        for start, end in pack_section(text, section, max_chars, overlap_chars)
-    ]
-
-
-def _split_article(
-    text: str, members: Sequence[Section], parent: Span, max_chars: int, overlap_chars: int
-) -> list[Piece]:
+def _split_article(text: str, members: Sequence[S], parent: Span, max_chars: int, pack: Pack[S]) -> list[LawPiece]:
     """A long article cut between its items (see the module docstring)."""
     head = members[0]
     article = (head.start, members[-1].end)
     lead = lead_sentence(text, head, _first_item_start(text, members))
-    pieces: list[Piece] = []
-    for section, span in _packed_items(text, members, max_chars, overlap_chars):
+    label = head.path[-1] if head.path else ""
+    pieces: list[LawPiece] = []
+    for section, span in _packed_items(text, members, max_chars, pack):
         if span[0] == head.start:
-            pieces.append(Piece(*span, HEADING_SEPARATOR.join(head.path), parent))
+            pieces.append(LawPiece(*span, head.path, parent))
             continue
         path = list(section.path)
         at = len(head.path) - 1  # the article's label in the path
-        if path[: at + 1] == list(head.path) and lead:
-            path[at] = lead if lead.startswith(head.path[-1]) else f"{head.path[-1]} {lead}"
+        if lead and at >= 0 and path[: at + 1] == list(head.path):
+            path[at] = lead if lead.startswith(label) else f"{label} {lead}"
         whole = article[1] - article[0] <= WINDOW_FACTOR * max_chars
-        window = article if whole else (article[0], span[1])
-        pieces.append(Piece(*span, HEADING_SEPARATOR.join(path), parent, window))
+        pieces.append(LawPiece(*span, tuple(path), parent, article if whole else (article[0], span[1])))
     return pieces
 
 
-def _packed_items(
-    text: str, members: Sequence[Section], max_chars: int, overlap_chars: int
-) -> list[tuple[Section, Span]]:
+def _packed_items(text: str, members: Sequence[S], max_chars: int, pack: Pack[S]) -> list[tuple[S, Span]]:
     """The article's item segments (each member section cut at its `1.` lines), consecutive ones
     packed up to `max_chars` without crossing a page start; each with the section it starts in."""
-    out: list[tuple[Section, Span]] = []
-    current: tuple[Section, Span] | None = None
-    for section in members:
-        page_cut = section.level == PAGE_LEVEL
+    out: list[tuple[S, Span]] = []
+    current: tuple[S, Span] | None = None
+    for index, section in enumerate(members):
+        page_cut = index > 0 and section.level not in ITEM_LEVELS
         for start, end in _segments(text, section):
             if current is not None and not page_cut and end - current[1][0] <= max_chars:
                 current = (current[0], (current[1][0], end))
@@ -125,22 +140,22 @@ def _packed_items(
             if end - start <= max_chars:
                 current = (section, (start, end))
             else:
-                part = Section(start, end, section.level, section.path, section.heading_end if start == section.start else start)
-                out.extend((section, span) for span in pack_section(text, part, max_chars, overlap_chars))
+                heading_end = section.heading_end if start == section.start else start
+                out.extend((section, span) for span in pack(section, (start, end), heading_end))
     if current is not None:
         out.append(current)
     return out
 
 
-def _segments(text: str, section: Section) -> list[Span]:
+def _segments(text: str, section: SectionLike) -> list[Span]:
     """`section` cut at the start of each numbered item line (`1.`, `2、`) after its heading."""
-    cuts = [m.start() for m in _NUMBERED_ITEM.finditer(text, section.heading_end, section.end) if m.start() > section.start]
-    bounds = [section.start, *cuts, section.end]
+    found = _NUMBERED_ITEM.finditer(text, section.heading_end, section.end)
+    bounds = [section.start, *(m.start() for m in found if m.start() > section.start), section.end]
     spans = [trim_span(text, a, b) for a, b in zip(bounds, bounds[1:])]
     return [(a, b) for a, b in spans if b > a]
 
 
-def _first_item_start(text: str, members: Sequence[Section]) -> int:
+def _first_item_start(text: str, members: Sequence[SectionLike]) -> int:
     """Where the article's first item starts: its first numbered line or its second section."""
     head = members[0]
     numbered = _NUMBERED_ITEM.search(text, head.heading_end, head.end)
@@ -149,30 +164,23 @@ def _first_item_start(text: str, members: Sequence[Section]) -> int:
     return members[1].start if len(members) > 1 else head.end
 
 
-def lead_sentence(text: str, head: Section, items_start: int) -> str:
+def lead_sentence(text: str, head: SectionLike, items_start: int) -> str:
     """The article's sentence just before its first item (the one that says what the list is
-    about), whitespace-collapsed and cut to `MAX_HEADING_LINE` characters.
+    about), from the article's own line on, whitespace-collapsed, cut to `LEAD_CHARS`.
 
-    >>> law = "第四条 国家建立制度。制度包括：\\n（一）分级；"
-    >>> lead_sentence(law, Section(0, len(law), 4, ("第四条",), 0), law.index("（"))
+    >>> from ragspine.retrieval.chunking.structure import Section
+    >>> law = "第一章 总则\\n第四条 国家建立制度。制度包括：\\n（一）分级；"
+    >>> lead_sentence(law, Section(0, len(law), 4, ("第一章 总则", "第四条"), 0), law.index("（"))
     '制度包括：'
     """
-    start, end = trim_span(text, _article_line_start(text, head.start, items_start), max(head.start, items_start))
+    label = head.path[-1] if head.path else ""
+    start = head.start
+    if label:  # a chapter heading glued above the article is not part of its lead
+        line = text.rfind("\n" + label, head.start, items_start)
+        start = line + 1 if line >= 0 else start
+    start, end = trim_span(text, start, max(start, items_start))
     sentences = _sentence_spans(text, start, end)
     if not sentences:
         return ""
     s, e = sentences[-1]
-    return " ".join(text[s:e].split())[:MAX_HEADING_LINE]
-
-
-def _article_line_start(text: str, start: int, end: int) -> int:
-    """The start of the last article line (第N条, Article N) in `text[start:end]`: a chapter
-    heading glued above the article is not part of its lead."""
-    found = start
-    position = start
-    for line in text[start:end].split("\n"):
-        hit = article_heading(line.strip())
-        if hit is not None and hit[0] == ARTICLE_LEVEL:
-            found = position
-        position += len(line) + 1
-    return found
+    return " ".join(text[s:e].split())[:LEAD_CHARS]

@@ -45,6 +45,7 @@ from ragspine.retrieval.chunking.chunking import (
     paragraph_spans,
     trim_span,
 )
+from ragspine.retrieval.chunking.laws import law_pieces
 from ragspine.retrieval.chunking.protocol import Layout
 from ragspine.retrieval.model import Chunk, DocumentMeta
 from ragspine.retrieval.sensitivity import is_restricted
@@ -373,10 +374,16 @@ class LawsChunker(LayoutChunker):
     parent_level = 4
 
     def pieces(self, text: str, layout: Layout | None = None) -> list[Piece]:
-        from ragspine.retrieval.chunking.laws import law_pieces  # it builds on this module
-
         sections = find_sections(text, self.rules, layout=layout)
-        return law_pieces(text, sections, parents_of(sections, self.parent_level), self.max_chars, self.overlap_chars)
+
+        def pack(section: Section, span: Span, heading_end: int) -> list[Span]:
+            part = replace(section, start=span[0], end=span[1], heading_end=heading_end)
+            return pack_section(text, part, self.max_chars, self.overlap_chars)
+
+        return [
+            Piece(p.start, p.end, HEADING_SEPARATOR.join(p.path), p.parent, p.window)
+            for p in law_pieces(text, sections, parents_of(sections, self.parent_level), self.max_chars, pack)
+        ]
 
 
 class BookChunker(LayoutChunker):
