@@ -19,7 +19,8 @@ Invariants (every chunker here; property tests over random Unicode keep them):
   before the next heading joins the next section.
 - `heading` is the section's heading path (" > "-joined labels, shallowest first); `parent_id`
   names the chunk's parent (the section, or for `laws` the enclosing article) and
-  `parent_locator` points at the parent's span. The presets change only heading detection.
+  `parent_locator` points at the parent's span. The presets change only heading detection,
+  except that `laws` keeps an article's item sections with it (`chunking.laws`).
 - Deterministic: the same text and metadata give the same chunks (semantic: for the same backend).
 """
 
