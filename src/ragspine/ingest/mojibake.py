@@ -6,7 +6,7 @@ encoding, so the repair is exact when it exists: the line's characters back to t
 (Latin-1, or windows-1252 for its punctuation), those bytes decoded in the right encoding.
 
 Invariants:
-- Only lines holding letter soup (`quality.is_letter_soup`) are candidates, and only when the
+- Only lines holding letter soup (`quality.soup_words`) are candidates, and only when the
   document holds at least `MIN_SOUP_CHARS` of it (a stray `Ã©` is reported, not rewritten).
 - One encoding for the whole document, chosen from the candidates' bytes joined (those lines
   that decode in at least one of the encodings below; a line cut mid-character does not veto
@@ -25,11 +25,12 @@ Invariants:
 from __future__ import annotations
 
 import bisect
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from ragspine.ingest.encoding import LEGACY_CJK, SHIFT_JIS, best_legacy_cjk, implausible_share
 from ragspine.ingest.loaders.base import LoadedDocument
-from ragspine.ingest.quality import garbled_share, is_letter_soup
+from ragspine.ingest.quality import LETTER_SOUP, garbled_share, soup_words
 
 MIN_SOUP_CHARS = 8  # less letter soup than this is too little evidence to rewrite text
 _SAMPLE_BYTES = 65536
@@ -55,21 +56,17 @@ class Repair:
 def repair_mojibake(loaded: LoadedDocument) -> tuple[LoadedDocument, Repair | None]:
     """`loaded` with its mojibake lines decoded right (see the module docstring), and what was
     repaired (None: `loaded` itself, unchanged)."""
+    if LETTER_SOUP.search(loaded.text) is None:  # the common case, at regex speed
+        return loaded, None
     lines = loaded.text.split("\n")
-    candidates = [i for i, line in enumerate(lines) if _soup_chars(line)]
-    if sum(_soup_chars(lines[i]) for i in candidates) < MIN_SOUP_CHARS:
+    soup = [_soup_chars(line) for line in lines]
+    if sum(soup) < MIN_SOUP_CHARS:
         return loaded, None
+    candidates = [i for i, chars in enumerate(soup) if chars]
     as_bytes = {i: raw for i in candidates if (raw := single_bytes(lines[i])) is not None}
-    decodable = [raw for raw in as_bytes.values() if any(_strict(raw, encoding) for encoding in _ENCODINGS)]
-    encoding = _certain_encoding(b"\n".join(decodable)[:_SAMPLE_BYTES])
-    if encoding is None:
-        return loaded, None
-    fixed: dict[int, str] = {}
-    for i, raw in as_bytes.items():
-        line = _decoded(raw, encoding)
-        if line is not None:
-            fixed[i] = line
-    if not fixed:
+    encoding = _certain_encoding(as_bytes.values())
+    fixed = _fixed_lines(as_bytes, encoding) if encoding is not None else {}
+    if encoding is None or not fixed:
         return loaded, None
     new_lines = [fixed.get(i, line) for i, line in enumerate(lines)]
     moved = _Positions(lines, new_lines, encoding)
@@ -80,6 +77,12 @@ def repair_mojibake(loaded: LoadedDocument) -> tuple[LoadedDocument, Repair | No
         headings=tuple((moved(s), moved(e), level) for s, e, level in loaded.headings),
     )
     return repaired, Repair(encoding, len(fixed), len(candidates) - len(fixed))
+
+
+def _fixed_lines(as_bytes: dict[int, bytes], encoding: str) -> dict[int, str]:
+    """The candidate lines (index -> bytes) that decode with certainty in `encoding`, decoded."""
+    decoded = {i: _decoded(raw, encoding) for i, raw in as_bytes.items()}
+    return {i: line for i, line in decoded.items() if line is not None}
 
 
 def single_bytes(text: str) -> bytes | None:
@@ -102,11 +105,14 @@ def single_bytes(text: str) -> bytes | None:
 
 
 def _soup_chars(line: str) -> int:
-    return sum(len(word) for word in line.split() if is_letter_soup(word))
+    return sum(end - start for start, end in soup_words(line))
 
 
-def _certain_encoding(sample: bytes) -> str | None:
-    """The encoding the candidate lines' bytes were written in, when certain; else None."""
+def _certain_encoding(lines: Iterable[bytes]) -> str | None:
+    """The encoding the candidate lines' bytes were written in, when certain; else None. A line
+    no candidate encoding decodes (a character cut in half) has no say."""
+    decodable = [raw for raw in lines if any(_strict(raw, encoding) for encoding in _ENCODINGS)]
+    sample = b"\n".join(decodable)[:_SAMPLE_BYTES]
     if not sample:
         return None
     try:

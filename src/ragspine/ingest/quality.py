@@ -41,17 +41,21 @@ SINGLE_BYTE = ("\u0080-\u009f\u00a1-\u00ff\u0152\u0153\u0160\u0161\u0178\u017d\u
 # placeholder ×, the name dot ·, ° and ÷.
 _PUNCTUATION = "«»¿¡°·×÷\u2013\u2014\u2018-\u201e\u2020-\u2022\u2026\u2030\u2039\u203a"
 # Two of them side by side, neither a punctuation mark real text puts there.
-LETTER_SOUP = re.compile(f"(?:(?![{_PUNCTUATION}])[{SINGLE_BYTE}]){{2}}")
+_IS_SINGLE_BYTE, _IS_PUNCTUATION = re.compile(f"[{SINGLE_BYTE}]"), re.compile(f"[{_PUNCTUATION}]")
+_SOUP_CHARS = re.escape("".join(
+    ch for ch in map(chr, range(0x80, 0x2200)) if _IS_SINGLE_BYTE.match(ch) and not _IS_PUNCTUATION.match(ch)
+))  # fmt: skip
+LETTER_SOUP = re.compile(f"[{_SOUP_CHARS}]{{2}}")
 # What makes such a pair soup rather than a German `öß`: a symbol real words do not hold
 # (¢ £ ¤ ¥ ¦ § ¨ © ª ¬ ® ¯ ± ² ³ ´ µ ¶ ¸ ¹ º ¼ ½ ¾, C1 controls, ƒ ˆ ˜), a third such character
 # in a row, or no ASCII letter in the word at all.
 _SYMBOL = re.compile("[\u0080-\u009f\u00a2-\u00a9\u00ac\u00ae\u00af\u00b1-\u00b6\u00b8-\u00ba\u00bc-\u00be"
                      "\u0192\u02c6\u02dc]")  # fmt: skip
-_RUN_OF_THREE = re.compile(f"(?:(?![{_PUNCTUATION}])[{SINGLE_BYTE}]){{3}}")
+_RUN_OF_THREE = re.compile(f"[{_SOUP_CHARS}]{{3}}")
 _ASCII_LETTER = re.compile("[A-Za-z]")
 _SINGLE_BYTE_CHAR = re.compile(f"[{SINGLE_BYTE}]")
 _WORD = re.compile(r"\S+")
-_GBK_REPLACEMENT = re.compile("(?:锟斤拷)+")
+_GBK_REPLACEMENT = re.compile("锟斤拷")
 # Controls (not line ends or tabs), surrogates, private use (BMP and planes 15-16), noncharacters
 # and the replacement character.
 _UNREADABLE = re.compile(
@@ -71,6 +75,33 @@ def is_letter_soup(word: str) -> bool:
     return bool(_SYMBOL.search(word) or _RUN_OF_THREE.search(word) or not _ASCII_LETTER.search(word))
 
 
+def soup_words(text: str) -> list[tuple[int, int]]:
+    """The `(start, end)` spans of the whitespace-delimited words of `text` that are letter soup,
+    in order (only the words around a soup pair are looked at: linear and fast on clean text).
+
+    >>> soup_words("ok ¹ØÓÚ Größe ºì")
+    [(3, 7), (14, 16)]
+    """
+    out: list[tuple[int, int]] = []
+    checked = 0  # the end of the last word looked at: each word is looked at once
+    for pair in LETTER_SOUP.finditer(text):
+        if pair.start() < checked:
+            continue
+        word = _WORD.search(text, _word_start(text, pair.start(), checked))
+        if word is not None:
+            checked = word.end()
+            if is_letter_soup(word.group()):
+                out.append(word.span())
+    return out
+
+
+def _word_start(text: str, at: int, floor: int) -> int:
+    """Where the word holding `text[at]` starts (not before `floor`, a word boundary)."""
+    while at > floor and not text[at - 1].isspace():
+        at -= 1
+    return at
+
+
 def garbled_share(text: str) -> float:
     """The share of non-space characters that are garbage (see the module docstring).
 
@@ -81,17 +112,15 @@ def garbled_share(text: str) -> float:
     >>> garbled_share("Ä¿Â¼ ¹ØÓÚºì¾ü×÷Õ½µÄ¼¸¸öÎÊÌâ")
     1.0
     """
-    visible = len(text) - sum(1 for ch in text if ch.isspace())
+    visible = len("".join(text.split()))
     if visible <= 0:
         return 0.0
     bad = bytearray(len(text))  # 1 where a character is garbage; each counted once
     for pattern in (_GLYPH_NAMES, _CID, _MOJIBAKE, _GBK_REPLACEMENT):
         for match in pattern.finditer(text):
             bad[match.start() : match.end()] = b"\x01" * (match.end() - match.start())
-    for match in _WORD.finditer(text):
-        word = match.group()
-        if is_letter_soup(word):
-            bad[match.start() : match.end()] = b"\x01" * len(word)
+    for start, end in soup_words(text):
+        bad[start:end] = b"\x01" * (end - start)
     for match in _UNREADABLE.finditer(text):
         bad[match.start()] = 1
     return min(1.0, sum(bad) / visible)
