@@ -257,3 +257,17 @@ def test_the_law_folder_ingests_with_every_chunk_exact(tmp_path: Path) -> None:
         lead = _lead_of(text, _span(chunk.source_locator)[0])
         assert lead in chunk.heading and chunk.window_text.count(lead) == 1
     assert GARBLED_SHARE > garbled_share(text)
+
+
+def test_a_callers_own_text_is_never_rewritten_only_marked(tmp_path: Path) -> None:
+    import ragspine
+
+    garbled = "\n".join(_gbk_as_latin1(x) for x in GBK_LINES)
+    with ragspine.open(tmp_path / "s.db", retrieval_mode="bm25") as workspace:
+        workspace.ingest_text(garbled, "given.txt")
+        chunks = list(workspace.store.iter_chunks(doc_id="given.txt"))
+    assert "\n".join(c.text for c in chunks) == garbled  # the caller's text, as given
+    with DocumentRegistry(tmp_path / "s.db") as registry:
+        record = registry.get("given.txt")
+    assert record is not None and record.metadata_dict()["garbled"] >= 0.9
+    assert "mojibake_repaired" not in record.metadata_dict()

@@ -9,8 +9,9 @@ no source labels the document does the default (INTERNAL) apply. Every label is 
 checked against the known levels (an unknown label fails the document, naming where it came
 from). `keep_stricter` never lets a new version lower the label of the stored one unless the
 caller says so for that document. Every chunk's text is a substring of the
-loaded text, after mojibake is repaired where the repair is certain (`ingest.mojibake`, recorded
-as `mojibake_repaired` and warned); PDF locators gain `;pages=…` (see `pages`).
+loaded text — for a file, after its mojibake is repaired where the repair is certain
+(`ingest.mojibake`, recorded as `mojibake_repaired` and warned; a caller's own text is never
+rewritten) — and PDF locators gain `;pages=…` (see `pages`).
 
 This is the load-and-chunk half of the one ingest path (`ingest.pipeline.IngestPipeline`): files
 (`prepare`: the folder run, `Workspace.ingest_bytes`, HTTP upload) and texts (`prepare_loaded`:
@@ -149,8 +150,10 @@ def ingest_key(doc_id: str, file_hash: str, sidecar: Sidecar, settings: IngestSe
 def prepare(
     source: SourceFile, data: bytes, sidecar: Sidecar, settings: IngestSettings
 ) -> PreparedDocument:
-    """Load, label and chunk one file; ValueError (or MissingExtraError) with the reason on failure."""
-    loaded = load_document(source.path, data)
+    """Load, label and chunk one file, its mojibake repaired first where certain (the repaired
+    text is what is labelled, chunked and cited); ValueError (or MissingExtraError) with the
+    reason on failure."""
+    loaded, repair = repair_mojibake(load_document(source.path, data))
     front = to_fields(loaded.metadata, "front matter") if loaded.metadata else DocumentFields()
     own = sidecar.fields.over(front)
     labels = label_sources(source.doc_id, (sidecar.fields, "sidecar"), (front, "front matter"))
@@ -158,6 +161,12 @@ def prepare(
         source.doc_id, loaded, own, settings, user_metadata=filterable(own.free), labels=labels,
         paths=anchored_paths(source),
     )  # fmt: skip
+    if repair is not None:
+        described = repair.describe()
+        prepared = replace(
+            prepared, metadata={**prepared.metadata, REPAIRED: described},
+            warnings=(f"mojibake repaired: {described}", *prepared.warnings),
+        )  # fmt: skip
     if sidecar.warnings:
         prepared = replace(prepared, warnings=(*sidecar.warnings, *prepared.warnings))
     return prepared
@@ -184,9 +193,7 @@ def prepare_loaded(
 ) -> PreparedDocument:
     """Label and chunk a loaded document whose own fields are `own`; `settings` fill the rest.
     `labels`: the document's own (label, where it came from) pairs; `paths`: more paths the
-    rule globs match besides `doc_id`. Mojibake is repaired first (`ingest.mojibake`): the
-    repaired text is what is labelled, chunked and cited. ValueError with the reason."""
-    loaded, repair = repair_mojibake(loaded)
+    rule globs match besides `doc_id`. ValueError with the reason."""
     fields = own.over(settings.defaults).known
     title = fields.get("title") or loaded.title
     sensitivity, source_of_label = read_label(
@@ -219,9 +226,6 @@ def prepare_loaded(
     metadata: dict[str, Any] = {name: getattr(meta, name) for name in ("title", *DIMENSIONS)}
     metadata.update(sensitivity=sensitivity, sensitivity_from=source_of_label, free=dict(own.free))
     warnings: list[str] = []
-    if repair is not None:
-        metadata[REPAIRED] = repair.describe()
-        warnings.append(f"mojibake repaired: {repair.describe()}")
     garbled = garbled_share(loaded.text)
     if garbled >= GARBLED_SHARE:
         metadata[GARBLED] = round(garbled, 3)
