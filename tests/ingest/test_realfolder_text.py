@@ -123,6 +123,7 @@ def test_spaced_mojibake_and_heading_spans_move_with_the_repair() -> None:
     [
         (KOREAN, "cp949", "cp949"),  # EUC-KR Korean read as Latin-1
         (TAIWAN, "big5", "cp950"),
+        ("日本国民は、正当に選挙された国会における代表者を通じて行動する。", "cp932", "cp932"),  # Shift_JIS
         ("Café d’été — résumé naïve, façade. " * 3, "utf-8", "utf-8"),  # UTF-8 read as Latin-1
     ],
 )
