@@ -272,3 +272,15 @@ def test_a_callers_own_text_is_never_rewritten_only_marked(tmp_path: Path) -> No
         record = registry.get("given.txt")
     assert record is not None and record.metadata_dict()["garbled"] >= 0.9
     assert "mojibake_repaired" not in record.metadata_dict()
+
+
+def test_an_article_whose_items_cross_a_page_is_cut_there_and_keeps_its_lead() -> None:
+    from ragspine.retrieval.chunking.protocol import Layout
+
+    page_one = "样例条例\n\n第二条 国家规定下列事项：\n（一）甲；"
+    text = page_one + "\n\n（二）乙；\n（三）丙。\n第三条 完。"
+    page_two = len(page_one) + 2  # the page starts exactly at an item
+    chunks = make_chunker("laws").chunk_structured(text, DocumentMeta("law"), Layout((), (page_two,)))
+    assert [c.text for c in chunks] == [page_one, "（二）乙；\n（三）丙。", "第三条 完。"]
+    assert "国家规定下列事项：" in chunks[1].heading and "国家规定下列事项：" in chunks[1].window_text
+    assert all(not (_span(c.source_locator)[0] < page_two < _span(c.source_locator)[1]) for c in chunks)

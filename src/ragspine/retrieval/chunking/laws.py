@@ -20,6 +20,7 @@ sections and its packer): it imports nothing from it.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -67,15 +68,23 @@ class LawPiece:
 
 
 def law_pieces(
-    text: str, sections: Sequence[S], parents: Sequence[Span], max_chars: int, pack: Pack[S]
+    text: str,
+    sections: Sequence[S],
+    parents: Sequence[Span],
+    max_chars: int,
+    pack: Pack[S],
+    page_starts: Sequence[int] = (),
 ) -> list[LawPiece]:
-    """The pieces of a law cut into `sections` (with their `parents`); see the module docstring."""
+    """The pieces of a law cut into `sections` (with their `parents`) on pages starting at
+    `page_starts`; see the module docstring."""
+    pages = sorted(page_starts)
     pieces: list[LawPiece] = []
     for group in _article_groups(sections):
         head = sections[group[0]]
         members = [sections[i] for i in group]
         end = members[-1].end
-        itemized = len(members) > 1 or _NUMBERED_ITEM.search(text, head.heading_end, end) is not None
+        items = any(m.level in ITEM_LEVELS for m in members[1:])
+        itemized = items or _NUMBERED_ITEM.search(text, head.heading_end, end) is not None
         parent = parents[group[0]]
         if not itemized or head.level != ARTICLE_LEVEL:
             pieces.extend(
@@ -83,10 +92,10 @@ def law_pieces(
                 for i, section in zip(group, members, strict=True)
                 for span in pack(section, (section.start, section.end), section.heading_end)
             )
-        elif end - head.start <= max_chars and all(m.level in ITEM_LEVELS for m in members[1:]):
+        elif end - head.start <= max_chars and not _crosses_page(pages, head.start, end):
             pieces.append(LawPiece(head.start, end, head.path, parent))
         else:
-            pieces.extend(_split_article(text, members, parent, max_chars, pack))
+            pieces.extend(_split_article(text, members, parent, max_chars, pack, pages))
     return pieces
 
 
@@ -102,14 +111,16 @@ def _article_groups(sections: Sequence[SectionLike]) -> list[list[int]]:
     return groups
 
 
-def _split_article(text: str, members: Sequence[S], parent: Span, max_chars: int, pack: Pack[S]) -> list[LawPiece]:
+def _split_article(
+    text: str, members: Sequence[S], parent: Span, max_chars: int, pack: Pack[S], pages: Sequence[int]
+) -> list[LawPiece]:
     """A long article cut between its items (see the module docstring)."""
     head = members[0]
     article = (head.start, members[-1].end)
     lead = lead_sentence(text, head, _first_item_start(text, members))
     label = head.path[-1] if head.path else ""
     pieces: list[LawPiece] = []
-    for section, span in _packed_items(text, members, max_chars, pack):
+    for section, span in _packed_items(text, members, max_chars, pack, pages):
         if span[0] == head.start:
             pieces.append(LawPiece(*span, head.path, parent))
             continue
@@ -122,21 +133,21 @@ def _split_article(text: str, members: Sequence[S], parent: Span, max_chars: int
     return pieces
 
 
-def _packed_items(text: str, members: Sequence[S], max_chars: int, pack: Pack[S]) -> list[tuple[S, Span]]:
+def _packed_items(
+    text: str, members: Sequence[S], max_chars: int, pack: Pack[S], pages: Sequence[int]
+) -> list[tuple[S, Span]]:
     """The article's item segments (each member section cut at its `1.` lines), consecutive ones
     packed up to `max_chars` without crossing a page start; each with the section it starts in."""
     out: list[tuple[S, Span]] = []
     current: tuple[S, Span] | None = None
-    for index, section in enumerate(members):
-        page_cut = index > 0 and section.level not in ITEM_LEVELS
+    for section in members:
         for start, end in _segments(text, section):
-            if current is not None and not page_cut and end - current[1][0] <= max_chars:
+            if current is not None and end - current[1][0] <= max_chars and not _crosses_page(pages, current[1][0], start):
                 current = (current[0], (current[1][0], end))
                 continue
             if current is not None:
                 out.append(current)
                 current = None
-            page_cut = False
             if end - start <= max_chars:
                 current = (section, (start, end))
             else:
@@ -145,6 +156,12 @@ def _packed_items(text: str, members: Sequence[S], max_chars: int, pack: Pack[S]
     if current is not None:
         out.append(current)
     return out
+
+
+def _crosses_page(pages: Sequence[int], start: int, end: int) -> bool:
+    """Whether a page starts inside `(start, end]` (`pages` sorted)."""
+    at = bisect.bisect_right(pages, start)
+    return at < len(pages) and pages[at] <= end
 
 
 def _segments(text: str, section: SectionLike) -> list[Span]:
@@ -156,12 +173,10 @@ def _segments(text: str, section: SectionLike) -> list[Span]:
 
 
 def _first_item_start(text: str, members: Sequence[SectionLike]) -> int:
-    """Where the article's first item starts: its first numbered line or its second section."""
-    head = members[0]
-    numbered = _NUMBERED_ITEM.search(text, head.heading_end, head.end)
-    if numbered is not None:
-        return numbered.start()
-    return members[1].start if len(members) > 1 else head.end
+    """Where the article's first item starts: its first numbered line or item section."""
+    numbered = _NUMBERED_ITEM.search(text, members[0].heading_end, members[-1].end)
+    item = next((m.start for m in members[1:] if m.level in ITEM_LEVELS), members[-1].end)
+    return min(item, numbered.start()) if numbered is not None else item
 
 
 def lead_sentence(text: str, head: SectionLike, items_start: int) -> str:

@@ -383,7 +383,10 @@ class LawsChunker(LayoutChunker):
 
         return [
             Piece(p.start, p.end, HEADING_SEPARATOR.join(p.path), p.parent, p.window)
-            for p in law_pieces(text, sections, parents_of(sections, self.parent_level), self.max_chars, pack)
+            for p in law_pieces(
+                text, sections, parents_of(sections, self.parent_level), self.max_chars, pack,
+                layout.page_starts if layout else (),
+            )  # fmt: skip
         ]
 
 
