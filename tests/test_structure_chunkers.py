@@ -79,8 +79,9 @@ def test_semantic_chunker_keeps_the_citation_invariant(text: str, max_chars: int
 @pytest.mark.parametrize(
     ("fixture", "chunker", "marker"),
     [
-        ("law_zh.txt", "laws", r"^第[一二三四五六七八九十]+条|^（[一二三四五六七八九十]+）"),
-        ("law_en.txt", "laws", r"^Article \d+|^\([a-z]\)"),
+        # items stay with their article's lead sentence (issue 38): only articles are boundaries
+        ("law_zh.txt", "laws", r"^第[一二三四五六七八九十]+条"),
+        ("law_en.txt", "laws", r"^Article \d+"),
         ("book_zh.txt", "book", r"^第[一二三四五六七八九十]+[篇章节]"),
         ("book_en.md", "book", r"^#+ "),
         ("qa_zh.txt", "qa", r"^问：|^.*[?？]$"),
@@ -109,17 +110,27 @@ def test_presets_put_a_section_boundary_at_every_marker(fixture: str, chunker: s
 def test_laws_heading_path_and_parent_is_the_article() -> None:
     text = _fixture("law_zh.txt")
     chunks = make_chunker("laws").chunk(text, DocumentMeta("law"))
-    items = [c for c in chunks if c.text.startswith("（")]
-    assert len(items) == 3
-    assert items[0].heading == "中华人民共和国数据样例保护法 > 第二章 样例数据安全制度 > 第四条 > （一）"
     article = next(c for c in chunks if c.heading.endswith("第四条"))
     assert article.text.startswith("第二章 样例数据安全制度\n\n第四条")  # the chapter line glued on
-    assert {c.parent_id for c in items} == {article.parent_id}  # items share their article's parent
+    assert article.text.endswith("具体目录。")  # its items (issue 38: they fit the budget) with it
+    assert not [c for c in chunks if c.text.startswith("（")]
     p_start, p_end = _span(article.parent_locator)
-    assert text[p_start:p_end].startswith("第二章") and text[p_start:p_end].endswith("具体目录。")
-    assert "第五条" not in text[p_start:p_end]
+    assert text[p_start:p_end] == article.text and "第五条" not in text[p_start:p_end]
     last = chunks[-1]
     assert last.heading.endswith("第三章 附则 > 第六条") and last.text.startswith("第三章 附则")
+
+
+def test_laws_items_of_a_long_article_carry_its_lead_sentence() -> None:
+    text = _fixture("law_zh.txt")
+    chunks = make_chunker("laws", max_chars=60, overlap_chars=0).chunk(text, DocumentMeta("law"))
+    _check_citations(text, chunks)
+    article = next(c for c in chunks if c.heading.endswith("第四条"))
+    items = [c for c in chunks if c.text.startswith("（")]
+    assert [c.text[:3] for c in items] == ["（一）", "（三）"]  # (一) and (二) packed into one budget
+    lead = "第四条 国家建立样例数据分类分级保护制度，包括："
+    assert items[0].heading == f"中华人民共和国数据样例保护法 > 第二章 样例数据安全制度 > {lead} > （一）"
+    assert all(lead in c.window_text for c in items)  # prompt_text, from the article's start
+    assert {c.parent_id for c in items} == {article.parent_id}  # items share their article's parent
 
 
 def test_qa_pairs_each_question_with_its_answer_under_one_parent() -> None:

@@ -9,7 +9,9 @@ no source labels the document does the default (INTERNAL) apply. Every label is 
 checked against the known levels (an unknown label fails the document, naming where it came
 from). `keep_stricter` never lets a new version lower the label of the stored one unless the
 caller says so for that document. Every chunk's text is a substring of the
-loaded text; PDF locators gain `;pages=…` (see `pages`).
+loaded text — for a file, after its mojibake is repaired where the repair is certain
+(`ingest.mojibake`, recorded as `mojibake_repaired` and warned; a caller's own text is never
+rewritten) — and PDF locators gain `;pages=…` (see `pages`).
 
 This is the load-and-chunk half of the one ingest path (`ingest.pipeline.IngestPipeline`): files
 (`prepare`: the folder run, `Workspace.ingest_bytes`, HTTP upload) and texts (`prepare_loaded`:
@@ -39,6 +41,7 @@ from ragspine.ingest.labels import (
 from ragspine.retrieval.language import detect_language
 from ragspine.ingest.loaders import LoadedDocument, load_document
 from ragspine.ingest.metadata import DocumentFields, Sidecar, filterable, to_fields
+from ragspine.ingest.mojibake import repair_mojibake
 from ragspine.ingest.pages import with_pages
 from ragspine.ingest.sensitivity_rules import SensitivityRules
 from ragspine.ingest.quality import GARBLED_SHARE, garbled_share
@@ -56,8 +59,11 @@ from ragspine.retrieval.model import Chunk, DocumentMeta
 # above a file; garbled-text detection recorded.
 # 4: every label key counts (duplicates, folded key spellings), front matter by a real parser
 # (lead, ---- fences), rule keywords matched normalised: a file stored lower is re-read.
-INGEST_FORMAT = 4
+# 5: mojibake repaired (text decoded with the wrong code page), EUC-KR read as Korean, garbled
+# share counts letter soup; `laws` keeps list items with their article's lead sentence.
+INGEST_FORMAT = 5
 GARBLED = "garbled"  # the registry metadata key of a document whose text looks garbled
+REPAIRED = "mojibake_repaired"  # the registry metadata key saying which mojibake was decoded again
 DIMENSIONS = ("topic", "entity", "geography", "period", "language")
 
 
@@ -144,8 +150,10 @@ def ingest_key(doc_id: str, file_hash: str, sidecar: Sidecar, settings: IngestSe
 def prepare(
     source: SourceFile, data: bytes, sidecar: Sidecar, settings: IngestSettings
 ) -> PreparedDocument:
-    """Load, label and chunk one file; ValueError (or MissingExtraError) with the reason on failure."""
-    loaded = load_document(source.path, data)
+    """Load, label and chunk one file, its mojibake repaired first where certain (the repaired
+    text is what is labelled, chunked and cited); ValueError (or MissingExtraError) with the
+    reason on failure."""
+    loaded, repair = repair_mojibake(load_document(source.path, data))
     front = to_fields(loaded.metadata, "front matter") if loaded.metadata else DocumentFields()
     own = sidecar.fields.over(front)
     labels = label_sources(source.doc_id, (sidecar.fields, "sidecar"), (front, "front matter"))
@@ -153,6 +161,12 @@ def prepare(
         source.doc_id, loaded, own, settings, user_metadata=filterable(own.free), labels=labels,
         paths=anchored_paths(source),
     )  # fmt: skip
+    if repair is not None:
+        described = repair.describe()
+        prepared = replace(
+            prepared, metadata={**prepared.metadata, REPAIRED: described},
+            warnings=(f"mojibake repaired: {described}", *prepared.warnings),
+        )  # fmt: skip
     if sidecar.warnings:
         prepared = replace(prepared, warnings=(*sidecar.warnings, *prepared.warnings))
     return prepared
@@ -217,7 +231,8 @@ def prepare_loaded(
         metadata[GARBLED] = round(garbled, 3)
         warnings.append(
             f"{garbled:.0%} of the text looks garbled (glyph names such as /g18, replacement or "
-            "mis-decoded characters); check the file, or skip such files with --skip-garbled"
+            "unprintable characters, mojibake that could not be repaired with certainty); check the "
+            "file, or skip such files with --skip-garbled"
         )
     return PreparedDocument(meta, chunks, loaded, metadata, tuple(warnings))
 

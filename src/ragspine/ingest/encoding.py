@@ -1,4 +1,4 @@
-"""Decode the bytes of a text file in any common encoding used for Chinese and English.
+"""Decode the bytes of a text file in any common encoding used for Chinese, Korean and English.
 
 Invariants: decoding is deterministic and strict (no replacement characters are ever invented):
 1. a byte order mark decides (UTF-8, UTF-16, UTF-32);
@@ -9,10 +9,12 @@ Invariants: decoding is deterministic and strict (no replacement characters are 
    characters, other controls at most 1%) is still UTF-8 text; other NUL-holding bytes are a
    binary file (ValueError "binary file"), as are the signatures of common binary formats;
 4. else valid UTF-8 decides;
-5. else, for bytes without NUL, the Chinese legacy encodings GB18030 (a superset of GBK and GB2312)
-   and Big5 (as Windows code page 950) are tried first; charset-normalizer ranks them, and a tie is
-   broken by which reading holds fewer characters implausible in Chinese text (kana, Hangul, Greek,
-   Cyrillic, box drawing, private use), then GB18030 first;
+5. else, for bytes without NUL, the East Asian legacy encodings are tried first: GB18030 (a
+   superset of GBK and GB2312), Big5 (as Windows code page 950) and Korean EUC-KR (as its Windows
+   superset cp949, Unified Hangul Code); charset-normalizer ranks them (its mess ratio), and a tie
+   is broken by which reading holds fewer characters implausible in its language (for Chinese:
+   kana, Hangul, Greek, Cyrillic, box drawing, private use; for Korean the same less Hangul),
+   then in that order (so EUC-KR Korean is read as Korean, not as GB18030 Chinese mojibake);
 6. else charset-normalizer's full detection (UTF-16 without BOM, Western and other code pages),
    a tie broken towards windows-1252, the Western default.
 A file nothing decodes raises ValueError with the reason.
@@ -31,19 +33,28 @@ _BOMS: tuple[tuple[bytes, str], ...] = (
     (codecs.BOM_UTF16_LE, "utf-16"),
     (codecs.BOM_UTF16_BE, "utf-16"),
 )
-CHINESE_ENCODINGS = ("gb18030", "cp950")
+LEGACY_CJK = ("gb18030", "cp950", "cp949")
+# Also tried when repairing text that was decoded with the wrong code page (`ingest.mojibake`).
+SHIFT_JIS = "cp932"
 _WESTERN_DEFAULT = "cp1252"
 # What a declared label really means (WHATWG: latin-1 and ascii labels are windows-1252; GBK and
 # GB2312 are read as their superset GB18030; Big5 as its Windows superset cp950).
 _ALIASES = {
     "gbk": "gb18030", "gb2312": "gb18030", "x-gbk": "gb18030", "gb_2312-80": "gb18030",
     "big5": "cp950", "big5-hkscs": "big5hkscs", "x-x-big5": "cp950",
+    "euc-kr": "cp949", "ks_c_5601-1987": "cp949", "windows-949": "cp949",
     "iso-8859-1": "cp1252", "latin1": "cp1252", "latin-1": "cp1252", "ascii": "cp1252",
     "us-ascii": "cp1252", "utf8": "utf-8", "unicode": "utf-16",
 }  # fmt: skip
-_IMPLAUSIBLE = re.compile(
-    "[\u0370-\u04ff\u2500-\u257f\u3040-\u30ff\u3100-\u312f\uac00-\ud7af\ue000-\uf8ff\uff61-\uff9f]"
-)
+_OTHER_SCRIPTS = "\u0370-\u04ff\u2500-\u257f\u3100-\u312f\ue000-\uf8ff"
+# Characters implausible in text of each legacy encoding's language (Greek, Cyrillic, box drawing,
+# bopomofo, private use; kana and Hangul where the language has none).
+_IMPLAUSIBLE = {
+    "chinese": re.compile(f"[{_OTHER_SCRIPTS}\u3040-\u30ff\uac00-\ud7af\uff61-\uff9f]"),
+    "korean": re.compile(f"[{_OTHER_SCRIPTS}\u3040-\u30ff\uff61-\uff9f]"),
+    "japanese": re.compile(f"[{_OTHER_SCRIPTS}\uac00-\ud7af]"),
+}
+_LANGUAGE = {"gb18030": "chinese", "cp950": "chinese", "cp949": "korean", "cp932": "japanese"}
 
 
 @dataclass(frozen=True)
@@ -76,9 +87,9 @@ def decode_bytes(data: bytes, declared: str | None = None) -> Decoded:
     except UnicodeDecodeError:
         pass
     if b"\x00" not in data:
-        chinese = _best_chinese(data)
-        if chinese is not None:
-            return chinese
+        legacy = best_legacy_cjk(data)
+        if legacy is not None:
+            return legacy
     return _detect(data)
 
 
@@ -150,10 +161,12 @@ def _codec(label: str) -> str | None:
         return None
 
 
-def _best_chinese(data: bytes) -> Decoded | None:
+def best_legacy_cjk(data: bytes, encodings: tuple[str, ...] = LEGACY_CJK) -> Decoded | None:
+    """The best reading of `data` in one of the East Asian `encodings` (step 5 of the module
+    docstring), or None when none decodes it."""
     from charset_normalizer import from_bytes
 
-    matches = list(from_bytes(data, cp_isolation=list(CHINESE_ENCODINGS)))
+    matches = list(from_bytes(data, cp_isolation=list(encodings)))
     if not matches:
         return None
     readings = [(match, str(match)) for match in matches]
@@ -161,11 +174,22 @@ def _best_chinese(data: bytes) -> Decoded | None:
         readings,
         key=lambda pair: (
             round(pair[0].chaos, 2),
-            len(_IMPLAUSIBLE.findall(pair[1])) / max(len(pair[1]), 1),
-            CHINESE_ENCODINGS.index(pair[0].encoding) if pair[0].encoding in CHINESE_ENCODINGS else 9,
+            implausible_share(pair[1], pair[0].encoding),
+            encodings.index(pair[0].encoding) if pair[0].encoding in encodings else 9,
         ),
     )
     return Decoded(text, match.encoding)
+
+
+def implausible_share(text: str, encoding: str) -> float:
+    """The share of `text`'s characters implausible in the language of a legacy East Asian
+    `encoding` (gb18030, cp950, cp949, cp932).
+
+    >>> implausible_share("대한민국", "cp949"), implausible_share("대한민국", "gb18030")
+    (0.0, 1.0)
+    """
+    pattern = _IMPLAUSIBLE[_LANGUAGE.get(encoding, "chinese")]
+    return len(pattern.findall(text)) / max(len(text), 1)
 
 
 def _detect(data: bytes) -> Decoded:
@@ -174,7 +198,7 @@ def _detect(data: bytes) -> Decoded:
     matches = list(from_bytes(data))
     if not matches:
         raise ValueError(
-            "cannot detect the text encoding (not UTF-8, UTF-16, GB18030/GBK, Big5 or a common "
+            "cannot detect the text encoding (not UTF-8, UTF-16, GB18030/GBK, Big5, EUC-KR or a common "
             "code page); save the file as UTF-8"
         )
     best = min(

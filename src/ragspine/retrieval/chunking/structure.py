@@ -19,7 +19,8 @@ Invariants (every chunker here; property tests over random Unicode keep them):
   before the next heading joins the next section.
 - `heading` is the section's heading path (" > "-joined labels, shallowest first); `parent_id`
   names the chunk's parent (the section, or for `laws` the enclosing article) and
-  `parent_locator` points at the parent's span. The presets change only heading detection.
+  `parent_locator` points at the parent's span. The presets change only heading detection,
+  except that `laws` keeps an article's item sections with it (`chunking.laws`).
 - Deterministic: the same text and metadata give the same chunks (semantic: for the same backend).
 """
 
@@ -45,6 +46,7 @@ from ragspine.retrieval.chunking.chunking import (
     paragraph_spans,
     trim_span,
 )
+from ragspine.retrieval.chunking.laws import law_pieces
 from ragspine.retrieval.chunking.protocol import Layout
 from ragspine.retrieval.model import Chunk, DocumentMeta
 from ragspine.retrieval.sensitivity import is_restricted
@@ -365,11 +367,27 @@ class LayoutChunker:
 
 class LawsChunker(LayoutChunker):
     """Laws and regulations: a section at every 第N条 / 第N款 / （一） (Article N, (a)), 编 / 章 /
-    节 in the heading path; the parent of a clause or item is its article."""
+    节 in the heading path; the parent of a clause or item is its article. An article's items
+    stay with its lead sentence (`chunking.laws`)."""
 
     name = "laws"
     rules = LAWS_RULES
     parent_level = 4
+
+    def pieces(self, text: str, layout: Layout | None = None) -> list[Piece]:
+        sections = find_sections(text, self.rules, layout=layout)
+
+        def pack(section: Section, span: Span, heading_end: int) -> list[Span]:
+            part = replace(section, start=span[0], end=span[1], heading_end=heading_end)
+            return pack_section(text, part, self.max_chars, self.overlap_chars)
+
+        return [
+            Piece(p.start, p.end, HEADING_SEPARATOR.join(p.path), p.parent, p.window)
+            for p in law_pieces(
+                text, sections, parents_of(sections, self.parent_level), self.max_chars, pack,
+                layout.page_starts if layout else (),
+            )  # fmt: skip
+        ]
 
 
 class BookChunker(LayoutChunker):
