@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragspine.retrieval.chunking.factory import CHUNKERS, make_chunker
-from ragspine.retrieval.chunking.structure import SemanticChunker, detect_shape, find_sections
+from ragspine.retrieval.chunking.auto import detect_shape
+from ragspine.retrieval.chunking.structure import SemanticChunker, find_sections
 from ragspine.retrieval.model import Chunk, DocumentMeta
 from ragspine.retrieval.vector.embeddings.deterministic import DeterministicEmbeddingBackend
 from ragspine.testing.chunker import ChunkerSuite
@@ -206,7 +207,8 @@ def test_auto_falls_back_to_layout_and_paragraph() -> None:
     assert detect_shape("Title line\n\nA body paragraph.") == "layout"
     assert detect_shape("Just one paragraph of text.") == "paragraph"
     chunks = make_chunker("auto").chunk("Just one paragraph of text.", META)
-    assert chunks[0].metadata == {"chunker": "paragraph"} and chunks[0].heading == ""
+    assert chunks[0].metadata["chunker"] == "paragraph" and chunks[0].heading == ""
+    assert chunks[0].metadata["chunker_reason"].startswith("paragraph: no family has 2 marks and no heading")
 
 
 def test_every_registered_chunker_takes_the_budget() -> None:
