@@ -56,7 +56,9 @@ from ragspine.retrieval.model import Chunk, DocumentMeta
 # above a file; garbled-text detection recorded.
 # 4: every label key counts (duplicates, folded key spellings), front matter by a real parser
 # (lead, ---- fences), rule keywords matched normalised: a file stored lower is re-read.
-INGEST_FORMAT = 4
+# 5: HTML read by the full DOM walk when trafilatura drops text or headings; headings never in
+# indented code, numbered list items or sentence fragments; `auto` records chunker_reason.
+INGEST_FORMAT = 5
 GARBLED = "garbled"  # the registry metadata key of a document whose text looks garbled
 DIMENSIONS = ("topic", "entity", "geography", "period", "language")
 
