@@ -174,6 +174,14 @@ def test_the_walk_leaves_out_hidden_and_navigation_elements() -> None:
         "<p style='display: none'>invisible</p><div class='breadcrumb'>Docs / Page</div>"
         "<header><p>Site name</p></header><main><header><h1>Guide</h1></header>Loose text."
         "<details><summary>Why blue?</summary>Because.</details><aside>Related</aside></main>"
-        "<footer>Legal</footer></body></html>"
+        "<footer>Legal</footer><div class='site-footer'>Terms</div><ul><li><a href='/a'>A</a></li>"
+        "<li><a href='/b'>B</a></li><li><a href='/c'>C</a></li></ul><div class='faq_question'>Can I?</div>"
+        "<p>Yes.</p><article><ol><li><a href='/x'>Paper X</a></li><li><a href='/y'>Paper Y</a></li>"
+        "<li><a href='/z'>Paper Z</a></li></ol></article></body></html>"
     )
     assert dom_text(lxml.html.document_fromstring(page)) == "# Guide\n\nLoose text.\n\n## Why blue?\n\nBecause."
+    main = page.replace("<main>", "<div>").replace("</main>", "</div>")  # without <main>, the whole <body>
+    assert dom_text(lxml.html.document_fromstring(main)) == (
+        "# Guide\n\nLoose text.\n\n## Why blue?\n\nBecause.\n\n## Can I?\n\nYes.\n\n"
+        "1. Paper X\n2. Paper Y\n3. Paper Z"
+    )  # a menu of links goes, a list of links inside <article> is content

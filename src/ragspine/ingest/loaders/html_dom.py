@@ -4,9 +4,10 @@ Invariants: the walk covers `<main>` (or `role="main"`) when the page has one, e
 it leaves out what a reader does not read as content — scripts, styles, templates, form
 controls, hidden elements (`hidden`, `aria-hidden="true"`, `display:none`), `<nav>` and
 `<aside>`, a page-level `<header>` / `<footer>` (one inside `<article>` / `<main>` / `<section>`
-is kept), elements whose id or class names navigation (`nav`, `menu`, `breadcrumb`, `toc`,
-`sidebar`, `footer`, `page-header`, …), and link lists (a block whose text is mostly link text)
-— and keeps every other text node, whatever wraps it (text directly under `<body>` included).
+is kept, and a `<header>` holding a heading), elements whose id or class names navigation (`nav`, `menu`, `breadcrumb`, `toc`,
+`sidebar`, `footer`, `page-header`, `site-footer`, …), and link lists (a block whose text is
+mostly link text; inside `<article>` / `<main>` / `<section>` only a table of contents) — and
+keeps every other text node, whatever wraps it (text directly under `<body>` included).
 Headings come out as Markdown `#` lines, each its own paragraph: `<h1>`…`<h6>` at their level,
 and the FAQ-style question elements (`<dt>`, `<summary>`, an element whose class names a
 question, a paragraph that is one bold question) one level below the heading above them.
@@ -40,8 +41,9 @@ _NAVIGATION_TOKENS = frozenset(
     "pageheader page-header skiplink skip-link cookie cookies banner pagination pager share social "
     "toplang bottomlang permalink headerlink".split()
 )
+_NAVIGATION_ENDS = frozenset({"nav", "navbar", "navigation", "menu", "breadcrumbs", "sidebar", "footer", "toc"})  # site-footer
 _LINK_LIST_TAGS = frozenset({"ul", "ol", "dl", "div", "table", "menu"})
-_TOKEN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+_TOKEN = re.compile(r"[a-z0-9]+(?:[-_][a-z0-9]+)*")
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
 LINK_LIST_SHARE = 0.7  # a block with at least this share of its text in links is navigation
 _QUESTION_END = ("?", "？")
@@ -139,9 +141,14 @@ def _visit(element: Any, walk: _Walk, *, in_content: bool) -> None:
 
 def _left_out(element: Any, tag: str, in_content: bool) -> bool:
     """Whether `element` (and all it holds) is not part of the content (module docstring)."""
-    if _hidden(element, tag) or (tag in _PAGE_FURNITURE and not in_content):
+    if _hidden(element, tag) or (tag in _PAGE_FURNITURE and not in_content and not _holds_title(element, tag)):
         return True
-    return tag in _LINK_LIST_TAGS and _is_link_list(element)
+    return tag in _LINK_LIST_TAGS and _is_link_list(element, in_page_only=in_content)
+
+
+def _holds_title(element: Any, tag: str) -> bool:
+    """A page-level `<header>` holding a heading (the page's `<h1>`) is kept, its menus are not."""
+    return tag == "header" and bool(element.xpath(".//h1 | .//h2 | .//h3 | .//h4 | .//h5 | .//h6"))
 
 
 def _hidden(element: Any, tag: str) -> bool:
@@ -154,16 +161,18 @@ def _hidden(element: Any, tag: str) -> bool:
     if _HIDDEN_STYLE.search(element.get("style", "")):
         return True
     names = f"{element.get('id', '')} {element.get('class', '')} {element.get('role', '')}".lower()
-    tokens = set(_TOKEN.findall(names)) | set(names.split())
-    return bool(_NAVIGATION_TOKENS & tokens) and tag not in ("body", "html", "main")
+    tokens = _TOKEN.findall(names)
+    named = any(token in _NAVIGATION_TOKENS or re.split(r"[-_]", token)[-1] in _NAVIGATION_ENDS for token in tokens)
+    return named and tag not in ("body", "html", "main")
 
 
-def _is_link_list(element: Any) -> bool:
+def _is_link_list(element: Any, *, in_page_only: bool) -> bool:
     """A block of links: at least three links (two when all point inside the page, a table of
-    contents) holding `LINK_LIST_SHARE` of its text."""
+    contents) holding `LINK_LIST_SHARE` of its text. Inside `<article>` / `<main>` /
+    `<section>` (`in_page_only`) only a table of contents is: a list of links there is content."""
     links = element.xpath(".//a[@href]")
     in_page = all(link.get("href", "").startswith("#") for link in links)
-    if len(links) < (2 if in_page else 3):
+    if len(links) < (2 if in_page else 3) or (in_page_only and not in_page):
         return False
     text = "".join(element.itertext())
     link_text = "".join("".join(link.itertext()) for link in links)
@@ -177,7 +186,7 @@ def _is_question(element: Any, tag: str) -> bool:
     if tag in _QUESTIONS:
         return True
     classes = _TOKEN.findall(element.get("class", "").lower())
-    if any(token == "question" or token.endswith("-question") for token in classes):
+    if any(re.split(r"[-_]", token)[-1] == "question" for token in classes):
         return True
     if tag != "p" or len(element) != 1 or element[0].tag not in ("b", "strong"):
         return False
