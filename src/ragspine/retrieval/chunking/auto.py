@@ -9,8 +9,9 @@ Invariants: the choice reads only lines outside code (fenced, and indented code 
 and never a sentence fragment (`structure._in_context`): article lines (第N条, Article N, § N)
 for laws; questions for qa — an explicit `Q:` / `问：`, or a line of one sentence ending in ? / ？
 that opens a paragraph (after a blank line, the start or a heading) and does not begin in lower
-case, and they must be `QA_MIN_SHARE` of the paragraphs, so a paper whose wrapped sentences end
-in "?" is never a Q&A collection; headings for book — Markdown `#` lines, 第N章 / Chapter N lines and the
+case, and they must be `QA_MIN_SHARE` of the paragraphs (or, in a list without blank lines, the
+questions that start a sentence at a line start must be that share of the lines), so a paper
+whose wrapped sentences end in "?" is never a Q&A collection; headings for book — Markdown `#` lines, 第N章 / Chapter N lines and the
 loader's own headings, except those that are questions (an FAQ page's question headings count
 for qa). The family with the most marks wins when it has `AUTO_MIN_MARKS`; else
 `layout` when the layout rules (or the loader) find any heading, else `paragraph`. Every chunk
@@ -60,12 +61,22 @@ class Evidence:
     questions: int  # questions opening a paragraph (a heading among them), or explicit Q: / 问： lines
     headings: int  # Markdown #, 第N章 / Chapter N lines, and the loader's headings, less the questions
     paragraphs: int
+    line_questions: int = 0  # questions that start a sentence at a line start (those above among them)
+    lines: int = 0  # non-blank lines
 
     def summary(self) -> str:
         return (
             f"articles={self.articles} questions={self.questions}/{self.paragraphs} paragraphs "
-            f"headings={self.headings}"
+            f"({self.line_questions}/{self.lines} lines) headings={self.headings}"
         )
+
+    def qa_marks(self) -> int:
+        """The questions that count for qa: paragraph openers when they are `QA_MIN_SHARE` of the
+        paragraphs, else sentence-start question lines when they are that share of the lines
+        (a Q&A list without blank lines), else none."""
+        if self.questions >= QA_MIN_SHARE * max(1, self.paragraphs):
+            return self.questions
+        return self.line_questions if self.line_questions >= QA_MIN_SHARE * max(1, self.lines) else 0
 
 
 def _article_line(line: str) -> tuple[int, str] | None:
@@ -77,13 +88,12 @@ def gather(text: str, layout: Layout | None = None) -> Evidence:
     """Count the marks of each family in `text` (module docstring)."""
     given = {start for start, _, _ in (layout.headings if layout else ())}
     headings = given | {mark[0] for mark in _rule_marks(text, (markdown_heading, division_heading), skip=given)}
-    questions = {
-        start
-        for start, _, _, label in _rule_marks(text, (question_heading,), skip=())
-        if _QUESTION.match(label) or _opens_paragraph(text, start)
-    }
+    marks = _rule_marks(text, (question_heading,), skip=())
+    questions = {start for start, _, _, label in marks if _QUESTION.match(label) or _opens_paragraph(text, start)}
+    asked = {mark[0] for mark in marks}
     articles = len(_rule_marks(text, (_article_line,), skip=()))
-    return Evidence(articles, len(questions), len(headings - questions), len(paragraph_spans(text)))
+    lines = sum(1 for line in text.split("\n") if line.strip())
+    return Evidence(articles, len(questions), len(headings - asked), len(paragraph_spans(text)), len(asked), lines)
 
 
 def _opens_paragraph(text: str, start: int) -> bool:
@@ -102,23 +112,20 @@ def choose(text: str, layout: Layout | None = None) -> tuple[str, str]:
     ('qa', 'laws')
     """
     seen = gather(text, layout)
-    qa_share = seen.questions / max(1, seen.paragraphs)
-    counts = {
-        "laws": seen.articles,
-        "qa": seen.questions if qa_share >= QA_MIN_SHARE else 0,
-        "book": seen.headings,
-    }
+    counts = {"laws": seen.articles, "qa": seen.qa_marks(), "book": seen.headings}
     best = max(counts, key=lambda k: counts[k])
     why = {
         "laws": f"{seen.articles} article lines (第N条 / Article N / § N), the most of any family",
-        "qa": f"{seen.questions} of {seen.paragraphs} paragraphs open with a question",
+        "qa": f"{seen.questions} of {seen.paragraphs} paragraphs open with a question"
+        if counts["qa"] == seen.questions
+        else f"{seen.line_questions} of {seen.lines} lines are questions that start a sentence",
         "book": f"{seen.headings} headings (Markdown #, the loader's, 第N章 / Chapter N), the most of any family",
     }
     if counts[best] >= AUTO_MIN_MARKS:
         return best, f"{best}: {why[best]}; {seen.summary()}"
     short = f"no family has {AUTO_MIN_MARKS} marks"
-    if seen.questions >= AUTO_MIN_MARKS and counts["qa"] == 0:
-        short += f" (questions open under {QA_MIN_SHARE:.0%} of the paragraphs)"
+    if seen.line_questions >= AUTO_MIN_MARKS and counts["qa"] == 0:
+        short += f" (questions are under {QA_MIN_SHARE:.0%} of the paragraphs and of the lines)"
     if given_headings(layout) or any(s.path for s in find_sections(text, LAYOUT_RULES, layout=layout)):
         return "layout", f"layout: {short}, but headings or a title line; {seen.summary()}"
     return "paragraph", f"paragraph: {short} and no heading; {seen.summary()}"
