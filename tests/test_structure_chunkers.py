@@ -262,7 +262,7 @@ def test_a_heading_is_never_code_a_list_item_or_a_fragment(text: str, headings: 
         ("Notes\n\nWhy is the sky blue?\nLight scatters.\n\nWhy is grass green?\nChlorophyll.", "qa"),
         ("Notes\n\nWe ask which sets work, and\nwhy do they work?\nBecause of x. Does it\nscale to long signals?\nYes.", "layout"),
         ("Notes\n\nA first point. Is it so?\nIt is.\n\nA second point. Is that so?\nIt is.", "layout"),  # two sentences
-        ("常见问题\n1、如何退货？\n答：在订单页点击退货。\n2、运费由谁承担？\n答：由商家承担。", "qa"),  # no blank lines
+        ("常见问题\n1、如何退货？\n答：在订单页点击退货。\n2、运费由谁承担？\n答：由商家承担。\n3、多久到账？\n答：三天内。", "qa"),  # no blank lines
     ],
 )
 def test_auto_counts_only_questions_that_open_a_paragraph(text: str, shape: str) -> None:
