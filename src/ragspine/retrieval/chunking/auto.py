@@ -40,12 +40,12 @@ from ragspine.retrieval.chunking.structure import (
     LawsChunker,
     LayoutChunker,
     QAChunker,
-    _rule_marks,
     division_heading,
     find_sections,
     make_chunks,
     markdown_heading,
     question_heading,
+    rule_hits,
 )
 from ragspine.retrieval.model import Chunk, DocumentMeta
 
@@ -85,15 +85,16 @@ def _article_line(line: str) -> tuple[int, str] | None:
 
 
 def gather(text: str, layout: Layout | None = None) -> Evidence:
-    """Count the marks of each family in `text` (module docstring)."""
+    """Count the marks of each family in `text` (module docstring), in one pass over its lines."""
     given = {start for start, _, _ in (layout.headings if layout else ())}
-    headings = given | {mark[0] for mark in _rule_marks(text, (markdown_heading, division_heading), skip=given)}
-    marks = _rule_marks(text, (question_heading,), skip=())
-    questions = {start for start, _, _, label in marks if _QUESTION.match(label) or _opens_paragraph(text, start)}
-    asked = {mark[0] for mark in marks}
-    articles = len(_rule_marks(text, (_article_line,), skip=()))
+    hits = rule_hits(text, (_article_line, question_heading, markdown_heading, division_heading))
+    asked = [(mark[0], mark[3]) for mark, rule in hits if rule is question_heading]
+    questions = [start for start, label in asked if _QUESTION.match(label) or _opens_paragraph(text, start)]
+    headings = given | {mark[0] for mark, rule in hits if rule in (markdown_heading, division_heading)}
+    headings -= {start for start, _ in asked}
+    articles = sum(1 for _, rule in hits if rule is _article_line)
     lines = sum(1 for line in text.split("\n") if line.strip())
-    return Evidence(articles, len(questions), len(headings - asked), len(paragraph_spans(text)), len(asked), lines)
+    return Evidence(articles, len(questions), len(headings), len(paragraph_spans(text)), len(asked), lines)
 
 
 def _opens_paragraph(text: str, start: int) -> bool:

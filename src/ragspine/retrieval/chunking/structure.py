@@ -185,7 +185,13 @@ def _rule_marks(text: str, rules: Sequence[HeadingRule], *, skip: Collection[int
     """The heading lines `rules` detect outside code (fenced ``` / ~~~, or indented code for
     `#` and numbered lines), except those starting at a position in `skip` (the loader's own
     headings) and those that are not headings in context (`_in_context`)."""
-    marks: list[Mark] = []
+    return [mark for mark, _ in rule_hits(text, rules, skip=skip)]
+
+
+def rule_hits(text: str, rules: Sequence[HeadingRule], *, skip: Collection[int] = ()) -> list[tuple[Mark, HeadingRule]]:
+    """`_rule_marks`, each mark with the rule that made it (the first of `rules` that fires in
+    context on its line)."""
+    hits: list[tuple[Mark, HeadingRule]] = []
     position = 0
     fence = ""  # inside fenced code (``` or ~~~) no line is a heading
     lines = text.split("\n")
@@ -196,12 +202,16 @@ def _rule_marks(text: str, rules: Sequence[HeadingRule], *, skip: Collection[int
         if stripped[:3] in ("```", "~~~") and (not fence or stripped.startswith(fence)):
             fence = "" if fence else stripped[:3]
         elif stripped and not fence and start not in skip:
-            mark = _rule_mark(stripped, start, [r for r in rules if _in_context(r, lines, i, previous_mark)])
-            if mark is not None:
-                marks.append(mark)
+            found = next(
+                ((_mark(stripped, start, hit), rule) for rule in rules
+                 if (hit := rule(stripped)) is not None and _in_context(rule, lines, i, previous_mark)),
+                None,
+            )  # fmt: skip
+            if found is not None:
+                hits.append(found)
                 previous_mark = i
         position += len(line) + 1
-    return marks
+    return hits
 
 
 _INDENTED_CODE = 4  # columns of indentation that make a line code (Markdown), never a `#` / numbered heading
@@ -249,16 +259,12 @@ def _item_number(line: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def _rule_mark(stripped: str, start: int, rules: Sequence[HeadingRule]) -> Mark | None:
-    """The mark of the first rule that fires on a (stripped) line starting at `start`, if any.
-    A line that is only its heading ends it; one with content after the label does not."""
-    for rule in rules:
-        hit = rule(stripped)
-        if hit is not None:
-            label = " ".join(hit[1].split())
-            alone = label == " ".join(stripped.split()) or markdown_heading(stripped) is not None
-            return (start, start + len(stripped) if alone else start, hit[0], label)
-    return None
+def _mark(stripped: str, start: int, hit: tuple[int, str]) -> Mark:
+    """The mark of a rule's `hit` on a (stripped) line starting at `start`. A line that is only
+    its heading ends it; one with content after the label does not."""
+    label = " ".join(hit[1].split())
+    alone = label == " ".join(stripped.split()) or markdown_heading(stripped) is not None
+    return (start, start + len(stripped) if alone else start, hit[0], label)
 
 
 def _add_title_mark(marks: list[Mark], text: str) -> None:
