@@ -41,7 +41,8 @@ _NAVIGATION_TOKENS = frozenset(
     "pageheader page-header skiplink skip-link cookie cookies banner pagination pager share social "
     "toplang bottomlang permalink headerlink".split()
 )
-_NAVIGATION_ENDS = frozenset({"nav", "navbar", "navigation", "menu", "breadcrumbs", "sidebar", "footer", "toc"})  # site-footer
+# ... and the last part of a compound name: site-footer, main-nav, left_sidebar
+_NAVIGATION_ENDS = frozenset({"nav", "navbar", "navigation", "menu", "breadcrumbs", "sidebar", "footer", "toc"})
 _LINK_LIST_TAGS = frozenset({"ul", "ol", "dl", "div", "table", "menu"})
 _TOKEN = re.compile(r"[a-z0-9]+(?:[-_][a-z0-9]+)*")
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)

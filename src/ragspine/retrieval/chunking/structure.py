@@ -217,6 +217,7 @@ def rule_hits(text: str, rules: Sequence[HeadingRule], *, skip: Collection[int] 
 _INDENTED_CODE = 4  # columns of indentation that make a line code (Markdown), never a `#` / numbered heading
 _CLOSERS = "\"'”’）)」』】]*"
 _LIST_ITEM = re.compile(r"^\s*(?:\d+[.)]|[-*+•])\s+\S")
+_ITEM_NUMBER = re.compile(r"^\s*(\d{1,3})[.)]\s")
 
 
 def _in_context(rule: HeadingRule, lines: Sequence[str], i: int, previous_mark: int) -> bool:
@@ -225,7 +226,8 @@ def _in_context(rule: HeadingRule, lines: Sequence[str], i: int, previous_mark: 
     must start a sentence (the line above is blank, a heading, or ends a sentence) and not open
     with a lower-case letter — a wrapped line is a fragment, never a heading."""
     line = lines[i]
-    if rule in (markdown_heading, numbered_heading) and len(line.expandtabs(4)) - len(line.expandtabs(4).lstrip(" ")) >= _INDENTED_CODE:
+    spaced = line.expandtabs(4)
+    if rule in (markdown_heading, numbered_heading) and len(spaced) - len(spaced.lstrip(" ")) >= _INDENTED_CODE:
         return False
     if rule is numbered_heading and _in_list(lines, i):
         return False
@@ -255,7 +257,7 @@ def _in_list(lines: Sequence[str], i: int) -> bool:
 
 def _item_number(line: str) -> int | None:
     """N of a line opening `N.` / `N)` (one number, not a dotted 2.1), else None."""
-    match = re.match(r"^\s*(\d{1,3})[.)]\s", line)
+    match = _ITEM_NUMBER.match(line)
     return int(match.group(1)) if match else None
 
 
