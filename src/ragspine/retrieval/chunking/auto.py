@@ -127,12 +127,13 @@ def choose(text: str, layout: Layout | None = None) -> tuple[str, str]:
     short = f"no family has {AUTO_MIN_MARKS} marks"
     if seen.line_questions >= AUTO_MIN_MARKS and counts["qa"] == 0:
         short += f" (questions are under {QA_MIN_SHARE:.0%} of the paragraphs and of the lines)"
-    if given_headings(layout) or any(s.path for s in find_sections(text, LAYOUT_RULES, layout=layout)):
-        return "layout", f"layout: {short}, but headings or a title line; {seen.summary()}"
+    if _loader_structure(layout) or any(s.path for s in find_sections(text, LAYOUT_RULES, layout=layout)):
+        return "layout", f"layout: {short}, but headings, pages or a title line; {seen.summary()}"
     return "paragraph", f"paragraph: {short} and no heading; {seen.summary()}"
 
 
-def given_headings(layout: Layout | None) -> bool:
+def _loader_structure(layout: Layout | None) -> bool:
+    """Whether the loader saw headings or pages (then the layout chunker cuts there)."""
     return bool(layout and (layout.headings or layout.page_starts))
 
 
