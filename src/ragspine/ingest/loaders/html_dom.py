@@ -12,8 +12,8 @@ Headings come out as Markdown `#` lines, each its own paragraph: `<h1>`…`<h6>`
 and the FAQ-style question elements (`<dt>`, `<summary>`, an element whose class names a
 question, a paragraph that is one bold question) one level below the heading above them.
 Paragraphs, list items (`- `, `1. `), table rows (`| a | b |`) and `<pre>` blocks (fenced, their
-whitespace kept) are blocks separated by blank lines; elsewhere whitespace collapses as a
-browser renders it.
+whitespace kept) are blocks separated by blank lines; elsewhere whitespace, line ends of the
+source included, collapses as a browser renders it, and a `<br>` is a line end.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ _TOKEN = re.compile(r"[a-z0-9]+(?:[-_][a-z0-9]+)*")
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
 LINK_LIST_SHARE = 0.7  # a block with at least this share of its text in links is navigation
 _QUESTION_END = ("?", "？")
+_BREAK = "\x00"  # a <br> in the paragraph being filled (NUL never reaches the text)
 
 
 @dataclass
@@ -61,7 +62,7 @@ class _Walk:
     in_list: bool = False  # the last block is a list item (the next item joins it, one per line)
 
     def flush(self) -> None:
-        lines = ("".join(self.inline)).split("\n")
+        lines = ("".join(self.inline)).split(_BREAK)  # whitespace collapses, as a browser shows it
         text = "\n".join(" ".join(line.split()) for line in lines if line.split())
         self.inline.clear()
         if not text:
@@ -125,7 +126,7 @@ def _visit(element: Any, walk: _Walk, *, in_content: bool) -> None:
         _table(element, walk)
         return
     if tag == "br":
-        walk.inline.append("\n")
+        walk.inline.append(_BREAK)
         return
     block = tag in _BLOCKS
     if block:
