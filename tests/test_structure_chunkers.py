@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragspine.retrieval.chunking.factory import CHUNKERS, make_chunker
-from ragspine.retrieval.chunking.structure import SemanticChunker, detect_shape, find_sections
+from ragspine.retrieval.chunking.auto import detect_shape
+from ragspine.retrieval.chunking.structure import SemanticChunker, find_sections
 from ragspine.retrieval.model import Chunk, DocumentMeta
 from ragspine.retrieval.vector.embeddings.deterministic import DeterministicEmbeddingBackend
 from ragspine.testing.chunker import ChunkerSuite
@@ -217,7 +218,8 @@ def test_auto_falls_back_to_layout_and_paragraph() -> None:
     assert detect_shape("Title line\n\nA body paragraph.") == "layout"
     assert detect_shape("Just one paragraph of text.") == "paragraph"
     chunks = make_chunker("auto").chunk("Just one paragraph of text.", META)
-    assert chunks[0].metadata == {"chunker": "paragraph"} and chunks[0].heading == ""
+    assert chunks[0].metadata["chunker"] == "paragraph" and chunks[0].heading == ""
+    assert chunks[0].metadata["chunker_reason"].startswith("paragraph: no family has 2 marks and no heading")
 
 
 def test_every_registered_chunker_takes_the_budget() -> None:
@@ -245,3 +247,36 @@ class TestStructuredChunkersConform(ChunkerSuite):
     @pytest.fixture
     def chunker(self, any_structured: object) -> object:
         return any_structured
+
+
+@pytest.mark.parametrize(
+    ("text", "headings"),
+    [
+        ("Guide\n\n    # a shell comment\n    ls\n\nMore text.", ["Guide"]),  # indented code
+        ("Guide\n\n```\n# a comment\n```\n\nMore text.", ["Guide"]),  # fenced code
+        ("Steps\n\n1. Download it\n2. Unpack it\n\nDone.", ["Steps"]),  # a tight numbered list
+        ("Steps\n\n1. Download it\n\n2. Unpack it\n\nDone.", ["Steps"]),  # a loose one
+        ("Report\n\nAbstract.\n\n1 Introduction\n\nBody text.\n\n2 Methods\n\nMore.", ["Report", "1 Introduction", "2 Methods"]),
+        ("Report\n\nThe samples we found in\n12 Nests were dry.", ["Report"]),  # a wrapped line
+        ("Report\n\nAs noted.\nSection 4 answers this for audio.", ["Report"]),  # a sentence, not a division
+    ],
+)
+def test_a_heading_is_never_code_a_list_item_or_a_fragment(text: str, headings: list[str]) -> None:
+    chunks = make_chunker("layout", max_chars=30, overlap_chars=0).chunk(text, META)
+    _check_citations(text, chunks)
+    assert sorted({c.heading.split(" > ")[-1] for c in chunks}) == sorted(headings)
+
+
+@pytest.mark.parametrize(
+    ("text", "shape"),
+    [
+        ("Notes\n\nWhy is the sky blue?\nLight scatters.\n\nWhy is grass green?\nChlorophyll.", "qa"),
+        ("Notes\n\nWe ask which sets work, and\nwhy do they work?\nBecause of x. Does it\nscale to long signals?\nYes.", "layout"),
+        ("Notes\n\nA first point. Is it so?\nIt is.\n\nA second point. Is that so?\nIt is.", "layout"),  # two sentences
+        ("常见问题\n1、如何退货？\n答：在订单页点击退货。\n2、运费由谁承担？\n答：由商家承担。\n3、多久到账？\n答：三天内。", "qa"),  # no blank lines
+    ],
+)
+def test_auto_counts_only_questions_that_open_a_paragraph(text: str, shape: str) -> None:
+    chunks = make_chunker("auto").chunk(text, META)
+    assert {c.metadata["chunker"] for c in chunks} == {shape}
+    assert chunks[0].metadata["chunker_reason"].startswith(f"{shape}: ")

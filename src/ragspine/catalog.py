@@ -42,7 +42,7 @@ CHUNKERS: Registry[Any] = Registry(
         "laws": Entry(_STRUCTURE + "LawsChunker", "layout preset: a section at every 第N条 / 款 / 项 (Article N), chapters in the heading path"),
         "book": Entry(_STRUCTURE + "BookChunker", "layout preset: a section at every 第N篇 / 章 / 节, Chapter N, Markdown or numbered heading"),
         "qa": Entry(_STRUCTURE + "QAChunker", "layout preset: each question (Q: / 问： / ...?) with its answer under one parent_id"),
-        "auto": Entry(_STRUCTURE + "AutoChunker", "picks laws / qa / book / layout / paragraph per document (metadata chunker)"),
+        "auto": Entry(_CHUNKING + "auto:AutoChunker", "picks laws / qa / book / layout / paragraph per document (metadata chunker)"),
     },
 )  # fmt: skip
 

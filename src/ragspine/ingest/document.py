@@ -61,6 +61,8 @@ from ragspine.retrieval.model import Chunk, DocumentMeta
 # (lead, ---- fences), rule keywords matched normalised: a file stored lower is re-read.
 # 5: mojibake repaired (text decoded with the wrong code page), EUC-KR read as Korean, garbled
 # share counts letter soup; `laws` keeps list items with their article's lead sentence.
+#    HTML read by the full DOM walk when trafilatura drops text or headings; headings never in
+# indented code, numbered list items or sentence fragments; `auto` records chunker_reason.
 INGEST_FORMAT = 5
 GARBLED = "garbled"  # the registry metadata key of a document whose text looks garbled
 REPAIRED = "mojibake_repaired"  # the registry metadata key saying which mojibake was decoded again

@@ -1,5 +1,5 @@
-"""Structure-aware chunkers: layout, the laws / book / qa presets, parent_child, sentence_window,
-semantic and auto.
+"""Structure-aware chunkers: layout, the laws / book / qa presets, parent_child, sentence_window
+and semantic (`auto`, which picks among them, is `chunking.auto`).
 
     from ragspine.retrieval.chunking.factory import make_chunker
 
@@ -11,7 +11,10 @@ Invariants (every chunker here; property tests over random Unicode keep them):
   `source_locator` (`doc#pA-B@start-end`, the paragraph packer's format) points exactly at it;
   `window_text`, when set, is also a contiguous substring and `parent_locator` points at it.
 - Chunks never cross a section boundary. A section starts at every heading line the chunker's
-  rules detect outside fenced code, at every heading line the loader marked (`Layout`), and at
+  rules detect outside code (fenced; indented code for `#` and numbered lines) that is not a
+  sentence fragment (a division, numbered or question line starts a sentence and not in lower
+  case) nor a numbered list item (a numbered line is never a heading when the loader marked the
+  format's headings), at every heading line the loader marked (`Layout`), and at
   the document's title line (a first paragraph of one short line followed by more text); a page
   start cuts a section. Inside a section the paragraph packer's budget, overlap and sentence cuts
   apply unchanged; a heading line is glued to the first piece of its section (never a chunk
@@ -74,6 +77,9 @@ _MARKDOWN = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 _NUMBERED = re.compile(r"^(\d+(?:\.\d+){0,3})\.?\s+(\S.*)$")
 _QUESTION = re.compile(r"^(?:q\d*|question\s*\d*|问|问题\s*\d*)\s*[:：.．]", re.IGNORECASE)
 _TERMINAL = "。！？；.!?;：:，,"
+_SENTENCE_STOP = "。！？；.!?;"
+_INNER_SENTENCE_END = re.compile(r"[.!?](?:\s|$)|[。！？]")
+SENTENCE_ENDS = "。！？；.!?;：:…"  # a line ending in one of these ends a sentence (a colon introduces)
 
 
 # -- heading rules ----------------------------------------------------------------------------
@@ -84,14 +90,16 @@ def markdown_heading(line: str) -> tuple[int, str] | None:
 
 
 def division_heading(line: str) -> tuple[int, str] | None:
-    """A short line opening a part / chapter / section: 第N编|部|卷|篇|章|节 …, Chapter 3 …"""
+    """A short line opening a part / chapter / section: 第N编|部|卷|篇|章|节 …, Chapter 3 …; not a
+    sentence that starts so ("Section 4 answers this.")."""
     if len(line) > MAX_HEADING_LINE:
         return None
-    if match := _CN_DIVISION.match(line):
+    match = _CN_DIVISION.match(line) or _EN_DIVISION.match(line)
+    if match is None or (line[-1] in _SENTENCE_STOP and len(line) > len(match.group(0).rstrip()) + 1):
+        return None
+    if match.re is _CN_DIVISION:
         return _CN_DIVISION_LEVEL[match.group(1)], line
-    if match := _EN_DIVISION.match(line):
-        return _EN_DIVISION_LEVEL[match.group(1).lower()], line
-    return None
+    return _EN_DIVISION_LEVEL[match.group(1).lower()], line
 
 
 def numbered_heading(line: str) -> tuple[int, str] | None:
@@ -117,12 +125,17 @@ def article_heading(line: str) -> tuple[int, str] | None:
 
 
 def question_heading(line: str) -> tuple[int, str] | None:
-    """A question: `Q:` / `Question:` / `问：` lines, or a line ending in ? or ？ (level 9)."""
-    if _QUESTION.match(line) or (len(line) <= MAX_TITLE_LINE and line[-1] in "?？"):
+    """A question: `Q:` / `Question:` / `问：` lines, or a line of one sentence ending in ? or ？
+    (a line holding the end of an earlier sentence is wrapped text, not a question) (level 9)."""
+    if _QUESTION.match(line) or (
+        len(line) <= MAX_TITLE_LINE and line[-1] in "?？" and not _INNER_SENTENCE_END.search(line[:-1])
+    ):
         return 9, line[:MAX_HEADING_LINE]
     return None
 
 
+# Rules whose line must start a sentence (`_in_context`); an explicit `Q:` / `问：` need not.
+_FRAGMENT_RULES: frozenset[HeadingRule] = frozenset({division_heading, numbered_heading, question_heading})
 LAYOUT_RULES: tuple[HeadingRule, ...] = (markdown_heading, division_heading, numbered_heading)
 BOOK_RULES = LAYOUT_RULES  # `book` is `layout` under its own name (auto records which it picked)
 LAWS_RULES: tuple[HeadingRule, ...] = (markdown_heading, division_heading, article_heading)
@@ -150,6 +163,8 @@ def find_sections(
     docstring). A loader's `layout` adds its heading lines (its level wins where a rule fires on
     the same line) and cuts sections at page starts (the path carries over)."""
     given = {start: (end, level) for start, end, level in (layout.headings if layout else ())}
+    if given:  # the format marks its headings (Markdown, HTML, Word): a numbered line is a list item
+        rules = [rule for rule in rules if rule is not numbered_heading]
     marks = _layout_marks(text, given) + _rule_marks(text, rules, skip=given.keys())
     marks.sort()
     if title_line:
@@ -169,34 +184,91 @@ def _layout_marks(text: str, given: dict[int, tuple[int, int]]) -> list[Mark]:
 
 
 def _rule_marks(text: str, rules: Sequence[HeadingRule], *, skip: Collection[int]) -> list[Mark]:
-    """The heading lines `rules` detect outside fenced code (``` or ~~~), except those starting
-    at a position in `skip` (the loader's own headings)."""
-    marks: list[Mark] = []
+    """The heading lines `rules` detect outside code (fenced ``` / ~~~, or indented code for
+    `#` and numbered lines), except those starting at a position in `skip` (the loader's own
+    headings) and those that are not headings in context (`_in_context`)."""
+    return [mark for mark, _ in rule_hits(text, rules, skip=skip)]
+
+
+def rule_hits(text: str, rules: Sequence[HeadingRule], *, skip: Collection[int] = ()) -> list[tuple[Mark, HeadingRule]]:
+    """`_rule_marks`, each mark with the rule that made it (the first of `rules` that fires in
+    context on its line)."""
+    hits: list[tuple[Mark, HeadingRule]] = []
     position = 0
     fence = ""  # inside fenced code (``` or ~~~) no line is a heading
-    for line in text.split("\n"):
+    lines = text.split("\n")
+    previous_mark = -1  # index of the last line that was a heading
+    for i, line in enumerate(lines):
         stripped = line.strip()
         start = position + len(line) - len(line.lstrip())
         if stripped[:3] in ("```", "~~~") and (not fence or stripped.startswith(fence)):
             fence = "" if fence else stripped[:3]
         elif stripped and not fence and start not in skip:
-            mark = _rule_mark(stripped, start, rules)
-            if mark is not None:
-                marks.append(mark)
+            found = next(
+                ((_mark(stripped, start, hit), rule) for rule in rules
+                 if (hit := rule(stripped)) is not None and _in_context(rule, lines, i, previous_mark)),
+                None,
+            )  # fmt: skip
+            if found is not None:
+                hits.append(found)
+                previous_mark = i
         position += len(line) + 1
-    return marks
+    return hits
 
 
-def _rule_mark(stripped: str, start: int, rules: Sequence[HeadingRule]) -> Mark | None:
-    """The mark of the first rule that fires on a (stripped) line starting at `start`, if any.
-    A line that is only its heading ends it; one with content after the label does not."""
-    for rule in rules:
-        hit = rule(stripped)
-        if hit is not None:
-            label = " ".join(hit[1].split())
-            alone = label == " ".join(stripped.split()) or markdown_heading(stripped) is not None
-            return (start, start + len(stripped) if alone else start, hit[0], label)
-    return None
+_INDENTED_CODE = 4  # columns of indentation that make a line code (Markdown), never a `#` / numbered heading
+_CLOSERS = "\"'”’）)」』】]*"
+_LIST_ITEM = re.compile(r"^\s*(?:\d+[.)]|[-*+•])\s+\S")
+_ITEM_NUMBER = re.compile(r"^\s*(\d{1,3})[.)]\s")
+
+
+def _in_context(rule: HeadingRule, lines: Sequence[str], i: int, previous_mark: int) -> bool:
+    """Whether `rule` may fire on line i: a `#` or numbered line indented as code never does;
+    a numbered line in a list (`_in_list`) never does; a division, numbered or question line
+    must start a sentence (the line above is blank, a heading, or ends a sentence) and not open
+    with a lower-case letter — a wrapped line is a fragment, never a heading."""
+    line = lines[i]
+    spaced = line.expandtabs(4)
+    if rule in (markdown_heading, numbered_heading) and len(spaced) - len(spaced.lstrip(" ")) >= _INDENTED_CODE:
+        return False
+    if rule is numbered_heading and _in_list(lines, i):
+        return False
+    if rule in _FRAGMENT_RULES and not (rule is question_heading and _QUESTION.match(line.strip())):
+        first = next((ch for ch in line.strip() if ch.isalpha()), "")
+        above = lines[i - 1].strip().rstrip(_CLOSERS) if i > 0 else ""
+        if first.islower() or (above and previous_mark != i - 1 and above[-1] not in SENTENCE_ENDS):
+            return False
+    return True
+
+
+def _in_list(lines: Sequence[str], i: int) -> bool:
+    """Line i (a numbered line) is a list item: the line above or below is a list item too, or
+    the nearest non-blank line above or below is the previous / next number of the same list."""
+    near = [j for j in (i - 1, i + 1) if 0 <= j < len(lines)]
+    if any(_LIST_ITEM.match(lines[j]) for j in near if lines[j].strip()):
+        return True
+    number = _item_number(lines[i])
+    for step in (-1, 1):
+        j = i + step
+        while 0 <= j < len(lines) and not lines[j].strip():
+            j += step
+        if 0 <= j < len(lines) and number is not None and _item_number(lines[j]) == number + step:
+            return True
+    return False
+
+
+def _item_number(line: str) -> int | None:
+    """N of a line opening `N.` / `N)` (one number, not a dotted 2.1), else None."""
+    match = _ITEM_NUMBER.match(line)
+    return int(match.group(1)) if match else None
+
+
+def _mark(stripped: str, start: int, hit: tuple[int, str]) -> Mark:
+    """The mark of a rule's `hit` on a (stripped) line starting at `start`. A line that is only
+    its heading ends it; one with content after the label does not."""
+    label = " ".join(hit[1].split())
+    alone = label == " ".join(stripped.split()) or markdown_heading(stripped) is not None
+    return (start, start + len(stripped) if alone else start, hit[0], label)
 
 
 def _add_title_mark(marks: list[Mark], text: str) -> None:
@@ -551,64 +623,3 @@ def _greedy(sentences: Sequence[Span], breaks: set[int], max_chars: int) -> list
     if current is not None:
         out.append(current)
     return out
-
-
-# -- auto ---------------------------------------------------------------------------------------
-AUTO_MIN_MARKS = 2  # headings of a family a document needs before auto picks that family
-
-
-def detect_shape(text: str) -> str:
-    """laws, qa, book, layout or paragraph, from the document's own structure (see AutoChunker).
-
-    >>> detect_shape("第一条 总则。\\n第二条 适用范围。"), detect_shape("Q: Why?\\nBecause.\\n\\nQ: How?\\nSo.")
-    ('laws', 'qa')
-    """
-    if family := _family(text):
-        return family
-    return "layout" if any(s.path for s in find_sections(text, LAYOUT_RULES)) else "paragraph"
-
-
-def _family(text: str) -> str | None:
-    """laws, qa or book when the document has AUTO_MIN_MARKS lines of that family (the most)."""
-    counts = {"laws": 0, "qa": 0, "book": 0}
-    for line in text.split("\n"):
-        line = line.strip()
-        if not line:
-            continue
-        if _CN_ARTICLE.match(line) or _EN_ARTICLE.match(line):
-            counts["laws"] += 1
-        elif question_heading(line):
-            counts["qa"] += 1
-        elif markdown_heading(line) or division_heading(line):
-            counts["book"] += 1
-    best = max(counts, key=lambda k: counts[k])
-    return best if counts[best] >= AUTO_MIN_MARKS else None
-
-
-class AutoChunker:
-    """Picks laws / qa / book / layout / paragraph per document (`detect_shape`) and records the
-    choice as the chunks' `metadata["chunker"]`."""
-
-    name = "auto"
-
-    def __init__(self, max_chars: int = DEFAULT_CHUNK_CHARS, overlap_chars: int = DEFAULT_OVERLAP_CHARS) -> None:
-        check_budget(max_chars, overlap_chars)
-        self.max_chars, self.overlap_chars = max_chars, overlap_chars
-        self._by_shape: dict[str, LayoutChunker] = {
-            "laws": LawsChunker(max_chars, overlap_chars), "qa": QAChunker(max_chars, overlap_chars),
-            "book": BookChunker(max_chars, overlap_chars), "layout": LayoutChunker(max_chars, overlap_chars),
-        }  # fmt: skip
-
-    def chunk(self, text: str, meta: DocumentMeta) -> list[Chunk]:
-        return self.chunk_structured(text, meta, Layout())
-
-    def chunk_structured(self, text: str, meta: DocumentMeta, layout: Layout) -> list[Chunk]:
-        shape = _family(text) or "layout"
-        pieces = self._by_shape[shape].pieces(text, layout)  # `detect_shape`'s sections, found once
-        if shape == "layout" and not (layout.headings or layout.page_starts or any(p.heading for p in pieces)):
-            chunks = chunk_document(text, meta, max_chars=self.max_chars, overlap_chars=self.overlap_chars)
-            return [replace(c, metadata={**c.metadata, "chunker": "paragraph"}) for c in chunks]
-        return make_chunks(text, meta, pieces, extra={"chunker": shape})
-
-    def __repr__(self) -> str:
-        return f"AutoChunker(max_chars={self.max_chars}, overlap_chars={self.overlap_chars})"
