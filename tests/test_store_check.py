@@ -110,3 +110,25 @@ def test_a_damaged_chunk_store_is_reported_and_the_exit_code_is_1(store: Path) -
 def test_check_refuses_what_is_not_a_sqlite_store(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["check", "--db", str(tmp_path / "none.db")])
     assert result.exit_code == 1 and "no chunk store at" in result.output
+
+
+def test_an_unreadable_vectors_file_is_moved_aside_and_a_damaged_ann_index_rebuilt(
+    store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("faiss", reason="the ann extra (faiss-cpu) is in the test extra")
+    monkeypatch.setenv("RAGSPINE_ANN_MIN_VECTORS", "0")
+    assert CliRunner().invoke(main, ["search", "margin", "--db", str(store)]).exit_code == 0  # writes the .hnsw
+    (vectors_file,) = store.parent.glob("chunks.db*.vectors.sqlite")
+    ann = Path(f"{vectors_file}.hnsw")
+    _flip(ann, ann.stat().st_size // 2)
+    with open(vectors_file, "r+b") as handle:
+        handle.write(b"not a database!!")  # over SQLite's header
+    code, files = _check(store)
+    assert code == 0, files
+    assert files[vectors_file.name]["status"] == "repaired" and "moved aside" in files[vectors_file.name]["detail"]
+    assert files[ann.name]["status"] == "repaired" and "rebuilt from the vectors file" in files[ann.name]["detail"]
+    code, files = _check(store)
+    moved = [f for f in files.values() if f["kind"] == "moved aside"]
+    assert code == 0 and len(moved) == 1 and moved[0]["status"] == "note"
+    assert {f["status"] for f in files.values() if f["kind"] != "moved aside"} == {"ok"}, files
+    assert "12 records" in files[vectors_file.name]["detail"]
