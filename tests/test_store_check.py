@@ -39,8 +39,9 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _model(vectors_file: Path) -> str:
     import sqlite3
+    from contextlib import closing
 
-    with sqlite3.connect(vectors_file) as conn:
+    with closing(sqlite3.connect(vectors_file)) as conn:  # closed: an open connection keeps -wal/-shm beside the file
         return str(conn.execute("SELECT value FROM chunk_vector_meta WHERE key = 'model_id'").fetchone()[0])
 
 
@@ -64,7 +65,7 @@ def test_a_healthy_store_is_all_ok_one_line_per_file(store: Path) -> None:
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     names = sorted(p.name for p in store.parent.iterdir())
-    assert len(lines) == len(names), lines
+    assert len(lines) == len(names), "\n".join(lines)
     for name, line in zip(names, lines):
         assert name in line
     kinds = {line.split()[1] + " " + line.split()[2] for line in lines if line.startswith("ok")}
