@@ -133,3 +133,16 @@ def test_an_unreadable_vectors_file_is_moved_aside_and_a_damaged_ann_index_rebui
     assert code == 0 and len(moved) == 1 and moved[0]["status"] == "note"
     assert {f["status"] for f in files.values() if f["kind"] != "moved aside"} == {"ok"}, files
     assert "12 records" in files[vectors_file.name]["detail"]
+
+
+def test_damaged_records_without_a_backend_to_embed_them_are_not_called_repaired(
+    store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (vectors_file,) = store.parent.glob("chunks.db*.vectors.sqlite")
+    with ChunkVectors(vectors_file, model_id=_model(vectors_file)) as vectors:
+        rows, _ = vectors.get(vectors.ids()[:1])
+    _flip(vectors_file, vectors_file.read_bytes().find(rows[0].astype("<f4").tobytes()) + 16, 4)
+    monkeypatch.setenv("RAGSPINE_EMBEDDING", "none")
+    code, files = _check(store)
+    assert code == 1
+    assert files[vectors_file.name]["status"] == "damaged" and "ragspine embed" in files[vectors_file.name]["detail"]

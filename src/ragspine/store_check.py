@@ -126,14 +126,14 @@ def _vectors(path: Path, work: _Work) -> tuple[str, str]:
     moved = quarantine_if_damaged(path)
     if moved is not None:
         work.embed.append(path)
-        return "repaired", f"SQLite cannot read it: moved aside to {moved}; every chunk is embedded again"
+        return "repaired", f"SQLite cannot read it: moved aside to {moved}"
     model = _vectors_model(path)
     with ChunkVectors(path, model_id=model) as vectors:
         count = vectors.count()
         deleted = vectors.repair()
     if deleted:
         work.embed.append(path)
-        return "repaired", f"{deleted} of {count} records failed their checksum: deleted, their chunks embedded again"
+        return "repaired", f"{deleted} of {count} records failed their checksum: deleted"
     return "ok", f"SQLite quick_check ok; {count} records, each matches its checksum (model {model})"
 
 
@@ -290,10 +290,11 @@ def _rebuild(settings: Settings, report: CheckReport, work: _Work) -> None:
     the lines it concerns into "damaged"."""
     from ragspine.workspace import Workspace
 
+    embedded = True
     try:
         with Workspace.from_settings(settings) as workspace:
             if work.embed:
-                workspace.embed_pending(progress=False)
+                embedded = workspace.embed_pending(progress=False) is not None
             workspace.retriever.index.refresh()  # the lexical index, and the dense channel's files
     except Exception as exc:  # noqa: BLE001 - any failure is reported on the lines it concerns
         concerned = {str(p) for p in (*work.rebuild, *work.embed)}
@@ -303,6 +304,10 @@ def _rebuild(settings: Settings, report: CheckReport, work: _Work) -> None:
         ]
         return
     for i, found in enumerate(report.files):
+        if Path(found.path) in work.embed:
+            status, then = (found.status, "their chunks embedded again") if embedded else ("damaged", (
+                "no embedding backend is configured here: run `ragspine embed` with the store's RAGSPINE_EMBEDDING"))
+            report.files[i] = FileCheck(found.path, found.kind, status, f"{found.detail}; {then}")
         if Path(found.path) in work.rebuild:
             again = ("rebuilt from chunks.db" if found.kind == "lexical index" else "rebuilt from the vectors file") if Path(
                 found.path).exists() else "not written again now (below its size threshold): searches read the vectors file"
