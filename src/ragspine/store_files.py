@@ -46,7 +46,13 @@ UNKNOWN = "unknown"
 
 def classify(db: str | Path, path: str | Path) -> str:
     """The kind (`FileKind.name`) of `path`, a file or folder beside the store `db`; "unknown"
-    for a name that does not start with the store's file name or that no kind matches."""
+    for a name that does not start with the store's file name or that no kind matches.
+
+    >>> classify("data/chunks.db", "data/chunks.db.ctx-header-v1.vectors.sqlite.matrix")
+    'matrix cache'
+    >>> classify("data/chunks.db", "data/chunks.db.bm25"), classify("data/chunks.db", "data/notes.txt")
+    ('lexical index', 'unknown')
+    """
     base, name = Path(db).name, Path(path).name
     if name.startswith("." + base) and name.endswith(".tmp"):  # `atomic.write_atomic`'s, left by a crash
         return "temporary"
