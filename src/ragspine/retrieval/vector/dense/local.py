@@ -229,10 +229,8 @@ class LocalVectors:
         if (key.model_id, key.dim, key.file_id, key.meaning) != mine or key.version > version:
             log.info("matrix cache %s was made for other vectors (%s): rebuilding it", path, key)
             return False
-        if not self._source_agrees(vectors, cached, version):
-            cached.read_rows.close()
-            return False
         added: list[str] = []
+        same = key.version == version
         rows = np.zeros((0, key.dim), dtype=np.float32)
         if key.version < version:
             version, added, deleted = vectors.changed_since(key.version)
@@ -243,6 +241,9 @@ class LocalVectors:
             self.cache_stats["records_read"] += len(added)
             if not present.all():  # damaged since: the full read decides what is kept
                 return False
+        if not self._source_agrees(vectors, cached, same, set(added)):
+            cached.read_rows.close()
+            return False
         self._rows.adopt(cached.matrix, cached.ids, cached.languages, cached.read_rows)
         self._generation += 1
         vectors.note_damaged(set(cached.damaged) - set(added))  # a rewritten vector is whole again
@@ -257,17 +258,20 @@ class LocalVectors:
             self._save_matrix()
         return True
 
-    def _source_agrees(self, vectors: ChunkVectors, cached: matrix_cache.CachedMatrix, version: int) -> bool:
+    def _source_agrees(
+        self, vectors: ChunkVectors, cached: matrix_cache.CachedMatrix, same_version: bool, rewritten: set[str]
+    ) -> bool:
         """Whether the vectors file still holds what the cache was made from, checked cheaply:
         at the same version its `stamp()` (size, modification time) must be the cache's (else
         the records are read again, each checked by its checksum: damage done to the file is
-        found and reported), and `SOURCE_SAMPLE` rows spread over the matrix must be intact
-        records equal to the cache's rows (else a WARNING, and the cache is not used)."""
+        found and reported), and `SOURCE_SAMPLE` rows spread over the matrix (less those
+        `rewritten` since) must be intact records equal to the cache's rows (else a WARNING,
+        and the cache is not used)."""
         key = cached.key
-        if key.version == version and key.stamp != vectors.stamp():
+        if same_version and key.stamp != vectors.stamp():
             log.info("the vectors file %s changed on disk since its matrix cache was made: reading every record", vectors.path)
             return False
-        skip = set(cached.damaged)
+        skip = set(cached.damaged) | rewritten
         picks = [i for i in np.linspace(0, len(cached.ids) - 1, min(SOURCE_SAMPLE, len(cached.ids)), dtype=np.int64).tolist()
                  if cached.ids[i] not in skip]  # fmt: skip
         if not picks:
