@@ -225,7 +225,9 @@ def embed(
 
         vectors_file = settings.db + index_text_tag(make_index_text_for(settings)) + VECTORS_SUFFIX
         if reembed:
-            removed = _remove_files(vectors_file)
+            from ragspine.store_files import remove_sqlite_files
+
+            removed = remove_sqlite_files(vectors_file)
             if removed:
                 click.echo(f"removed {', '.join(removed)}", err=True)
         elif beside and (moved := quarantine_if_damaged(vectors_file)) is not None:
@@ -273,18 +275,6 @@ def _ray_pool(settings: Any, address: str | None, workers: int | None) -> Iterat
     make_backend = functools.partial(make_embedding, settings)  # run on each worker, once
     with RayBatchEmbedder(make_backend, address=None if address == "local" else address, workers=workers) as pool:
         yield pool
-
-
-def _remove_files(path: str) -> list[str]:
-    """Delete a SQLite file and its -wal/-shm companions; the names of those that existed."""
-    removed = []
-    for name in (path, path + "-wal", path + "-shm"):
-        try:
-            Path(name).unlink()
-        except FileNotFoundError:
-            continue
-        removed.append(name)
-    return removed
 
 
 @main.command()
@@ -563,9 +553,11 @@ def raptor_status(db: str | None, config_file: Path | None, as_json: bool) -> No
         click.echo(f"{key:<18} {value}")
 
 
-# `ragspine eval` lives in its own package; its module imports only click at start-up.
+# `ragspine eval` and `ragspine check` live in their own modules; they import only click at start-up.
+from ragspine.check_cli import check_command  # noqa: E402
 from ragspine.eval.cli import eval_command  # noqa: E402
 from ragspine.graph_cli import graph  # noqa: E402
 
 main.add_command(eval_command)
 main.add_command(graph)
+main.add_command(check_command)

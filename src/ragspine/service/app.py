@@ -45,7 +45,9 @@ def create_app(workspace: Workspace) -> FastAPI:
         openapi_url=None,
     )
     install_error_handlers(app)
-    app.add_middleware(GuardMiddleware, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        GuardMiddleware, max_body_bytes=settings.max_body_bytes, max_query_body_bytes=settings.max_query_body_bytes
+    )
     require_key = Depends(api_key_dependency(settings.api_keys))
     app.get("/health", response_model=m.HealthOut, tags=["service"])(_health)
     app.include_router(page_routes(), include_in_schema=False)  # the search page: static, no data

@@ -2,7 +2,8 @@
 
 Invariants: a client mistake is a 4xx with a message that says what to change; anything
 unexpected is a 500 whose body says only "internal error" (the traceback goes to the log); a
-body over the limit is a 413 before the handler runs; a full storage (whatever reported it, as
+body over its route's limit is a 413 before the handler runs, without reading the rest of it,
+and freed heap memory is handed back after a large one; a full storage (whatever reported it, as
 `storage_full` recognises it) is a 507 whose message is one line, logged as one WARNING at most
 every `FULL_WARNING_EVERY_S` seconds and never as a traceback; error bodies are ASCII-escaped
 JSON, so any input echoed in a message is encoded safely.
@@ -10,6 +11,7 @@ JSON, so any input echoed in a message is encoded safely.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -26,6 +28,7 @@ from ragspine.errors import RagspineError
 from ragspine.extras import MissingExtraError
 from ragspine.retrieval.store.full import StorageFull, storage_full
 from ragspine.secret import redact_text
+from ragspine.service.memory import RELEASE_AFTER_BYTES, release_heap
 
 _LOG = logging.getLogger("ragspine.service")
 FULL_WARNING_EVERY_S = 60.0  # a full disk is logged once, then at most once a minute
@@ -49,10 +52,15 @@ def error_response(status: int, message: str, headers: dict[str, str] | None = N
 
 
 class BodyTooLarge(HTTPException, RagspineError):
-    """Raised from `receive` when a streamed body passes the limit."""
+    """Raised from `receive` when a streamed body passes the limit (`setting` names it)."""
 
-    def __init__(self, limit: int) -> None:
-        super().__init__(413, f"request body is larger than {limit} bytes (RAGSPINE_MAX_BODY_BYTES)")
+    def __init__(self, limit: int, setting: str = "RAGSPINE_MAX_BODY_BYTES") -> None:
+        super().__init__(413, f"request body is larger than {limit} bytes ({setting})")
+
+
+# Routes whose body is a document (up to RAGSPINE_MAX_BODY_BYTES); every other body is a query,
+# filters or a JSON-RPC call (up to RAGSPINE_MAX_QUERY_BODY_BYTES)
+DOCUMENT_ROUTES = frozenset({"/documents", "/documents/upload"})
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -82,12 +90,16 @@ def install_error_handlers(app: FastAPI) -> None:
 
 
 class GuardMiddleware:
-    """Outermost guard: refuses bodies over `max_body_bytes` (413), answers a full storage with a
-    507 and turns any other exception that escaped the handlers into a bare 500."""
+    """Outermost guard: refuses a body over its route's limit (413: `max_body_bytes` for
+    `DOCUMENT_ROUTES`, `max_query_body_bytes` for every other) by its Content-Length before
+    reading it, or once the bytes streamed pass it (the rest is never read); hands freed heap
+    memory back after a body of `RELEASE_AFTER_BYTES` or more (`memory.release_heap`); answers a
+    full storage with a 507 and turns any other exception that escaped the handlers into a bare 500."""
 
-    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, max_body_bytes: int, max_query_body_bytes: int | None = None) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
+        self.max_query_body_bytes = max_body_bytes if max_query_body_bytes is None else max_query_body_bytes
         self._full_warned_at: float | None = None  # monotonic time of the last full-disk WARNING
         self._full_unwarned = 0  # full-disk answers since that WARNING
 
@@ -95,13 +107,15 @@ class GuardMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        limit = self.max_body_bytes
+        documents = scope.get("path", "").rstrip("/") in DOCUMENT_ROUTES
+        limit = self.max_body_bytes if documents else self.max_query_body_bytes
+        setting = "RAGSPINE_MAX_BODY_BYTES" if documents else "RAGSPINE_MAX_QUERY_BODY_BYTES"
         declared = dict(scope.get("headers") or []).get(b"content-length")
         if declared is not None and not declared.isdigit():
             await error_response(400, "bad Content-Length header")(scope, receive, send)
             return
         if declared is not None and int(declared) > limit:
-            await error_response(413, str(BodyTooLarge(limit).detail))(scope, receive, send)
+            await error_response(413, str(BodyTooLarge(limit, setting).detail))(scope, receive, send)
             return
         received = 0
         started = False
@@ -112,7 +126,7 @@ class GuardMiddleware:
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > limit:
-                    raise BodyTooLarge(limit)
+                    raise BodyTooLarge(limit, setting)
             return message
 
         async def tracking_send(message: Message) -> None:
@@ -131,6 +145,9 @@ class GuardMiddleware:
             if not started:
                 answer = error_response(500, "internal error") if full is None else error_response(507, str(full))
                 await answer(scope, receive, send)
+        finally:
+            if received >= RELEASE_AFTER_BYTES:
+                await asyncio.to_thread(release_heap)  # off the event loop: other requests go on
 
     def _warn_full(self, full: StorageFull) -> None:
         """One WARNING for a full storage, then at most one every FULL_WARNING_EVERY_S seconds."""

@@ -577,7 +577,16 @@ class Settings:
     )
     max_body_bytes: int = setting(
         "10485760",
-        "Largest HTTP request body accepted (larger: 413).",
+        "Largest HTTP request body accepted by the document routes (`/documents`, "
+        "`/documents/upload`; larger: 413, refused by its Content-Length or once the bytes streamed "
+        "pass it, the rest never read).",
+        int_range(1024, 1 << 30),
+    )
+    max_query_body_bytes: int = setting(
+        "262144",
+        "Largest HTTP request body accepted by every other route (`/search`, `/ask`, `/graph/*`, "
+        "`/mcp`; larger: 413, as for RAGSPINE_MAX_BODY_BYTES): a query, its filters and a `where` "
+        "of 1,024 values fit in far less.",
         int_range(1024, 1 << 30),
     )
     max_top_k: int = setting(

@@ -18,7 +18,11 @@ Invariants:
   beside the vectors file; a later process maps them instead of reading every record, only when
   they were made from this very file, model, dimension, version and `cache_meaning` (or an
   earlier version with only additions since: those are read and added). Otherwise the records
-  are read as without a cache. Rankings and scores are the same either way.
+  are read as without a cache. Rankings and scores are the same either way. The vectors file
+  stays the source of truth: a cache is used only while the file's size and modification time
+  are those it was made from (at the same version) and a sample of its records equals the
+  cache's rows; otherwise every record is read again, each checked by its checksum, so damage to
+  the vectors file is reported (WARNING, `coverage().damaged`, /stats `healthy: false`).
 - Language centring (`languages.language_centring`) is over the positions a caller may see
   (`IndexSnapshot.visible`: RESTRICTED chunks never shift another chunk's score); the ANN index
   (`AnnSync`) holds only their vectors too.
@@ -56,6 +60,7 @@ log = logging.getLogger(CHANNEL_LOGGER)
 _NO_VECTOR = -1  # not embedded (yet)
 _LEXICAL_ONLY = -2  # RESTRICTED on a remote backend: never embedded
 _TEXT_BATCH = 5_000  # chunk texts read at a time to find their language
+SOURCE_SAMPLE = 64  # vector records compared with a `.matrix` file's rows when it is opened
 # (matrix, visible rows, their languages, rows, languages) → (centres, 1 / |v - centre|), or Nones
 Centre = Callable[
     [np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray | None, np.ndarray | None]
@@ -225,6 +230,7 @@ class LocalVectors:
             log.info("matrix cache %s was made for other vectors (%s): rebuilding it", path, key)
             return False
         added: list[str] = []
+        same = key.version == version
         rows = np.zeros((0, key.dim), dtype=np.float32)
         if key.version < version:
             version, added, deleted = vectors.changed_since(key.version)
@@ -235,6 +241,9 @@ class LocalVectors:
             self.cache_stats["records_read"] += len(added)
             if not present.all():  # damaged since: the full read decides what is kept
                 return False
+        if not self._source_agrees(vectors, cached, same, set(added)):
+            cached.read_rows.close()
+            return False
         self._rows.adopt(cached.matrix, cached.ids, cached.languages, cached.read_rows)
         self._generation += 1
         vectors.note_damaged(set(cached.damaged) - set(added))  # a rewritten vector is whole again
@@ -249,6 +258,35 @@ class LocalVectors:
             self._save_matrix()
         return True
 
+    def _source_agrees(
+        self, vectors: ChunkVectors, cached: matrix_cache.CachedMatrix, same_version: bool, rewritten: set[str]
+    ) -> bool:
+        """Whether the vectors file still holds what the cache was made from, checked cheaply:
+        at the same version its `stamp()` (size, modification time) must be the cache's (else
+        the records are read again, each checked by its checksum: damage done to the file is
+        found and reported), and `SOURCE_SAMPLE` rows spread over the matrix (less those
+        `rewritten` since) must be intact records equal to the cache's rows (else a WARNING,
+        and the cache is not used)."""
+        key = cached.key
+        if same_version and key.stamp != vectors.stamp():
+            log.info("the vectors file %s changed on disk since its matrix cache was made: reading every record", vectors.path)
+            return False
+        skip = set(cached.damaged) | rewritten
+        picks = [i for i in np.linspace(0, len(cached.ids) - 1, min(SOURCE_SAMPLE, len(cached.ids)), dtype=np.int64).tolist()
+                 if cached.ids[i] not in skip]  # fmt: skip
+        if not picks:
+            return True
+        found, present = vectors.get([cached.ids[i] for i in picks])
+        mine = cached.read_rows(np.asarray(picks, dtype=np.int64))
+        if present.all() and np.array_equal(found, mine):
+            return True
+        log.warning(
+            "the vectors file %s disagrees with its matrix cache (%d of %d sampled records damaged or different): "
+            "the cache is not used; every record is read again", vectors.path,
+            int(np.count_nonzero(~present | (found != mine).any(axis=1))), len(picks),
+        )  # fmt: skip
+        return False
+
     def _save_matrix(self) -> None:
         """Write the `.matrix` file of the current state (at `cache_min_vectors` vectors and
         above); a folder that cannot be written to is logged, never an error."""
@@ -261,7 +299,8 @@ class LocalVectors:
         started = time.perf_counter()
         try:
             key = MatrixKey(
-                str(vectors.model_id), int(self._rows.matrix.shape[1]), vectors.identity()[0], self._version, self.cache_meaning
+                str(vectors.model_id), int(self._rows.matrix.shape[1]), vectors.identity()[0], self._version,
+                self.cache_meaning, vectors.stamp(),
             )
             cache_id = matrix_cache.write_matrix(
                 path, key, self._rows.ids, self._rows.matrix[: self._rows.count], self._rows.languages[: self._rows.count],

@@ -8,7 +8,8 @@ fsync: a reader never sees half a file; one that already mapped the old file kee
 - `<vectors>.matrix`: the float32 rows (one per chunk id, in the order the dense channel numbers
   them), each row's chunk id and language code, and the ids the vectors file reported damaged.
   Its header names what it reflects (`MatrixKey`: model id, dimension, the vectors file's
-  `file_id` and `version()`), and a random `cache_id` that changes with every write.
+  `file_id`, `version()` and `stamp()`: its size and modification time), and a random
+  `cache_id` that changes with every write.
 - `<vectors>.align`: for one `.matrix` (its `cache_id`), the matrix row and language code of every
   position of each lexical segment (keyed by the segment's storage name, first position and size:
   a written segment never changes), and the language-centring result (means and 1/|v - mean| per
@@ -78,6 +79,7 @@ class MatrixKey:
     file_id: str
     version: int
     meaning: str = ""
+    stamp: str = ""  # the vectors file's `ChunkVectors.stamp()` when the rows were read from it
 
 
 class RowReader:
@@ -169,7 +171,7 @@ def write_matrix(
     cache_id = uuid.uuid4().hex
     header = {
         "format": "ragspine-matrix-v2", "model_id": key.model_id, "dim": key.dim, "file_id": key.file_id,
-        "version": key.version, "meaning": key.meaning, "count": len(ids), "cache_id": cache_id,
+        "version": key.version, "meaning": key.meaning, "stamp": key.stamp, "count": len(ids), "cache_id": cache_id,
     }  # fmt: skip
     sections = {
         "ids": np.frombuffer(blob, dtype=np.uint8),
@@ -198,7 +200,8 @@ def read_matrix(path: str) -> CachedMatrix | None:
         if len(ids) != count or matrix.shape != (count, dim) or languages.shape != (count,):
             raise ValueError(f"sections do not match {count} rows of dimension {dim}")
         key = MatrixKey(
-            str(header["model_id"]), dim, str(header["file_id"]), int(header["version"]), str(header.get("meaning", ""))
+            str(header["model_id"]), dim, str(header["file_id"]), int(header["version"]), str(header.get("meaning", "")),
+            str(header.get("stamp", "")),
         )
         reader = RowReader(handle, offsets["matrix"], matrix)
         return CachedMatrix(

@@ -384,6 +384,24 @@ class ChunkVectors(Closeable):
         with self._lock, _Snapshot(self._conn):
             return str(self._meta("file_id") or ""), int(self._meta("version") or 0)
 
+    def stamp(self) -> str:
+        """The size and modification time of the file on disk ("" in memory), after a passive
+        checkpoint (so a later checkpoint does not change them): a derived copy records it and,
+        when it differs at open, reads the records again (each checked by its checksum) instead
+        of trusting the copy. A write changes it; so does damage done to the file from outside."""
+        if self.path == ":memory:":
+            return ""
+        with self._lock:
+            try:
+                self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            except sqlite3.DatabaseError:  # busy or damaged: the stamp then differs, never wrongly equal
+                pass
+            try:
+                stat = Path(self.path).stat()
+            except OSError:
+                return ""
+        return f"{stat.st_size}:{stat.st_mtime_ns}"
+
     def note_damaged(self, ids: Iterable[str]) -> None:
         """Remember ids found damaged by an earlier read of this file's records (a derived copy
         made then, read instead of the records): `damaged_ids()` reports them as a read would."""
