@@ -1,8 +1,8 @@
 """`ragspine check`: a thin click wrapper over `store_check.check_store` (docs/operations.md).
 
-Imports only click at module load (the CLI registers this command at start-up). One line per
-file (or `--json`); exit 1 when something could not be repaired, and a library error is a
-one-line message, exit 1.
+Imports only click and the CLI's shared options at module load (the CLI registers this command at
+start-up). One line per file (or `--json`); exit 1 when something could not be repaired, and a
+library error (no store there, a bad config) is a one-line message, exit 1.
 """
 
 from __future__ import annotations
@@ -12,11 +12,12 @@ from pathlib import Path
 
 import click
 
+from ragspine.cli_common import config_option, db_option, existing_store, user_errors
+
 
 @click.command("check")
-@click.option("--db", default=None, help="Chunk store path [env RAGSPINE_DB; default .ragspine/chunks.db].")
-@click.option("--config", "config_file", default=None, type=click.Path(dir_okay=False, path_type=Path),
-              help="TOML settings file [env RAGSPINE_CONFIG]; the environment and flags override it.")  # fmt: skip
+@db_option
+@config_option
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def check_command(db: str | None, config_file: Path | None, as_json: bool) -> None:
     """Verify every file beside the store and repair the derived ones.
@@ -27,16 +28,14 @@ def check_command(db: str | None, config_file: Path | None, as_json: bool) -> No
     source of truth and re-embeds damaged vector records. One line per file: status, kind, path,
     what was verified or done. Exit 1 when something could not be repaired.
     """
+    from dataclasses import replace
+
     from ragspine.assembly import load_settings
-    from ragspine.secret import redact_text
-    from ragspine.settings.config import ConfigError
     from ragspine.store_check import check_store
 
-    try:
+    with user_errors():
         settings = load_settings(config_file=config_file, flags={"RAGSPINE_DB": db})
-        report = check_store(settings)
-    except (ValueError, ConfigError) as exc:
-        raise click.ClickException(redact_text(str(exc))) from exc
+        report = check_store(replace(settings, db=existing_store(settings.db)))
     if as_json:
         click.echo(json.dumps(report.to_dict(), ensure_ascii=False, indent=2))
     else:
