@@ -22,21 +22,50 @@ from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ragspine.ingest.content import same_metadata
-from ragspine.ingest.document import GARBLED, IngestSettings
+from ragspine.ingest.document import GARBLED, IngestSettings, PreparedDocument
 from ragspine.ingest.files import FileFailure, SourceFile
-from ragspine.ingest.metadata import read_sidecar
-from ragspine.ingest.origin import file_origin, now
-from ragspine.ingest.registry import ACTIVE, DUPLICATE, DocumentRecord
+from ragspine.ingest.metadata import Sidecar, read_sidecar
+from ragspine.ingest.origin import Origin, Written, file_origin, now
+from ragspine.ingest.registry import ACTIVE, DUPLICATE, DocumentRecord, DocumentRegistry
 from ragspine.ingest.report import IngestReport
 from ragspine.retrieval.store.full import StorageFull, storage_full
-
-if TYPE_CHECKING:
-    from ragspine.ingest.pipeline import IngestPipeline
+from ragspine.retrieval.store.protocol import ChunkStoreProtocol
 
 __all__ = ["FolderRun", "raise_if_full"]
+
+
+class Writer(Protocol):
+    """What a folder run needs of `ingest.pipeline.IngestPipeline` (declared here: the pipeline
+    imports this module)."""
+
+    registry: DocumentRegistry | None
+
+    @property
+    def store(self) -> ChunkStoreProtocol: ...
+
+    def prepare_file(
+        self, source: SourceFile, data: bytes, sidecar: Sidecar, settings: IngestSettings
+    ) -> PreparedDocument: ...
+
+    def store_document(
+        self,
+        doc_id: str,
+        prepared: PreparedDocument,
+        settings: IngestSettings,
+        origin: Origin,
+        *,
+        lower: bool = False,
+        valid_as_of: str = "",
+        detail: bool = False,
+        duplicates: bool = False,
+    ) -> Written: ...
+
+    def make_duplicate(self, record: DocumentRecord, original: DocumentRecord) -> None: ...
+
+    def withdraw(self, doc_id: str) -> None: ...
 
 
 class FolderRun:
@@ -44,7 +73,7 @@ class FolderRun:
 
     def __init__(
         self,
-        pipeline: IngestPipeline,
+        pipeline: Writer,
         settings: IngestSettings,
         report: IngestReport,
         *,

@@ -1,5 +1,5 @@
 """Where a document came from, for its registry row: `Origin`, from a file (`file_origin`) or a
-text (`text_origin`).
+text (`text_origin`); and what the store step wrote for it (`Written`).
 
 Invariant: the `ingest_key` of an origin covers everything that decides the document's chunks
 (`ingest.document.ingest_key`): its doc_id, content, sidecar or own fields, the settings and,
@@ -21,7 +21,7 @@ from ragspine.ingest.loaders import READER_REVISIONS
 from ragspine.ingest.metadata import DocumentFields, Sidecar
 from ragspine.retrieval.chunking.protocol import Chunker
 
-__all__ = ["Origin", "file_origin", "now", "text_origin"]
+__all__ = ["Origin", "Written", "file_origin", "now", "text_origin"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,18 @@ class Origin:
     size_bytes: int
     root: str = ""
     source_path: str = ""
+
+
+@dataclass(frozen=True)
+class Written:
+    """What the store step wrote for one document: its new active version, how many chunks,
+    and the warnings to show (a kept stricter label, garbled text, a near-miss sidecar name)."""
+
+    doc_id: str
+    chunks: int
+    version: int
+    warnings: tuple[str, ...] = ()
+    duplicate_of: str = ""  # recorded as a copy of this stored document (a folder run), nothing written
 
 
 def file_origin(source: SourceFile, data: bytes, sidecar: Sidecar, settings: IngestSettings, root: str = "") -> Origin:

@@ -85,7 +85,7 @@ from ragspine.ingest.labels import (
 )
 from ragspine.ingest.loaders import SUPPORTED_SUFFIXES, LoadedDocument
 from ragspine.ingest.metadata import DocumentFields, Sidecar, filterable, split_front_matter, to_fields
-from ragspine.ingest.origin import Origin, file_origin, now, text_origin
+from ragspine.ingest.origin import Origin, Written, file_origin, now, text_origin
 from ragspine.ingest.registry import ACTIVE, DUPLICATE, DocumentRecord, DocumentRegistry
 from ragspine.ingest.report import IngestReport
 from ragspine.ingest.sensitivity_rules import SensitivityRules
@@ -132,18 +132,6 @@ class IngestRunReport(IngestReport):
         if self.embedding is None:
             return line
         return f"{line}; embedded: {self.embedding.embedded} chunk(s)"
-
-
-@dataclass(frozen=True)
-class Written:
-    """What the store step wrote for one document: its new active version, how many chunks,
-    and the warnings to show (a kept stricter label, garbled text, a near-miss sidecar name)."""
-
-    doc_id: str
-    chunks: int
-    version: int
-    warnings: tuple[str, ...] = ()
-    duplicate_of: str = ""  # recorded as a copy of this stored document (a folder run), nothing written
 
 
 @dataclass(frozen=True)
