@@ -101,6 +101,9 @@ class Workspace(Closeable):
         self.settings, self.retriever, self.store, self.provider = settings, retriever, store, provider
         self._ingest: IngestPipeline | None = None  # made at the first write (`_pipeline`)
         self._ingest_lock = threading.Lock()
+        from ragspine.ingest.copies import CopyLookup
+
+        self._copies = CopyLookup(settings.db)  # a result's recorded duplicates (read at a search)
         index = retriever.index
         # What this workspace runs, from what was built (not re-resolved per request).
         self.retrieval_mode = (
@@ -329,10 +332,12 @@ class Workspace(Closeable):
         if trace is None and self.settings.otel == "on":
             trace = Trace()  # RAGSPINE_OTEL: recorded only to be exported
         if trace is None:
-            return self.retriever.retrieve(query, filters=where, top_k=top_k)
-        snippets = self.retriever.retrieve_run(query, filters=where, top_k=top_k, trace=trace).snippets
-        if self.settings.otel == "on":
-            export_trace(trace)
+            snippets = self.retriever.retrieve(query, filters=where, top_k=top_k)
+        else:
+            snippets = self.retriever.retrieve_run(query, filters=where, top_k=top_k, trace=trace).snippets
+            if self.settings.otel == "on":
+                export_trace(trace)
+        self._copies.annotate(snippets)  # a copy of a document is stored once: lineage names them all
         return snippets
 
     def ask(self, question: str, *, where: Any = None, top_k: int = DEFAULT_ASK_TOP_K) -> Answer:
@@ -407,6 +412,7 @@ class Workspace(Closeable):
             close_tree()
         if self._ingest is not None:
             self._ingest.close()
+        self._copies.close()
         self.store.close()
         if dense is not None:
             dense.vectors.close()
