@@ -76,11 +76,15 @@ def check_content_label(
 
 
 def duplicate_of(
-    registry: DocumentRegistry, doc_id: str, content_hash: str, metadata: Mapping[str, Any]
+    registry: DocumentRegistry, doc_id: str, content_hash: str, metadata: Mapping[str, Any], source_path: str = ""
 ) -> DocumentRecord | None:
-    """The active row (another doc_id) whose bytes are `content_hash` and whose metadata is the
-    same as `metadata` (`same_metadata`): the document a new file is a copy of; None when none."""
+    """The active row (another doc_id, another file than `source_path`) whose bytes are
+    `content_hash` and whose metadata is the same as `metadata` (`same_metadata`): the document a
+    new file is a copy of; None when none. (The same file under a second doc_id, left by an
+    older release, is not a copy: `--prune` withdraws the extra doc_id.)"""
     for record in registry.with_content(content_hash):
+        if source_path and record.source_path == source_path:
+            continue
         if record.doc_id != doc_id and record.status == ACTIVE and record.content_hash == content_hash:
             if same_metadata(record.metadata_dict(), metadata):
                 return record

@@ -304,7 +304,9 @@ class IngestPipeline(Closeable):
                 self.registry, self.store, doc_id, prepared.meta.sensitivity, (origin.content_hash, hashed),
                 settings.rules.levels, lower=lower, detail=detail,
             )  # fmt: skip
-            original = duplicate_of(self.registry, doc_id, origin.content_hash, prepared.metadata) if duplicates else None
+            original = None
+            if duplicates:
+                original = duplicate_of(self.registry, doc_id, origin.content_hash, prepared.metadata, origin.source_path)
             if original is not None:
                 return self._duplicate(doc_id, origin, loaded, prepared, hashed, original.doc_id)
         written = self.index.replace_chunks(doc_id, prepared.chunks, valid_as_of=valid_as_of)
