@@ -144,3 +144,16 @@ def test_an_older_registry_opens_migrates_and_keeps_its_rows(folder: Path, tmp_p
     with DocumentRegistry(db) as registry:  # a second open finds nothing to migrate
         assert registry.get("old.md") == old
         assert registry.get(LAW) is not None and registry.get(LAW).text_hash  # type: ignore[union-attr]
+
+
+def test_an_original_relabelled_stricter_takes_its_duplicates_with_it(folder: Path, tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    ingest_paths([folder], str(db))
+    with ragspine.open(str(db)) as ws:  # the owner raises the stored copy's label
+        ws.ingest(folder / LAW, doc_id=LAW, sensitivity="RESTRICTED")
+        assert ws.search("借阅登记表", top_k=5) == [], "neither copy is served"
+    report = ingest_paths([folder], str(db))
+    [failure] = report.failures  # the duplicate, read again, would be lower than its content's label
+    assert failure.path == folder / LAW_COPY and "labelled RESTRICTED" in failure.reason
+    with ragspine.open(str(db)) as ws:
+        assert ws.search("借阅登记表", top_k=5) == []

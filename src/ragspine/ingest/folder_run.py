@@ -8,7 +8,8 @@ Invariants (besides those of `ingest.pipeline`):
 - A file whose bytes equal an active document's, with the same label and metadata (the title
   aside), is recorded as a duplicate of it (`IngestPipeline.store_document(duplicates=True)`),
   not stored again; `settle_duplicates` (the run's end) reads again every duplicate whose
-  document no longer holds its bytes (changed, withdrawn, pruned): it is stored, or becomes a
+  document no longer holds its bytes or its label and metadata (changed, relabelled, withdrawn,
+  pruned): it is stored, or becomes a
   duplicate of another copy; one whose file is gone is left to `--prune` of its folder.
 - `prune(folder)` withdraws the active and duplicate rows whose file lies in the folder or below
   (whatever root they were found under) and no longer exists; then, for files an older store
@@ -89,6 +90,7 @@ class FolderRun:
         self.current: Path | None = None  # the file (or pruned document) being written
         self.succeeded: list[str] = []  # resolved paths read without failure
         self.last_failures = self.registry.failures()  # the previous runs' failures, by path
+        self.failed: set[str] = set()  # doc_ids whose file failed in this run (not read again)
 
     def ingest_one(self, source: SourceFile, *, force: bool = False) -> None:
         """Ingest, skip, record as a duplicate, or fail one file; never raises for a problem with
@@ -105,6 +107,7 @@ class FolderRun:
         except Exception as exc:  # a loader library's own bug must not stop the batch either
             raise_if_full(exc)
             self._fail(source.path, reason(exc))
+            self.failed.add(source.doc_id)
         else:
             self.succeeded.append(_key(source.path))
 
@@ -120,8 +123,13 @@ class FolderRun:
     def settle_duplicates(self) -> None:
         """Read again each duplicate whose document no longer holds its bytes (module docstring)."""
         for record in self.registry.duplicates():
+            if record.doc_id in self.failed:
+                continue  # read in this run already, and failed: reported once
             original = self.registry.get(record.duplicate_of)
-            if original is not None and original.status == ACTIVE and original.content_hash == record.content_hash:
+            if (
+                original is not None and original.status == ACTIVE and original.content_hash == record.content_hash
+                and same_metadata(original.metadata_dict(), record.metadata_dict())
+            ):  # fmt: skip
                 continue
             path = _file_of(record)
             if not record.source_path or not path.exists():
@@ -203,6 +211,7 @@ class FolderRun:
                 original is not None and original.status == ACTIVE
                 and original.content_hash == record.content_hash
                 and store.active_version(original.doc_id) == original.version
+                and same_metadata(original.metadata_dict(), record.metadata_dict())  # relabelled since: read again
             )  # fmt: skip
         return record.status == ACTIVE and store.active_version(record.doc_id) == record.version
 
