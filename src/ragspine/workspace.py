@@ -170,7 +170,9 @@ class Workspace(Closeable):
         into each chunk's locator. Labelled, chunked, stored and registered by the one ingest
         path (`ingest.pipeline.IngestPipeline`): an unknown sensitivity label is a ValueError
         and nothing is written; a label lower than the stored version's is kept higher unless
-        `lower_label`."""
+        `lower_label`; front matter opening `text` is read as a file's (its labels count); a
+        text whose content is stored under another doc_id at a stricter label is a ValueError
+        unless `lower_label` (the label follows the content: `ingest.content`)."""
         from ragspine.ingest.metadata import DocumentFields
 
         _check_meta(meta)
@@ -325,7 +327,9 @@ class Workspace(Closeable):
         filter language (docs/filters.md), or its string form ("period>=2024 and
         entity=ACME_CN"); `query`, `where` and `top_k` are checked as on every surface
         (`SearchRequest`). `mode` must be one the workspace can run. `trace`: receives one step
-        per pipeline stage (`ragspine search --explain`)."""
+        per pipeline stage (`ragspine search --explain`). A result whose document has recorded
+        copies (duplicates a folder run did not store again) names them all in
+        `lineage["duplicates"]` (`ingest.copies`)."""
         self.check_mode(mode)
         request = SearchRequest(query, where=where, top_k=top_k)
         query, where, top_k = request.query, request.where, request.top_k
