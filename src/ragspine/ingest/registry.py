@@ -22,6 +22,7 @@ run (by resolved path), so a run can tell a new failure from a known, permanent 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -176,7 +177,8 @@ class DocumentRegistry(Closeable):
         """Active and duplicate rows whose file lies in `folder` (an absolute path) or below it,
         whatever root they were found under (`--prune` of a sub-folder or a parent), by doc_id."""
         rows = self._where(f"status IN ({self._mark}, {self._mark})", (ACTIVE, DUPLICATE))
-        return [row for row in rows if _lies_in(row, folder)]
+        prefix = os.path.join(str(folder), "")  # the folder with one trailing separator
+        return [row for row in rows if _lies_in(row, str(folder), prefix)]
 
     def by_source_path(self, path: str) -> list[DocumentRecord]:
         """Active and duplicate rows of the file at `path` (resolved), by doc_id."""
@@ -257,7 +259,8 @@ class DocumentRegistry(Closeable):
         self._conn.close()
 
 
-def _lies_in(row: DocumentRecord, folder: Path) -> bool:
-    """Whether the row's file (its `source_path`, else root/doc_id) is in `folder` or below."""
-    path = Path(row.source_path) if row.source_path else Path(row.root) / row.doc_id
-    return path.is_relative_to(folder)
+def _lies_in(row: DocumentRecord, folder: str, prefix: str) -> bool:
+    """Whether the row's file (its `source_path`, else root/doc_id) is `folder` or below it
+    (`prefix`: the folder with a trailing separator); compared as strings, both absolute."""
+    path = row.source_path or os.path.join(row.root, row.doc_id)
+    return path == folder or path.startswith(prefix)
