@@ -300,13 +300,16 @@ class IngestPipeline(Closeable):
         loaded = prepared.loaded
         hashed = text_hash(loaded.text)
         if self.registry is not None:
-            check_content_label(
-                self.registry, self.store, doc_id, prepared.meta.sensitivity, (origin.content_hash, hashed),
-                settings.rules.levels, lower=lower, detail=detail,
-            )  # fmt: skip
-            original = None
-            if duplicates:
-                original = duplicate_of(self.registry, doc_id, origin.content_hash, prepared.metadata, origin.source_path)
+            with self._lock:  # the registry's one connection: one thread at a time
+                check_content_label(
+                    self.registry, self.store, doc_id, prepared.meta.sensitivity, (origin.content_hash, hashed),
+                    settings.rules.levels, lower=lower, detail=detail,
+                )  # fmt: skip
+                original = None
+                if duplicates:
+                    original = duplicate_of(
+                        self.registry, doc_id, origin.content_hash, prepared.metadata, origin.source_path
+                    )
             if original is not None:
                 return self._duplicate(doc_id, origin, loaded, prepared, hashed, original.doc_id)
         written = self.index.replace_chunks(doc_id, prepared.chunks, valid_as_of=valid_as_of)
@@ -328,7 +331,8 @@ class IngestPipeline(Closeable):
     def withdraw(self, doc_id: str) -> None:
         """Take `doc_id` out of the active set (its rows stay, inactive) and mark its registry
         row withdrawn (a duplicate has no chunks: only its row is marked)."""
-        record = self.registry.get(doc_id) if self.registry is not None else None
+        with self._lock:
+            record = self.registry.get(doc_id) if self.registry is not None else None
         if record is None or record.status != DUPLICATE:
             self.index.withdraw(doc_id)
         if self.registry is not None:
