@@ -144,3 +144,26 @@ def test_ingest_exit_status_is_zero_for_the_same_permanent_failures(tmp_path: Pa
     (folder / "_index.md").write_text("# Index\n\nNow it has text.", "utf-8")
     code, out = run()
     assert code == 0 and "exit 0: no failure" in out
+
+
+def test_a_txt_stored_by_an_older_release_is_read_again(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from ragspine.ingest.document import content_hash, ingest_key
+    from ragspine.ingest.metadata import read_sidecar
+    from ragspine.ingest.pipeline import resolve_labels
+    from ragspine.ingest.registry import DocumentRegistry
+
+    folder = tmp_path / "d"
+    folder.mkdir()
+    path = folder / "memo.txt"
+    path.write_text("---\nsensitivity: RESTRICTED\n---\nThe merger closes.", "utf-8")
+    db = tmp_path / "s.db"
+    ingest_paths([folder], str(db))
+    older = ingest_key("memo.txt", content_hash(path.read_bytes()), read_sidecar(path), resolve_labels({}))
+    with DocumentRegistry(db) as registry:  # the key an older release (no front matter in .txt) wrote
+        row = registry.get("memo.txt")
+        assert row is not None and row.ingest_key != older
+        registry.record(replace(row, ingest_key=older))
+    assert ingest_paths([folder], str(db)).ingested == ["memo.txt"], "the loader's revision is in the key"
+    assert ingest_paths([folder], str(db)).unchanged == ["memo.txt"]
