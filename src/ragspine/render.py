@@ -36,7 +36,9 @@ def format_embed_report(report: Any) -> str:
     )
 
 
-def format_ingest_report(report: Any, *, strict: bool = False, rebuilt: str | None = None) -> tuple[list[str], list[str], int]:
+def format_ingest_report(
+    report: Any, *, strict: bool = False, rebuilt: str | None = None
+) -> tuple[list[str], list[str], int]:
     """What `ragspine ingest` prints for its `IngestRunReport`: (lines for stderr: failures and
     warnings; lines for stdout: the rebuild line, headline, summary table, the embedding and page
     passes, and the exit line; the exit status). The status is `report.exit_status(strict)`

@@ -52,4 +52,5 @@ def test_duplicates_failures_and_an_older_registry_in_postgres(pg_url: str, tmp_
     assert code == 0, out
     snippets = json.loads(out)
     law = [s for s in snippets if "借阅登记表" in s["text"]]
-    assert len(law) == 1 and law[0]["lineage"]["duplicates"] == ["law/archive_rules.txt", "saved/archive_rules (copy).txt"]
+    assert len(law) == 1
+    assert law[0]["lineage"]["duplicates"] == ["law/archive_rules.txt", "saved/archive_rules (copy).txt"]

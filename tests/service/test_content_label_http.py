@@ -14,7 +14,8 @@ SECRET = "The Borealis merger closes in March.\n\nThe price is 41 dollars a shar
 def test_post_documents_reads_front_matter_and_refuses_restricted_content_lower(serve: Any) -> None:
     served = serve()
     client = served.client
-    created = client.post("/documents", json=doc("fm", "---\nsensitivity: RESTRICTED\n---\n" + SECRET, sensitivity="PUBLIC"))
+    labelled = "---\nsensitivity: RESTRICTED\n---\n" + SECRET
+    created = client.post("/documents", json=doc("fm", labelled, sensitivity="PUBLIC"))
     assert created.status_code == 201, created.text
     [chunk, *_] = served.ws.store.iter_chunks(doc_id="fm")
     assert chunk.sensitivity == "RESTRICTED" and not chunk.text.startswith("---")
@@ -23,5 +24,5 @@ def test_post_documents_reads_front_matter_and_refuses_restricted_content_lower(
     copy = client.post("/documents", json=doc("copy", SECRET, sensitivity="PUBLIC"))
     assert copy.status_code == 400, copy.text
     body = copy.text
-    assert "stored at a stricter label" in body and "fm" not in body.replace("'copy'", "") and "RESTRICTED" not in body
+    assert "stored at a stricter label" in body and "'fm'" not in body and "RESTRICTED" not in body
     assert list(served.ws.store.iter_chunks(doc_id="copy")) == []

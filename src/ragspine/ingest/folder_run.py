@@ -173,7 +173,8 @@ class FolderRun:
         origin = file_origin(source, data, sidecar, self.settings, root=str(source.root))
         previous = self.registry.get(source.doc_id)
         lower = source.doc_id in self.lower
-        if not (force or self.force or lower) and previous is not None and self._is_current(previous, origin.ingest_key):
+        skip = not (force or self.force or lower) and previous is not None
+        if skip and previous is not None and self._is_current(previous, origin.ingest_key):
             self._unchanged(previous)
             return
         prepared = self.pipeline.prepare_file(source, data, sidecar, self.settings)
@@ -233,7 +234,8 @@ class FolderRun:
         for row in rows:
             if row.doc_id in withdrawn or not row.content_hash:
                 continue
-            first = next((f for f in firsts[row.content_hash] if same_metadata(f.metadata_dict(), row.metadata_dict())), None)
+            same = (f for f in firsts[row.content_hash] if same_metadata(f.metadata_dict(), row.metadata_dict()))
+            first = next(same, None)
             if first is None:
                 firsts[row.content_hash].append(row)
                 continue
