@@ -29,7 +29,7 @@ from ragspine.cli_common import store_workspace as _store_workspace
 from ragspine.cli_common import user_errors as _user_errors
 from ragspine.secret import redact_url
 from ragspine.settings.config import QUERY_STAGE
-from ragspine.render import format_embed_report, format_snippets
+from ragspine.render import format_embed_report, format_ingest_report, format_snippets
 from ragspine.retrieval.model import FILTER_FIELDS
 
 
@@ -103,6 +103,8 @@ _port_option = click.option("--port", default=None, type=int, help="Port to bind
 @click.option("--skip-garbled", is_flag=True,
               help="Fail documents whose extracted text looks garbled (glyph names, mojibake) instead of "
                    "ingesting them with a warning.")  # fmt: skip
+@click.option("--strict", is_flag=True, help="Exit 1 on any failure, even one the last run had too (default: "
+              "exit 0 when every failure is the same as the last run's, listed in the summary).")  # fmt: skip
 @click.option("--visual", is_flag=True,
               help="Also index PDF pages as images for the visual channel (needs RAGSPINE_VISUAL_EMBEDDER; "
                    "runs whenever it is set: the flag makes a missing setting an error).")  # fmt: skip
@@ -119,6 +121,7 @@ def ingest(
     rebuild: bool,
     lower_labels: tuple[str, ...],
     skip_garbled: bool,
+    strict: bool,
     visual: bool,
     **meta: str | None,
 ) -> None:
@@ -138,23 +141,13 @@ def ingest(
             list(paths), settings, rebuild=rebuild, force=force, include=include, exclude=exclude,
             rules=rules, prune=prune, lower_labels=lower_labels, skip_garbled=skip_garbled, **defaults,
         )  # fmt: skip
-    for failure in report.failures:
-        click.echo(f"failed: {failure.path}: {failure.reason}", err=True)
-    for warning in report.warnings:
-        click.echo(f"warning: {warning.path}: {warning.reason}", err=True)
-    if rebuild:
-        click.echo(f"rebuilt with {asked.describe()}; withdrawn (not under PATHS): {len(withdrawn)}")
-    click.echo(report.headline())
-    click.echo(report.summary_table())
-    if report.embedding is not None:
-        click.echo(format_embed_report(report.embedding))
-    if report.visual is not None:
-        for kind, items in (("failed", report.visual.failures), ("warning", report.visual.warnings)):
-            for item in items:
-                click.echo(f"{kind}: {item.path}: {item.reason}", err=True)
-        click.echo(report.visual.headline())
-    if report.failures or (report.visual is not None and report.visual.failures):
-        raise SystemExit(1)
+    rebuilt = f"rebuilt with {asked.describe()}; withdrawn (not under PATHS): {len(withdrawn)}" if rebuild else None
+    errors, lines, status = format_ingest_report(report, strict=strict, rebuilt=rebuilt)
+    for line in errors:
+        click.echo(line, err=True)
+    click.echo("\n".join(lines))
+    if status:
+        raise SystemExit(status)
 
 
 @main.command()

@@ -34,3 +34,27 @@ def format_embed_report(report: Any) -> str:
         f"stale vectors removed: {report.removed}"
         + (f"; damaged vectors re-embedded: {report.repaired}" if report.repaired else "")
     )
+
+
+def format_ingest_report(
+    report: Any, *, strict: bool = False, rebuilt: str | None = None
+) -> tuple[list[str], list[str], int]:
+    """What `ragspine ingest` prints for its `IngestRunReport`: (lines for stderr: failures and
+    warnings; lines for stdout: the rebuild line, headline, summary table, the embedding and page
+    passes, and the exit line; the exit status). The status is `report.exit_status(strict)`
+    (0 when every failure is a known one, unless `strict`), or 1 when the page pass failed."""
+    errors = [f"failed: {failure.path}: {failure.reason}" for failure in report.failures]
+    errors += [f"warning: {warning.path}: {warning.reason}" for warning in report.warnings]
+    lines = [rebuilt] if rebuilt else []
+    lines += [report.headline(), report.summary_table()]
+    if report.embedding is not None:
+        lines.append(format_embed_report(report.embedding))
+    status = report.exit_status(strict=strict)
+    if report.visual is not None:
+        for kind, items in (("failed", report.visual.failures), ("warning", report.visual.warnings)):
+            errors += [f"{kind}: {item.path}: {item.reason}" for item in items]
+        lines.append(report.visual.headline())
+        if report.visual.failures:
+            return errors, [*lines, "exit 1: the page index pass failed"], 1
+    lines.append(report.exit_line(strict=strict))
+    return errors, lines, status

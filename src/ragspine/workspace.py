@@ -101,6 +101,9 @@ class Workspace(Closeable):
         self.settings, self.retriever, self.store, self.provider = settings, retriever, store, provider
         self._ingest: IngestPipeline | None = None  # made at the first write (`_pipeline`)
         self._ingest_lock = threading.Lock()
+        from ragspine.ingest.copies import CopyLookup
+
+        self._copies = CopyLookup(settings.db)  # a result's recorded duplicates (read at a search)
         index = retriever.index
         # What this workspace runs, from what was built (not re-resolved per request).
         self.retrieval_mode = (
@@ -167,7 +170,9 @@ class Workspace(Closeable):
         into each chunk's locator. Labelled, chunked, stored and registered by the one ingest
         path (`ingest.pipeline.IngestPipeline`): an unknown sensitivity label is a ValueError
         and nothing is written; a label lower than the stored version's is kept higher unless
-        `lower_label`."""
+        `lower_label`; front matter opening `text` is read as a file's (its labels count); a
+        text whose content is stored under another doc_id at a stricter label is a ValueError
+        unless `lower_label` (the label follows the content: `ingest.content`)."""
         from ragspine.ingest.metadata import DocumentFields
 
         _check_meta(meta)
@@ -322,17 +327,21 @@ class Workspace(Closeable):
         filter language (docs/filters.md), or its string form ("period>=2024 and
         entity=ACME_CN"); `query`, `where` and `top_k` are checked as on every surface
         (`SearchRequest`). `mode` must be one the workspace can run. `trace`: receives one step
-        per pipeline stage (`ragspine search --explain`)."""
+        per pipeline stage (`ragspine search --explain`). A result whose document has recorded
+        copies (duplicates a folder run did not store again) names them all in
+        `lineage["duplicates"]` (`ingest.copies`)."""
         self.check_mode(mode)
         request = SearchRequest(query, where=where, top_k=top_k)
         query, where, top_k = request.query, request.where, request.top_k
         if trace is None and self.settings.otel == "on":
             trace = Trace()  # RAGSPINE_OTEL: recorded only to be exported
         if trace is None:
-            return self.retriever.retrieve(query, filters=where, top_k=top_k)
-        snippets = self.retriever.retrieve_run(query, filters=where, top_k=top_k, trace=trace).snippets
-        if self.settings.otel == "on":
-            export_trace(trace)
+            snippets = self.retriever.retrieve(query, filters=where, top_k=top_k)
+        else:
+            snippets = self.retriever.retrieve_run(query, filters=where, top_k=top_k, trace=trace).snippets
+            if self.settings.otel == "on":
+                export_trace(trace)
+        self._copies.annotate(snippets)  # a copy of a document is stored once: lineage names them all
         return snippets
 
     def ask(self, question: str, *, where: Any = None, top_k: int = DEFAULT_ASK_TOP_K) -> Answer:
@@ -407,6 +416,7 @@ class Workspace(Closeable):
             close_tree()
         if self._ingest is not None:
             self._ingest.close()
+        self._copies.close()
         self.store.close()
         if dense is not None:
             dense.vectors.close()

@@ -266,8 +266,8 @@ def test_prune_withdraws_only_vanished_files_under_the_given_folder(tmp_path: Pa
     one, two = tmp_path / "one", tmp_path / "two"
     for root in (one, two):
         (root / "sub").mkdir(parents=True)
-        (root / "sub" / f"{root.name}-keep.txt").write_text("Keep me.", "utf-8")
-        (root / f"{root.name}-gone.txt").write_text("Delete me.", "utf-8")
+        (root / "sub" / f"{root.name}-keep.txt").write_text(f"Keep me ({root.name}).", "utf-8")  # distinct texts:
+        (root / f"{root.name}-gone.txt").write_text(f"Delete me ({root.name}).", "utf-8")  # no duplicates
     db = tmp_path / "s.db"
     ingest_paths([one, two], str(db))
     (one / "one-gone.txt").unlink()

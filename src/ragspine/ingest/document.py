@@ -136,17 +136,21 @@ def content_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def ingest_key(doc_id: str, file_hash: str, sidecar: Sidecar, settings: IngestSettings) -> str:
-    """A digest of everything that decides a document's chunks (see the module docstring)."""
-    return _digest(
-        {
-            "format": INGEST_FORMAT,
-            "doc_id": doc_id,
-            "content": file_hash,
-            "sidecar": sidecar.digest,
-            "settings": settings.fingerprint(),
-        }
-    )
+def ingest_key(
+    doc_id: str, file_hash: str, sidecar: Sidecar, settings: IngestSettings, *, reader: int = 0
+) -> str:
+    """A digest of everything that decides a document's chunks (see the module docstring);
+    `reader`: the loader's revision for the file's suffix (`loaders.READER_REVISIONS`; 0 adds nothing)."""
+    data: dict[str, Any] = {
+        "format": INGEST_FORMAT,
+        "doc_id": doc_id,
+        "content": file_hash,
+        "sidecar": sidecar.digest,
+        "settings": settings.fingerprint(),
+    }
+    if reader:
+        data["reader"] = reader
+    return _digest(data)
 
 
 def prepare(

@@ -9,7 +9,10 @@ The steps, in order:
    label reader) from every source, and `keep_stricter` keeps a stricter stored label.
 2. load: a file's bytes by its loader (`ingest.loaders`), a text as it is.
 3. chunk: `ingest.document` (the configured chunker, page locators, user metadata).
-4. store: `NarrativeIndex.replace_chunks` makes the chunks the document's active version in one
+4. store: the label follows the content (`ingest.content`): a label lower than a stored copy of
+   the same bytes or text holds is refused unless lowered explicitly (`lower`); a folder run
+   records a copy of an active document as its duplicate instead of storing it again (see
+   `ingest.folder_run`); otherwise `NarrativeIndex.replace_chunks` makes the chunks the document's active version in one
    store transaction; then the document's `DocumentRegistry` row is written (content hash,
    ingest key, version, chunks, loader, metadata). A caller's own `DocumentMeta` (eval's whole
    entries) goes through `NarrativeIndex.ingest`, the specification's chunk-and-replace
@@ -34,8 +37,9 @@ Invariants of a folder run (`ingest_paths`):
 - a re-ingest never lowers a document's stored label implicitly: a new version that would be
   less strict keeps the stored label, with a warning, unless its doc_id is in `lower_labels`
   (those documents are re-ingested even when unchanged);
-- `prune` withdraws only documents registered under a folder given in this run whose files no
-  longer exist there; a path that does not exist prunes nothing.
+- `prune` withdraws only documents whose files lie under a folder given in this run and no
+  longer exist; a path that does not exist prunes nothing (`ingest.folder_run`: duplicates, a
+  file registered under another folder spelling, failures known from the last run).
 The registry row is written after the chunks; if a run dies between the two, the next run sees
 no matching row and writes the document again (one extra version, never a half-written one).
 
@@ -52,37 +56,37 @@ import json
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
 from ragspine.closing import Closeable
+from ragspine.ingest.content import check_content_label, duplicate_of, text_hash
 from ragspine.ingest.document import (
-    GARBLED,
     IngestSettings,
     PreparedDocument,
-    content_hash,
-    ingest_key,
     ingest_settings,
     keep_stricter,
     prepare,
     prepare_loaded,
 )
-from ragspine.ingest.files import FileFailure, SourceFile, discover
+from ragspine.ingest.files import SourceFile, discover
+from ragspine.ingest.folder_run import FolderRun
 from ragspine.ingest.labels import (
     caller_label,
     field_labels,
     kept_label,
     kept_warning,
     label_rules,
+    label_sources,
     read_label,
     stored_labels,
 )
 from ragspine.ingest.loaders import SUPPORTED_SUFFIXES, LoadedDocument
-from ragspine.ingest.metadata import DocumentFields, Sidecar, read_sidecar
-from ragspine.ingest.registry import ACTIVE, DocumentRecord, DocumentRegistry
+from ragspine.ingest.metadata import DocumentFields, Sidecar, filterable, split_front_matter, to_fields
+from ragspine.ingest.origin import Origin, Written, file_origin, now, text_origin
+from ragspine.ingest.registry import ACTIVE, DUPLICATE, DocumentRecord, DocumentRegistry
 from ragspine.ingest.report import IngestReport
 from ragspine.ingest.sensitivity_rules import SensitivityRules
 from ragspine.retrieval.chunking.chunking import (
@@ -93,7 +97,7 @@ from ragspine.retrieval.chunking.protocol import Chunker, IndexTextFn
 from ragspine.retrieval.model import DocumentMeta
 from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex
 from ragspine.retrieval.store.factory import open_chunk_store
-from ragspine.retrieval.store.full import StorageFull, storage_full
+from ragspine.retrieval.store.full import StorageFull
 from ragspine.retrieval.store.protocol import ChunkStoreProtocol
 from ragspine.secret import redact_url
 
@@ -128,30 +132,6 @@ class IngestRunReport(IngestReport):
         if self.embedding is None:
             return line
         return f"{line}; embedded: {self.embedding.embedded} chunk(s)"
-
-
-@dataclass(frozen=True)
-class Written:
-    """What the store step wrote for one document: its new active version, how many chunks,
-    and the warnings to show (a kept stricter label, garbled text, a near-miss sidecar name)."""
-
-    doc_id: str
-    chunks: int
-    version: int
-    warnings: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Origin:
-    """Where a document came from, for its registry row: the folder a run found it under ('' when
-    it was given directly), its file ('' for a text or an upload), its content hash, its
-    `ingest_key` and its size in bytes."""
-
-    content_hash: str
-    ingest_key: str
-    size_bytes: int
-    root: str = ""
-    source_path: str = ""
 
 
 @dataclass(frozen=True)
@@ -257,13 +237,20 @@ class IngestPipeline(Closeable):
     ) -> Written:
         """A text as the new active version of `doc_id`: `own` its own fields (a label among them
         is a label source), `user_metadata` its filterable metadata, `pages` (page spans, page
-        numbers) of a paged document."""
+        numbers) of a paged document. Front matter opening the text is read by the one reader
+        (`ingest.front_matter`) as for a file: its labels count, its fields fill what `own` leaves
+        unset, and it is not part of the stored text (page spans shift with it)."""
         own = own if own is not None else DocumentFields()
-        user = dict(user_metadata or {})
+        front_data, body = split_front_matter(text)
+        front = to_fields(front_data, "front matter") if front_data else DocumentFields()
+        user = {**filterable(front.free), **dict(user_metadata or {})}
         spans, numbers = pages if pages is not None else ((), ())
-        loaded = LoadedDocument(text, loader=TEXT_LOADER, page_spans=tuple(spans), page_numbers=tuple(numbers))
+        cut = len(text) - len(body)
+        spans = [(max(0, start - cut), max(0, end - cut)) for start, end in spans]
+        loaded = LoadedDocument(body, loader=TEXT_LOADER, page_spans=tuple(spans), page_numbers=tuple(numbers))
         labels = [(label, f"the sensitivity argument for {doc_id!r}") for label in field_labels(own)]
-        prepared = prepare_loaded(doc_id, loaded, own, settings, user_metadata=user, labels=labels)
+        labels += label_sources(doc_id, (front, "front matter"))
+        prepared = prepare_loaded(doc_id, loaded, own.over(front), settings, user_metadata=user, labels=labels)
         given = {name: value for name, value in own.known.items() if value}  # a blank field sets nothing
         origin = text_origin(doc_id, text, {"fields": given, "free": dict(own.free), "user": user}, settings)
         return self.store_document(doc_id, prepared, settings, origin, lower=lower, valid_as_of=valid_as_of)
@@ -288,7 +275,7 @@ class IngestPipeline(Closeable):
         fields = {name: getattr(meta, name) for name in ("title", "topic", "entity", "geography", "period", "language")}
         metadata = {**fields, "sensitivity": label, "sensitivity_from": kind, "free": dict(meta.metadata)}
         origin = text_origin(meta.doc_id, text, metadata, None, chunker=self.index.chunker)
-        return self._registered(meta.doc_id, written, origin, TEXT_LOADER, "", 0, metadata, warnings)
+        return self._registered(meta.doc_id, written, origin, TEXT_LOADER, "", 0, metadata, warnings, text_hash(text))
 
     def store_document(
         self,
@@ -299,22 +286,55 @@ class IngestPipeline(Closeable):
         *,
         lower: bool = False,
         valid_as_of: str = "",
+        detail: bool = False,
+        duplicates: bool = False,
     ) -> Written:
-        """Step 4, store: keep a stricter stored label (unless `lower`), write the chunks as the
-        document's active version (one transaction; the index follows, and an index that embeds
-        on write embeds them), then its registry row."""
+        """Step 4, store: keep a stricter stored label (unless `lower`); refuse a label lower
+        than a stored copy of the same content holds (`content.check_content_label`, unless
+        `lower`; `detail`: the error names that copy, for the owner's folder run); with
+        `duplicates` (a folder run), record a copy of an active document (`content.duplicate_of`)
+        as its duplicate instead of storing it (`Written.duplicate_of`); else write the chunks
+        as the document's active version (one transaction; the index follows, and an index that
+        embeds on write embeds them), then its registry row."""
         prepared = keep_stricter(prepared, stored_labels(self.store, doc_id), settings.rules.levels, lower=lower)
-        written = self.index.replace_chunks(doc_id, prepared.chunks, valid_as_of=valid_as_of)
         loaded = prepared.loaded
+        hashed = text_hash(loaded.text)
+        if self.registry is not None:
+            with self._lock:  # the registry's one connection: one thread at a time
+                check_content_label(
+                    self.registry, self.store, doc_id, prepared.meta.sensitivity, (origin.content_hash, hashed),
+                    settings.rules.levels, lower=lower, detail=detail,
+                )  # fmt: skip
+                original = None
+                if duplicates:
+                    original = duplicate_of(
+                        self.registry, doc_id, origin.content_hash, prepared.metadata, origin.source_path
+                    )
+            if original is not None:
+                return self._duplicate(doc_id, origin, loaded, prepared, hashed, original.doc_id)
+        written = self.index.replace_chunks(doc_id, prepared.chunks, valid_as_of=valid_as_of)
         return self._registered(
             doc_id, written, origin, loaded.loader, loaded.encoding, len(loaded.page_numbers), prepared.metadata,
-            prepared.warnings,
+            prepared.warnings, hashed,
         )  # fmt: skip
+
+    def make_duplicate(self, record: DocumentRecord, original: DocumentRecord) -> None:
+        """Turn the active document `record` into a duplicate of `original` (same bytes, label
+        and metadata: `--prune` folding an older store's copies): its chunks withdrawn, its row
+        kept with status duplicate."""
+        self.index.withdraw(record.doc_id)
+        if self.registry is not None:
+            entry = replace(record, status=DUPLICATE, duplicate_of=original.doc_id, chunks=0, ingested_at=now())
+            with self._lock:
+                self.registry.record(entry)
 
     def withdraw(self, doc_id: str) -> None:
         """Take `doc_id` out of the active set (its rows stay, inactive) and mark its registry
-        row withdrawn."""
-        self.index.withdraw(doc_id)
+        row withdrawn (a duplicate has no chunks: only its row is marked)."""
+        with self._lock:
+            record = self.registry.get(doc_id) if self.registry is not None else None
+        if record is None or record.status != DUPLICATE:
+            self.index.withdraw(doc_id)
         if self.registry is not None:
             with self._lock:
                 self.registry.mark_withdrawn(doc_id, now())
@@ -348,44 +368,35 @@ class IngestPipeline(Closeable):
         pages: int,
         metadata: Mapping[str, Any],
         warnings: tuple[str, ...],
+        hashed: str = "",
+        *,
+        status: str = ACTIVE,
+        copy_of: str = "",
     ) -> Written:
-        version = self.store.active_version(doc_id) or 0
+        version = (self.store.active_version(doc_id) or 0) if status == ACTIVE else 0
         if self.registry is not None:
             record = DocumentRecord(
                 doc_id=doc_id, root=origin.root, source_path=origin.source_path, content_hash=origin.content_hash,
-                ingest_key=origin.ingest_key, version=version, chunks=written, status=ACTIVE, loader=loader,
+                ingest_key=origin.ingest_key, version=version, chunks=written, status=status, loader=loader,
                 encoding=encoding, pages=pages, size_bytes=origin.size_bytes,
                 metadata=json.dumps(metadata, ensure_ascii=False, sort_keys=True), ingested_at=now(),
+                text_hash=hashed, duplicate_of=copy_of,
             )  # fmt: skip
             with self._lock:
                 self.registry.record(record)
-        return Written(doc_id, written, version, warnings)
+        return Written(doc_id, written, version, warnings, copy_of)
 
-
-def file_origin(source: SourceFile, data: bytes, sidecar: Sidecar, settings: IngestSettings, root: str = "") -> Origin:
-    """A file's registry origin: `root` the folder a run found it under ('' when given
-    directly); its path only when it is a file on disk (not an upload's name)."""
-    file_hash = content_hash(data)
-    path = str(source.path.resolve()) if root else ""
-    return Origin(file_hash, ingest_key(source.doc_id, file_hash, sidecar, settings), len(data), root, path)
-
-
-def text_origin(
-    doc_id: str,
-    text: str,
-    fields: Mapping[str, Any],
-    settings: IngestSettings | None,
-    *,
-    chunker: Chunker | None = None,
-) -> Origin:
-    """A text's registry origin: its content hash, and an ingest key over it, its own `fields`
-    and the settings (or, without settings, the `chunker` that cut it)."""
-    data = text.encode("utf-8")
-    digest = content_hash(json.dumps(fields, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8"))
-    if settings is None:
-        settings = IngestSettings(chunker=chunker)
-    text_hash = content_hash(data)
-    return Origin(text_hash, ingest_key(doc_id, text_hash, Sidecar(DocumentFields(), digest), settings), len(data))
+    def _duplicate(
+        self, doc_id: str, origin: Origin, loaded: LoadedDocument, prepared: PreparedDocument, hashed: str, of: str
+    ) -> Written:
+        """Record `doc_id` as a copy of the active document `of`: no chunks of its own (any it
+        had are withdrawn), a registry row with status duplicate."""
+        if self.store.active_version(doc_id) is not None:
+            self.index.withdraw(doc_id)
+        return self._registered(
+            doc_id, 0, origin, loaded.loader, loaded.encoding, len(loaded.page_numbers), prepared.metadata,
+            prepared.warnings, hashed, status=DUPLICATE, copy_of=of,
+        )  # fmt: skip
 
 
 def ingest_paths(
@@ -460,7 +471,7 @@ def ingest_paths(
         # chunks are cut by `settings`, so its own chunker is never used.
         index = NarrativeIndex(store, persist_index=False)
         with IngestPipeline(index, registry=DocumentRegistry(db), embedding=embedding) as pipeline:
-            run = _FolderRun(
+            run = FolderRun(
                 pipeline, settings, report, force=force, lower=frozenset(lower_labels), skip_garbled=skip_garbled
             )
             hide = None if progress is None else not progress  # None: shown on a terminal only
@@ -469,9 +480,11 @@ def ingest_paths(
                     run.ingest_one(source)
                 for root in found.roots if prune else ():
                     run.prune(root)
+                run.settle_duplicates()
             except StorageFull as full:
                 run.stop(full, left=len(found.files) - run.attempted)
                 return report
+            run.record_failures()
             report.embedding = pipeline.embed() if embedding is not None else None
     return report
 
@@ -501,114 +514,3 @@ def _embed_pending(
         raise VectorModelMismatch(f"the documents were ingested but not embedded: {exc}") from exc
     assert report is not None
     return report
-
-
-class _FolderRun:
-    """One folder run over an open pipeline: which files to write, skip or fail, and prune."""
-
-    def __init__(
-        self,
-        pipeline: IngestPipeline,
-        settings: IngestSettings,
-        report: IngestReport,
-        *,
-        force: bool,
-        lower: frozenset[str] = frozenset(),
-        skip_garbled: bool = False,
-    ) -> None:
-        assert pipeline.registry is not None
-        self.pipeline, self.registry, self.settings = pipeline, pipeline.registry, settings
-        self.report, self.force, self.lower, self.skip_garbled = report, force, lower, skip_garbled
-        self.seen: dict[str, Path] = {}
-        self.attempted = 0  # files ingest_one was called for
-        self.current: Path | None = None  # the file (or pruned document) being written
-
-    def ingest_one(self, source: SourceFile) -> None:
-        """Ingest, skip or fail one file; never raises for a problem with the file. A full
-        storage is not one: it is raised as `StorageFull` (the run stops)."""
-        self.attempted += 1
-        self.current = source.path
-        taken = self.seen.setdefault(source.doc_id, source.path)
-        if taken != source.path:
-            self._fail(source.path, f"doc_id {source.doc_id!r} is already used by {taken} in this run")
-            return
-        try:
-            self._ingest(source)
-        except Exception as exc:  # a loader library's own bug must not stop the batch either
-            _raise_if_full(exc)
-            self._fail(source.path, _reason(exc))
-
-    def prune(self, root: Path) -> None:
-        """Withdraw the active documents registered under `root` whose files are gone."""
-        for record in self.registry.active_under(str(root)):
-            if (root / record.doc_id).exists():
-                continue
-            self.current = root / record.doc_id
-            try:
-                self.pipeline.withdraw(record.doc_id)
-            except Exception as exc:  # report, and keep pruning the others
-                _raise_if_full(exc)
-                self._fail(root / record.doc_id, f"cannot withdraw: {exc}")
-            else:
-                self.report.withdrawn.append(record.doc_id)
-
-    def stop(self, full: StorageFull, *, left: int) -> None:
-        """The run stops on a full storage: one failure for the file it was writing, naming how
-        many files it did not attempt."""
-        self.report.not_attempted = left
-        self._fail(self.current or Path(self.report.db), f"{full}; stopped: {left} file(s) not attempted")
-
-    def _ingest(self, source: SourceFile) -> None:
-        data = source.path.read_bytes()
-        self.report.bytes_read += len(data)
-        sidecar = read_sidecar(source.path)
-        origin = file_origin(source, data, sidecar, self.settings, root=str(source.root))
-        previous = self.registry.get(source.doc_id)
-        lower = source.doc_id in self.lower
-        if not (self.force or lower) and previous is not None and self._is_current(previous, origin.ingest_key):
-            self.report.unchanged.append(source.doc_id)
-            self.report.unchanged_chunks += previous.chunks
-            return
-        prepared = self.pipeline.prepare_file(source, data, sidecar, self.settings)
-        if self.skip_garbled and GARBLED in prepared.metadata:
-            share = prepared.metadata[GARBLED]
-            raise ValueError(f"skipped (--skip-garbled): {share:.0%} of the text looks garbled")
-        written = self.pipeline.store_document(source.doc_id, prepared, self.settings, origin, lower=lower)
-        self.report.warnings.extend(FileFailure(source.path, w) for w in written.warnings)
-        self.report.ingested.append(source.doc_id)
-        if previous is not None:
-            self.report.changed.append(source.doc_id)
-        self.report.chunks += written.chunks
-
-    def _is_current(self, record: DocumentRecord, key: str) -> bool:
-        return (
-            record.status == ACTIVE
-            and record.ingest_key == key
-            and self.pipeline.store.active_version(record.doc_id) == record.version
-        )
-
-    def _fail(self, path: Path, reason: str) -> None:
-        self.report.failures.append(FileFailure(path, reason))
-
-
-def _raise_if_full(exc: Exception) -> None:
-    """Raise `exc` as `StorageFull` when it is a full storage; return otherwise."""
-    full = storage_full(exc)
-    if full is exc:
-        raise full
-    if full is not None:
-        raise full from exc
-
-
-def _reason(exc: Exception) -> str:
-    """A failed file's reason, by the kind of error."""
-    if isinstance(exc, OSError):
-        return f"cannot read: {exc.strerror or exc}"
-    if isinstance(exc, ValueError | ImportError):
-        return str(exc) or type(exc).__name__
-    return f"{type(exc).__name__}: {exc}"
-
-
-def now() -> str:
-    """The registry's timestamp: UTC, to the second."""
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")

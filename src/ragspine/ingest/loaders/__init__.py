@@ -29,9 +29,13 @@ LOADERS: dict[str, Loader] = {
     ".docx": load_docx,
 }
 SUPPORTED_SUFFIXES: tuple[str, ...] = tuple(LOADERS)
+# A loader's revision, raised when it reads the same bytes differently, so files of that suffix
+# are re-read (part of their ingest key; a suffix not listed adds nothing, so other files' keys,
+# and the eval caches keyed by INGEST_FORMAT, stay). 1: plain text reads its front matter labels.
+READER_REVISIONS: dict[str, int] = {".txt": 1, ".text": 1}
 
 __all__ = [
-    "LOADERS", "SUPPORTED_SUFFIXES", "LoadedDocument", "Loader", "MissingExtraError", "load_document"
+    "LOADERS", "READER_REVISIONS", "SUPPORTED_SUFFIXES", "LoadedDocument", "Loader", "MissingExtraError", "load_document"
 ]  # fmt: skip
 
 

@@ -1,7 +1,10 @@
 """Plain text (.txt) and Markdown (.md) files.
 
 Invariants: the bytes are decoded by `encoding.decode_bytes` (BOM, UTF-8, GB18030/GBK, Big5,
-UTF-16, …). Markdown front matter is removed from the text and returned as metadata. Every
+UTF-16, …). Front matter (`ingest.front_matter`, the one reader: YAML or TOML) is removed from
+the text and returned as metadata, for plain text exactly as for Markdown, so a `.txt` that opens
+with `---\nsensitivity: RESTRICTED\n---` is labelled by it (and refused when the reader cannot
+read a sensitivity key there), never stored at the default label with its front matter. Every
 Markdown heading (ATX `# …`, or a setext line underlined with `===`/`---`) outside fenced code
 stands as its own paragraph: blank lines are added around it where missing, nothing else changes;
 the loaded document's `headings` are those lines' spans (`heading_spans`).
@@ -23,10 +26,12 @@ _NOT_PARAGRAPH_TEXT = re.compile(r"^ {0,3}(?:[-+*>|]|\d+[.)]\s|#)")
 
 
 def load_text(data: bytes, path: Path) -> LoadedDocument:
-    """A .txt file: its decoded text; the title is the file name without its suffix."""
+    """A .txt file: its decoded text, front matter split off as metadata; the title is the file
+    name without its suffix."""
     decoded = decode_bytes(data)
-    text = non_blank(clean_text(decoded.text), path.name)
-    return LoadedDocument(text, title=path.stem, loader="text", encoding=decoded.encoding)
+    front, body = split_front_matter(clean_text(decoded.text))
+    text = non_blank(body, path.name)
+    return LoadedDocument(text, title=path.stem, loader="text", encoding=decoded.encoding, metadata=front)
 
 
 def load_markdown(data: bytes, path: Path) -> LoadedDocument:

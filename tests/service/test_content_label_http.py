@@ -1,0 +1,28 @@
+"""POST /documents on the real server goes through the one ingest path's label steps: front matter
+opening the text is read (issue 34 item 1's gap), and content stored RESTRICTED elsewhere is not
+taken in again lower (issue 34 item 3), with an error that names no other document."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from service_helpers import doc
+
+SECRET = "The Borealis merger closes in March.\n\nThe price is 41 dollars a share."
+
+
+def test_post_documents_reads_front_matter_and_refuses_restricted_content_lower(serve: Any) -> None:
+    served = serve()
+    client = served.client
+    labelled = "---\nsensitivity: RESTRICTED\n---\n" + SECRET
+    created = client.post("/documents", json=doc("fm", labelled, sensitivity="PUBLIC"))
+    assert created.status_code == 201, created.text
+    [chunk, *_] = served.ws.store.iter_chunks(doc_id="fm")
+    assert chunk.sensitivity == "RESTRICTED" and not chunk.text.startswith("---")
+    found = client.post("/search", json={"query": "Borealis merger price", "top_k": 5})
+    assert found.status_code == 200 and found.json()["snippets"] == []
+    copy = client.post("/documents", json=doc("copy", SECRET, sensitivity="PUBLIC"))
+    assert copy.status_code == 400, copy.text
+    body = copy.text
+    assert "stored at a stricter label" in body and "'fm'" not in body and "RESTRICTED" not in body
+    assert list(served.ws.store.iter_chunks(doc_id="copy")) == []
