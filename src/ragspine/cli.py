@@ -24,7 +24,7 @@ from ragspine.secret import redact_text, redact_url
 from ragspine.settings.config import QUERY_STAGE, ConfigError
 from ragspine.retrieval.store.full import storage_full
 from ragspine.retrieval.store.sqlite import NotAChunkStoreError
-from ragspine.render import format_embed_report, format_snippets
+from ragspine.render import dropped_note, format_embed_report, format_snippets
 from ragspine.retrieval.model import FILTER_FIELDS
 
 if TYPE_CHECKING:
@@ -79,18 +79,20 @@ _QUERY_STAGE_HELP = {
 
 
 def _query_stage_options(func: Any) -> Any:
-    """--transform/--decompose/--adaptive/--corrective, given to `func` as `query_flags`
-    (RAGSPINE_* flags for `load_settings`; docs/query-transforms.md)."""
+    """--transform/--decompose/--adaptive/--corrective and --filter-fallback, given to `func` as
+    `query_flags` (RAGSPINE_* flags for `load_settings`; docs/query-transforms.md, docs/filters.md)."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         flags = {var: kwargs.pop(name) for name, var in QUERY_STAGE}
-        return func(*args, query_flags=flags, **kwargs)
+        return func(*args, query_flags={**flags, "RAGSPINE_FILTER_FALLBACK": kwargs.pop("filter_fallback")}, **kwargs)
 
     for name, var in reversed(QUERY_STAGE):
         about = _QUERY_STAGE_HELP[name]
         wrapper = click.option(f"--{name}", default=None, help=f"{about} [env {var}; default none].")(wrapper)
-    return wrapper
+    return click.option("--filter-fallback", type=click.Choice(["strict", "retry"]), default=None,
+                        help="Nothing matches the filters: strict (no result) or retry without them (the dropped "
+                             "fields are named) [env RAGSPINE_FILTER_FALLBACK; default strict].")(wrapper)  # fmt: skip
 
 
 _db_option = click.option("--db", default=None, help="Chunk store path [env RAGSPINE_DB; default .ragspine/chunks.db].")
@@ -218,7 +220,7 @@ def embed(
     vectors file is moved aside). After changing RAGSPINE_EMBEDDING (or its model) run it with
     --reembed.
     """
-    from ragspine.retrieval.vector.dense.chunk_vectors import VECTORS_SUFFIX, quarantine_if_damaged
+    from ragspine.retrieval.vector.dense.chunk_vectors import VECTORS_SUFFIX, quarantine_if_damaged, remove_vectors_file
     from ragspine.retrieval.vector.dense.matrix_cache import discard_if_damaged
     from ragspine.workspace import Workspace
 
@@ -251,7 +253,7 @@ def embed(
 
         vectors_file = settings.db + index_text_tag(make_index_text_for(settings)) + VECTORS_SUFFIX
         if reembed:
-            removed = _remove_files(vectors_file)
+            removed = remove_vectors_file(vectors_file)
             if removed:
                 click.echo(f"removed {', '.join(removed)}", err=True)
         elif beside and (moved := quarantine_if_damaged(vectors_file)) is not None:
@@ -299,18 +301,6 @@ def _ray_pool(settings: Any, address: str | None, workers: int | None) -> Iterat
     make_backend = functools.partial(make_embedding, settings)  # run on each worker, once
     with RayBatchEmbedder(make_backend, address=None if address == "local" else address, workers=workers) as pool:
         yield pool
-
-
-def _remove_files(path: str) -> list[str]:
-    """Delete a SQLite file and its -wal/-shm companions; the names of those that existed."""
-    removed = []
-    for name in (path, path + "-wal", path + "-shm"):
-        try:
-            Path(name).unlink()
-        except FileNotFoundError:
-            continue
-        removed.append(name)
-    return removed
 
 
 @main.command()
@@ -376,8 +366,8 @@ def search(
                     raise ValueError(f"the page index beside {settings.db} is empty; build it with "
                                      "`ragspine ingest --visual PATHS`")  # fmt: skip
                 snippets = workspace.search(query, where=where, top_k=top_k, trace=trace)
-    if as_json:
-        click.echo(json.dumps(snippets, ensure_ascii=False, indent=2))
+    if as_json:  # {"filters_dropped": [...], "snippets": [...]}
+        click.echo(json.dumps(snippets.to_dict(), ensure_ascii=False, indent=2))
     else:
         click.echo(format_snippets(snippets))
     if trace is not None:
@@ -515,8 +505,8 @@ def ask(
     if as_json:
         click.echo(json.dumps(answer.to_dict(), ensure_ascii=False, indent=2))
         return
-    if answer.note:
-        click.echo(f"note: {answer.note}", err=True)
+    for note in filter(None, (answer.note, dropped_note(answer.filters_dropped))):
+        click.echo(f"note: {note}", err=True)
     click.echo(answer.text)
     if answer.citations:
         click.echo("\nSources:")

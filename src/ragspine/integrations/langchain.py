@@ -1,9 +1,10 @@
 """A LangChain retriever over a RAGSpine workspace (local `ragspine.open(...)` or the HTTP API).
 
 `RAGSpineRetriever(searcher=ws)` is a `langchain_core.retrievers.BaseRetriever`: `invoke(query)`
-returns `Document`s whose `page_content` is a snippet's text and whose `metadata` carries
-doc_id, title, source_locator, chunk_id, the labels, per-channel `scores` and `lineage`;
-`ainvoke` runs without blocking the event loop. Needs `pip install 'ragspine[langchain]'`.
+returns `Document`s whose `page_content` is a snippet's text and whose flat `metadata`
+(`common.snippet_metadata`) carries doc_id, title, source_locator, chunk_id, the labels,
+`score_<channel>`, `scores_json`, `lineage_json` and `filters_dropped`; `ainvoke` runs without
+blocking the event loop. Needs `pip install 'ragspine[langchain]'`.
 
 Invariant: the documents are built only from `common.passages` (RESTRICTED never included).
 """
@@ -14,8 +15,8 @@ from collections.abc import Iterable, Mapping
 from typing import Annotated, Any
 
 from ragspine.extras import require
-from ragspine.integrations.common import Searcher, passages, search_async, snippet_metadata
-from ragspine.retrieval.pipeline.request import check_top_k
+from ragspine.integrations.common import Searcher, dropped_of, passages, search_async, snippet_metadata
+from ragspine.retrieval.pipeline.request import check_filter_fallback, check_top_k
 
 _core = require("langchain_core.retrievers", extra="langchain", purpose="RAGSpineRetriever (LangChain)")
 _documents = require("langchain_core.documents", extra="langchain", purpose="RAGSpineRetriever (LangChain)")
@@ -25,9 +26,11 @@ __all__ = ["RAGSpineRetriever", "to_documents"]
 
 
 def to_documents(snippets: Iterable[Mapping[str, Any]]) -> list[Any]:
-    """LangChain `Document`s for `snippets` (RESTRICTED dropped), ids = chunk ids."""
+    """LangChain `Document`s for `snippets` (RESTRICTED dropped), ids = chunk ids; each one's
+    metadata carries the search's `filters_dropped`."""
+    dropped = dropped_of(snippets)
     return [
-        _documents.Document(page_content=s["text"], metadata=snippet_metadata(s), id=s.get("chunk_id"))
+        _documents.Document(page_content=s["text"], metadata=snippet_metadata(s, dropped), id=s.get("chunk_id"))
         for s in passages(snippets)
     ]
 
@@ -37,19 +40,24 @@ class RAGSpineRetriever(_core.BaseRetriever):  # type: ignore[name-defined]
 
     `searcher`: a `ragspine.open(...)` workspace or a `RemoteWorkspace`; `where`: a filter
     applied to every query (any form, the string form included: docs/filters.md); `top_k`:
-    documents per query, a whole number (checked as on every surface: `check_top_k`).
+    documents per query, a whole number (checked as on every surface: `check_top_k`);
+    `filter_fallback`: "strict" or "retry" (None: the searcher's RAGSPINE_FILTER_FALLBACK).
     """
 
     model_config = _pydantic.ConfigDict(arbitrary_types_allowed=True)
     searcher: Any
     where: Any = None
     top_k: Annotated[int, _pydantic.BeforeValidator(check_top_k)] = 5
+    filter_fallback: Annotated[str | None, _pydantic.BeforeValidator(check_filter_fallback)] = None
 
     def _get_relevant_documents(self, query: str, *, run_manager: Any) -> list[Any]:
-        return to_documents(_searcher(self.searcher).search(query, where=self.where, top_k=self.top_k))
+        found = _searcher(self.searcher).search(query, where=self.where, top_k=self.top_k,
+                                                filter_fallback=self.filter_fallback)  # fmt: skip
+        return to_documents(found)
 
     async def _aget_relevant_documents(self, query: str, *, run_manager: Any) -> list[Any]:
-        found = await search_async(_searcher(self.searcher), query, where=self.where, top_k=self.top_k)
+        found = await search_async(_searcher(self.searcher), query, where=self.where, top_k=self.top_k,
+                                   filter_fallback=self.filter_fallback)  # fmt: skip
         return to_documents(found)
 
 

@@ -8,6 +8,8 @@ Invariants:
 - A passage is the one snippet type (`ragspine.retrieval.snippet.Snippet`, its model derived
   from it) with its rank and citation; `query`, `where` and `top_k` are checked as on every
   surface (`SearchRequest`, `check_top_k`: `top_k: "3"` is refused, as over HTTP).
+- `search` and `ask` answer with `filters_dropped` at the top level (the filter fields that
+  matched nothing and were dropped, RAGSPINE_FILTER_FALLBACK=retry or `filter_fallback`).
 - `get_chunk` refuses a RESTRICTED chunk (a tool error; its text never leaves).
 - Every tool states its input and output JSON schemas, answers with structured content, and
   turns bad input into a tool error (`isError`, a one-line message), never a traceback.
@@ -20,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import Annotated, Any, Literal, cast
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
@@ -50,6 +52,12 @@ WHERE_HELP = (
 )
 
 Where = Annotated[dict[str, Any] | str | None, Field(description=WHERE_HELP)]
+FilterFallback = Annotated[
+    Literal["strict", "retry"] | None,
+    Field(description="When nothing matches `where`: strict (no passage) or retry (searched once without it; "
+                      "filters_dropped names the dropped fields). Default: the server's RAGSPINE_FILTER_FALLBACK."),
+]  # fmt: skip
+DROPPED_HELP = "Filter fields that matched nothing and were dropped to find these passages (empty: none were)"
 Library = Annotated[str | None, Field(description="A library name from list_libraries (default: the default one)")]
 
 
@@ -81,6 +89,7 @@ Passage = model_from_typeddict(
 class SearchResult(BaseModel):
     library: str
     query: str
+    filters_dropped: list[str] = Field(description=DROPPED_HELP)
     passages: list[Passage]  # type: ignore[valid-type]
 
 
@@ -89,6 +98,7 @@ class AskResult(BaseModel):
     answer: str = Field(description="The answer; [n] cites citations[n-1]")
     mode: str = Field(description="llm (the configured model wrote it) or extractive (top passages)")
     note: str = ""
+    filters_dropped: list[str] = Field(default_factory=list, description=DROPPED_HELP)
     citations: list[Passage]  # type: ignore[valid-type]
 
 
@@ -156,11 +166,13 @@ def build_mcp_server(
         where: Where = None,
         top_k: SearchTopK = DEFAULT_SEARCH_TOP_K,
         library: Library = None,
+        filter_fallback: FilterFallback = None,
     ) -> SearchResult:
         """Ranked, cited passages for a query (BM25 + dense fused; RESTRICTED never returned)."""
         lib = pick(library)
-        found = guarded(lambda: lib.workspace.search(query, where=where, top_k=top_k))
-        return SearchResult(library=lib.name, query=query, passages=_passages(found))
+        found = guarded(lambda: lib.workspace.search(query, where=where, top_k=top_k, filter_fallback=filter_fallback))
+        return SearchResult(library=lib.name, query=query, filters_dropped=found.filters_dropped,
+                            passages=_passages(found))  # fmt: skip
 
     @server.tool(title="Ask", annotations=_read_only())
     def ask(
@@ -168,10 +180,12 @@ def build_mcp_server(
         where: Where = None,
         top_k: AskTopK = 5,
         library: Library = None,
+        filter_fallback: FilterFallback = None,
     ) -> AskResult:
         """An answer with numbered citations: from the configured LLM, else extractive."""
         lib = pick(library)
-        answer = guarded(lambda: lib.workspace.ask(question, where=where, top_k=top_k)).to_dict()
+        answer = guarded(lambda: lib.workspace.ask(question, where=where, top_k=top_k,
+                                                   filter_fallback=filter_fallback)).to_dict()  # fmt: skip
         answer["citations"] = _passages(answer["citations"])
         return AskResult.model_validate(answer)
 

@@ -25,6 +25,7 @@ from ragspine.retrieval.vector.stores.sqlite import (
     ChunkVectors,
     quarantine_if_damaged,
     record_checksums,
+    remove_vectors_file,
 )
 
 __all__ = [
@@ -41,5 +42,6 @@ __all__ = [
     "embed_progress",
     "quarantine_if_damaged",
     "record_checksums",
+    "remove_vectors_file",
     "vector_metadata",
 ]

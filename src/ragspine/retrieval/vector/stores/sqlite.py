@@ -599,6 +599,19 @@ def quarantine_if_damaged(path: str | Path) -> str | None:
     return target
 
 
+def remove_vectors_file(path: str) -> list[str]:
+    """Delete a vectors file and its -wal/-shm companions (`ragspine embed --reembed`); the
+    names of those that existed."""
+    removed = []
+    for name in (path, path + "-wal", path + "-shm"):
+        try:
+            Path(name).unlink()
+        except FileNotFoundError:
+            continue
+        removed.append(name)
+    return removed
+
+
 class _NothingChanged(Exception):
     """Raised inside a write transaction that turned out to change nothing (rolls it back)."""
 
