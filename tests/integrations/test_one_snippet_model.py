@@ -127,7 +127,7 @@ def test_the_string_filter_form_works_on_every_surface(demo: Demo, demo_ws: Work
     result = CliRunner().invoke(main, ["search", "annual report revenue", "--db", str(demo.path), "--json",
                                        "--top-k", "10", "--where", STRING_WHERE], env=ENV)  # fmt: skip
     assert result.exit_code == 0, result.output
-    assert [s["chunk_id"] for s in json.loads(result.output)] == ids
+    assert [s["chunk_id"] for s in json.loads(result.output)["snippets"]] == ids
 
 
 def test_top_k_is_checked_the_same_way_on_every_surface(demo_ws: Workspace, demo_url: str) -> None:

@@ -18,9 +18,10 @@ Invariants:
   they leave nothing. The filter fallback decides what an empty result under the caller's
   filters gives: "retry" (`retry_without_filters`, the default here) searches once without
   filters (without a corrective grader; with one, "drop filters" is its first action),
-  "strict" gives nothing (and the corrective loop never drops them). The run's lineage, and
-  every result's, carries `filters_dropped`: the caller's filter fields a retry dropped to
-  find the results it returns (sorted; empty when none was), so a surface can say the results are wider than asked.
+  "strict" gives nothing (and the corrective loop never drops them). The run's lineage
+  carries `filters_dropped` (a result's keeps `retried_without_filters`): the caller's filter
+  fields a retry dropped to find the results it returns (sorted; empty when none was), so a
+  surface can say, at its top level, that the results are wider than asked.
 - RESTRICTED chunks are masked before the channels score anything; the rerank step never gives
   one to a reranker (exit #1) and `restricted_exit` drops any that remain before the
   post-processors and snippets (exit #2).
@@ -254,9 +255,9 @@ class Pipeline:
             extra["corrective"] = corrective
             if corrective["refused"]:
                 extra["refused"] = f"corrective retrieval: {corrective['grades'][-1]['reason']}"
-        extra["filters_dropped"] = request.dropped(lineage) if results else []
         lineage = {**lineage, **extra}
-        return QueryRun([(r, lineage) for r in results], extra)
+        dropped = request.dropped(lineage) if results else []
+        return QueryRun([(r, lineage) for r in results], {**extra, "filters_dropped": dropped})
 
     # -- variants ----------------------------------------------------------------------------------
     def _variants(self, query: str, plan: QueryPlan, trace: Trace | None) -> tuple[list[str], Lineage]:
