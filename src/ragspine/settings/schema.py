@@ -135,11 +135,10 @@ class Settings:
     corrective: str = setting(
         "none",
         "Corrective retrieval (CRAG): grade the results, then at most 2 actions (drop filters, "
-        "rewrite with the LLM when one is configured), then refuse: no snippets, and `ask` says "
-        "it has no grounded answer. rules: graded by BM25 match strength and channel agreement. "
-        "llm: the LLM reads the non-RESTRICTED passages. none: no grading (an empty filtered "
-        "result is retried without filters only with RAGSPINE_FILTER_FALLBACK=retry). Dropping "
-        "filters is an action only with RAGSPINE_FILTER_FALLBACK=retry.",
+        "only with RAGSPINE_FILTER_FALLBACK=retry; rewrite with the LLM when one is configured), "
+        "then refuse: no snippets, and `ask` says it has no grounded answer. rules: graded by BM25 "
+        "match strength and channel agreement. llm: the LLM reads the non-RESTRICTED passages. "
+        "none: no grading (RAGSPINE_FILTER_FALLBACK decides what an empty filtered result gives).",
         component(*CORRECTIVE_GRADERS),
     )
     filter_extractor: FilterExtractor = setting(
