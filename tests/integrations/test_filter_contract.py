@@ -191,3 +191,28 @@ def _between_split(spec: object) -> object:
     if isinstance(spec, Predicate) and spec.op == "between":
         return And((Predicate(spec.field, "gte", spec.value[0]), Predicate(spec.field, "lte", spec.value[1])))
     return spec
+
+
+def test_langchain_structured_query_translates_into_the_filter_language(demo_ws: Workspace) -> None:
+    langchain = pytest.importorskip("ragspine.integrations.langchain", reason="needs the `langchain` extra")
+    from langchain_core.structured_query import Comparator, Comparison, Operation, Operator, StructuredQuery
+
+    acme_2024 = Operation(operator=Operator.AND, arguments=[
+        Comparison(comparator=Comparator.EQ, attribute="entity", value="ACME_CN"),
+        Comparison(comparator=Comparator.GTE, attribute="period", value="2024"),
+    ])  # fmt: skip
+    query, kwargs = langchain.StructuredQueryTranslator().visit_structured_query(
+        StructuredQuery(query=QUERY, filter=acme_2024, limit=3)
+    )
+    assert kwargs == {"where": {"and": [{"entity": {"eq": "ACME_CN"}}, {"period": {"gte": "2024"}}]}, "top_k": 3}
+    assert parse_filter(kwargs["where"]) == parse_filter("entity=ACME_CN and period>=2024")
+    expected = [s["chunk_id"] for s in demo_ws.search(QUERY, where="entity=ACME_CN and period>=2024", top_k=3)]
+    assert expected and [s["chunk_id"] for s in demo_ws.search(query, **kwargs)] == expected
+    docs = langchain.RAGSpineRetriever(searcher=demo_ws, **kwargs).invoke(query)
+    assert [d.id for d in docs] == expected
+    like = StructuredQuery(query=QUERY, filter=Comparison(comparator=Comparator.LIKE, attribute="title", value="A%"))
+    with pytest.raises(ValueError, match="comparator 'like' on 'title' is not supported"):
+        langchain.StructuredQueryTranslator().visit_structured_query(like)
+    negated = StructuredQuery(query=QUERY, filter=Operation(operator=Operator.NOT, arguments=[acme_2024]))
+    with pytest.raises(ValueError, match="operator 'not' is not supported"):
+        langchain.StructuredQueryTranslator().visit_structured_query(negated)

@@ -4,7 +4,9 @@
 returns `Document`s whose `page_content` is a snippet's text and whose flat `metadata`
 (`common.snippet_metadata`) carries doc_id, title, source_locator, chunk_id, the labels,
 `score_<channel>`, `scores_json`, `lineage_json` and `filters_dropped`; `ainvoke` runs without
-blocking the event loop. Needs `pip install 'ragspine[langchain]'`.
+blocking the event loop. `StructuredQueryTranslator` turns LangChain's structured query (what
+a self-query chain writes) into `ws.search` arguments in RAGSpine's filter language. Needs
+`pip install 'ragspine[langchain]'`.
 
 Invariant: the documents are built only from `common.passages` (RESTRICTED never included).
 """
@@ -21,8 +23,9 @@ from ragspine.retrieval.pipeline.request import check_filter_fallback, check_top
 _core = require("langchain_core.retrievers", extra="langchain", purpose="RAGSpineRetriever (LangChain)")
 _documents = require("langchain_core.documents", extra="langchain", purpose="RAGSpineRetriever (LangChain)")
 _pydantic = require("pydantic", extra="langchain", purpose="RAGSpineRetriever (LangChain)")
+_query = require("langchain_core.structured_query", extra="langchain", purpose="StructuredQueryTranslator (LangChain)")
 
-__all__ = ["RAGSpineRetriever", "to_documents"]
+__all__ = ["RAGSpineRetriever", "StructuredQueryTranslator", "to_documents"]
 
 
 def to_documents(snippets: Iterable[Mapping[str, Any]]) -> list[Any]:
@@ -65,3 +68,37 @@ def _searcher(value: Any) -> Searcher:
     if not isinstance(value, Searcher):
         raise TypeError(f"searcher must be a ragspine workspace or RemoteWorkspace, got {type(value).__name__}")
     return value
+
+
+class StructuredQueryTranslator(_query.Visitor):  # type: ignore[name-defined]
+    """LangChain's `StructuredQuery` as `(query, {"where": ..., "top_k": ...})` for
+    `ws.search(query, **kwargs)` or `RAGSpineRetriever(searcher=ws, **kwargs)`.
+
+    Comparators eq, ne, gt, gte, lt, lte, in, nin and operators and, or map one to one;
+    `contain`, `like` and `not` are refused by name (a one-line ValueError): RAGSpine filters
+    match whole values and have no negation of a group.
+    """
+
+    allowed_comparators = tuple(_query.Comparator(op) for op in ("eq", "ne", "gt", "gte", "lt", "lte", "in", "nin"))
+    allowed_operators = (_query.Operator.AND, _query.Operator.OR)
+
+    def visit_operation(self, operation: Any) -> dict[str, Any]:
+        name = operation.operator.value
+        if operation.operator not in self.allowed_operators:
+            raise ValueError(f"LangChain operator {name!r} is not supported (RAGSpine has and, or)")
+        return {name: [argument.accept(self) for argument in operation.arguments]}
+
+    def visit_comparison(self, comparison: Any) -> dict[str, Any]:
+        name = comparison.comparator.value
+        if comparison.comparator not in self.allowed_comparators:
+            raise ValueError(f"LangChain comparator {name!r} on {comparison.attribute!r} is not supported: "
+                             "RAGSpine filters match whole values (use eq or in)")  # fmt: skip
+        return {comparison.attribute: {name: comparison.value}}
+
+    def visit_structured_query(self, structured_query: Any) -> tuple[str, dict[str, Any]]:
+        kwargs: dict[str, Any] = {}
+        if structured_query.filter is not None:
+            kwargs["where"] = structured_query.filter.accept(self)
+        if structured_query.limit is not None:
+            kwargs["top_k"] = check_top_k(structured_query.limit)
+        return structured_query.query, kwargs
