@@ -98,7 +98,7 @@ def test_the_results_say_which_filters_were_dropped(store: ChunkStore) -> None:
     strict = NarrativeIndexRetriever(index, retry_without_filters=False)
     widened = strict.retrieve("营收", filters={"entity": "NOBODY"}, filter_fallback="retry")
     assert widened and widened.filters_dropped == ["entity"]
-    with pytest.raises(ValueError, match="filter_fallback must be one of retry, strict"):
+    with pytest.raises(ValueError, match="filter_fallback must be one of strict, retry"):
         retriever.retrieve("营收", filter_fallback="loose")
 
 

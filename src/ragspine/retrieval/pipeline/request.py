@@ -34,7 +34,7 @@ from ragspine.retrieval.pipeline.stages import check_query
 __all__ = ["FILTER_FALLBACKS", "InvalidRequest", "SearchRequest", "check_filter_fallback", "check_top_k",
            "check_where"]  # fmt: skip
 
-FILTER_FALLBACKS = ("retry", "strict")  # settings.choices.FilterFallback spells the same two
+FILTER_FALLBACKS = ("strict", "retry")  # settings.choices.FilterFallback: the same two, in this order
 
 
 class InvalidRequest(RagspineError, ValueError):
@@ -92,7 +92,7 @@ class SearchRequest:
     >>> SearchRequest("revenue", filter_fallback="widen")
     Traceback (most recent call last):
     ...
-    ragspine.retrieval.pipeline.request.InvalidRequest: filter_fallback must be one of retry, strict, got 'widen'
+    ragspine.retrieval.pipeline.request.InvalidRequest: filter_fallback must be one of strict, retry, got 'widen'
     """
 
     query: str
