@@ -316,7 +316,7 @@ def _ray_pool(settings: Any, address: str | None, workers: int | None) -> Iterat
 @click.option("--libraries", "libraries_file", default=None, type=click.Path(dir_okay=False, path_type=Path),
               help='JSON file of libraries: [{"id": ..., "path": ..., "description": ...}, ...].')  # fmt: skip
 @click.option("--top-k", default=10, show_default=True, type=click.IntRange(min=1), help="Snippets to return.")
-@click.option("--json", "as_json", is_flag=True, help="Print the snippet dicts as JSON.")
+@click.option("--json", "as_json", is_flag=True, help='Print {"filters_dropped": [...], "snippets": [...]} as JSON.')
 @click.option("--explain", is_flag=True,
               help="Also print the query's trace to standard error: each pipeline stage (gate, variants, "
                    "filters, channels, fusion, rerank, exit, post-processing, snippets) with what came in, "

@@ -66,7 +66,8 @@ def _predicate(item: Any) -> dict[str, Any]:
         raise TypeError(f"a MetadataFilters member must be a MetadataFilter, got {type(item).__name__}")
     operator = _name(getattr(item, "operator", None)) or "=="
     if operator in UNSUPPORTED:
-        raise ValueError(f"LlamaIndex filter operator {operator!r} on {key!r} is not supported: {UNSUPPORTED[operator]}")
+        why = UNSUPPORTED[operator]
+        raise ValueError(f"LlamaIndex filter operator {operator!r} on {key!r} is not supported: {why}")
     if operator not in FROM_LLAMAINDEX:
         raise ValueError(f"LlamaIndex filter operator {operator!r} on {key!r} is not supported; "
                          f"supported: {', '.join(FROM_LLAMAINDEX)}")  # fmt: skip

@@ -65,7 +65,8 @@ class GraphRollupOut(_Open):
     documents: list[dict[str, Any]]
     snippets: list[dict[str, Any]] | None = Field(None, description="With `query`: the restricted narrative search")
     filters_dropped: list[str] | None = Field(
-        None, description="With `query`: the filter fields that matched nothing and were dropped (RAGSPINE_FILTER_FALLBACK=retry)"
+        None, description="With `query`: the filter fields that matched nothing and were dropped "
+        "(RAGSPINE_FILTER_FALLBACK=retry)",
     )
 
 

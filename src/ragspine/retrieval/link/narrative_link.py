@@ -206,8 +206,8 @@ def build_narrative_retriever(
     whose page pointers are fused with the text snippets (None: text only). `ann`: when the
     dense channel uses an HNSW index (default `AnnConfig()`). `store_options` go to the store's
     class (`open_chunk_store`, e.g. a PostgreSQL store's local `cache_dir`). `retry_without_filters`:
-    the filter fallback, "retry" (True, the specification's default) or "strict". The layers are values: nothing here reads settings (`ragspine.assembly` builds them
-    from RAGSPINE_*). The caller closes the returned store (and `retriever.index.dense.vectors`, when there is one);
+    the filter fallback, "retry" (True, the specification's default) or "strict". The layers
+    are values: nothing here reads settings (`ragspine.assembly` builds them from RAGSPINE_*). The caller closes the returned store (and `retriever.index.dense.vectors`, when there is one);
     on error nothing is left open."""
     store = open_chunk_store(chunk_db, **(store_options or {}))  # SQLite path, or a postgresql:// URL
     try:

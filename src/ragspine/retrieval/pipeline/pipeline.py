@@ -185,7 +185,8 @@ class Pipeline:
         """The snippets for `query`, the run's lineage, and why it was refused (or None).
         `filter_fallback`: "retry" or "strict" for this run (None: `retry_without_filters`)."""
         check_query(query)
-        retry = self.retry_without_filters if filter_fallback is None else check_filter_fallback(filter_fallback) == "retry"
+        fallback = check_filter_fallback(filter_fallback)
+        retry = self.retry_without_filters if fallback is None else fallback == "retry"
         exact, typed = split_filters(filters)  # a bad filter is an error before anything runs
         explicit = parse_filter([f for f in (typed, parse_filter(where)) if f is not None])
         extract = functools.cache(functools.partial(safe_extract, self.filter_extractor))
