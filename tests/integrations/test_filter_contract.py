@@ -217,3 +217,17 @@ def test_langchain_structured_query_translates_into_the_filter_language(demo_ws:
     negated = StructuredQuery(query=QUERY, filter=Operation(operator=Operator.NOT, arguments=[acme_2024]))
     with pytest.raises(ValueError, match="operator 'not' is not supported"):
         langchain.StructuredQueryTranslator().visit_structured_query(negated)
+
+
+def test_a_searcher_of_ones_own_needs_no_filter_fallback(demo_ws: Workspace) -> None:
+    langchain = pytest.importorskip("ragspine.integrations.langchain", reason="needs the `langchain` extra")
+
+    class Plain:
+        """A searcher written before `filter_fallback` existed."""
+
+        def search(self, query: str, *, where: object = None, top_k: int = 5) -> list:
+            return demo_ws.search(query, where=where, top_k=top_k)
+
+    docs = langchain.RAGSpineRetriever(searcher=Plain(), where="entity=ACME_CN", top_k=2).invoke(QUERY)
+    assert docs and {d.metadata["entity"] for d in docs} == {"ACME_CN"}
+    assert {d.metadata["filters_dropped"] for d in docs} == {""}

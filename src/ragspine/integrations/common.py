@@ -40,9 +40,7 @@ HTTP_TIMEOUT_S = 60.0
 class Searcher(Protocol):
     """What an adapter searches: a `ragspine.open(...)` workspace or a `RemoteWorkspace`."""
 
-    def search(
-        self, query: str, *, where: Any = None, top_k: int = ..., filter_fallback: str | None = None
-    ) -> list[Snippet]: ...
+    def search(self, query: str, *, where: Any = None, top_k: int = ...) -> list[Snippet]: ...
 
 
 def passages(snippets: Iterable[Mapping[str, Any]]) -> list[Snippet]:
@@ -95,7 +93,7 @@ async def search_async(
     a local one in a worker thread (the workspace is thread-safe)."""
     if isinstance(searcher, RemoteWorkspace):
         return await searcher.asearch(query, where=where, top_k=top_k, filter_fallback=filter_fallback)
-    return await asyncio.to_thread(searcher.search, query, where=where, top_k=top_k, filter_fallback=filter_fallback)
+    return await asyncio.to_thread(searcher.search, query, where=where, top_k=top_k, **fallback_kw(filter_fallback))
 
 
 class RemoteWorkspace(Closeable):
@@ -151,7 +149,7 @@ class RemoteWorkspace(Closeable):
     ) -> dict[str, Any]:
         """The answer of POST /ask: {question, answer, mode, note, filters_dropped, citations}."""
         payload = {"question": question, "top_k": check_top_k(top_k), "where": _where_object(where),
-                   **_fallback(check_filter_fallback(filter_fallback))}  # fmt: skip
+                   **fallback_kw(check_filter_fallback(filter_fallback))}  # fmt: skip
         body = _answer(self._pool().post("/ask", json=payload))
         body["citations"] = passages(body["citations"])
         return dict(body)
@@ -161,11 +159,13 @@ def _search_body(query: str, where: Any, top_k: int, filter_fallback: str | None
     """The POST /search body of a request checked as every surface checks it."""
     request = SearchRequest(query, where=where, top_k=top_k, filter_fallback=filter_fallback)
     return {"query": request.query, "top_k": request.top_k, "where": _where_object(request.where),
-            **_fallback(request.filter_fallback)}  # fmt: skip
+            **fallback_kw(request.filter_fallback)}  # fmt: skip
 
 
-def _fallback(filter_fallback: str | None) -> dict[str, str]:
-    """The body's `filter_fallback` (absent: the service's RAGSPINE_FILTER_FALLBACK)."""
+def fallback_kw(filter_fallback: str | None) -> dict[str, str]:
+    """`filter_fallback` as a keyword argument or a request body's field, absent when None (the
+    searcher's, or the service's, RAGSPINE_FILTER_FALLBACK; a searcher of one's own that
+    takes no `filter_fallback` keeps working)."""
     return {} if filter_fallback is None else {"filter_fallback": filter_fallback}
 
 

@@ -17,7 +17,14 @@ from collections.abc import Iterable, Mapping
 from typing import Annotated, Any
 
 from ragspine.extras import require
-from ragspine.integrations.common import Searcher, dropped_of, passages, search_async, snippet_metadata
+from ragspine.integrations.common import (
+    Searcher,
+    dropped_of,
+    fallback_kw,
+    passages,
+    search_async,
+    snippet_metadata,
+)
 from ragspine.retrieval.pipeline.request import check_filter_fallback, check_top_k
 
 _core = require("langchain_core.retrievers", extra="langchain", purpose="RAGSpineRetriever (LangChain)")
@@ -55,7 +62,7 @@ class RAGSpineRetriever(_core.BaseRetriever):  # type: ignore[name-defined]
 
     def _get_relevant_documents(self, query: str, *, run_manager: Any) -> list[Any]:
         found = _searcher(self.searcher).search(query, where=self.where, top_k=self.top_k,
-                                                filter_fallback=self.filter_fallback)  # fmt: skip
+                                                **fallback_kw(self.filter_fallback))  # fmt: skip
         return to_documents(found)
 
     async def _aget_relevant_documents(self, query: str, *, run_manager: Any) -> list[Any]:

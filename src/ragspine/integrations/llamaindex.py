@@ -18,7 +18,14 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ragspine.extras import require
-from ragspine.integrations.common import Searcher, dropped_of, passages, search_async, snippet_metadata
+from ragspine.integrations.common import (
+    Searcher,
+    dropped_of,
+    fallback_kw,
+    passages,
+    search_async,
+    snippet_metadata,
+)
 from ragspine.integrations.metadata_filters import TO_LLAMAINDEX, from_metadata_filters
 from ragspine.retrieval.filters import And, Filter, Or, Predicate, parse_filter
 from ragspine.retrieval.pipeline.request import check_filter_fallback, check_top_k, check_where
@@ -76,7 +83,7 @@ class RAGSpineRetriever(_retrievers.BaseRetriever):  # type: ignore[name-defined
 
     def _retrieve(self, query_bundle: Any) -> list[Any]:
         return to_nodes(self.searcher.search(query_bundle.query_str, where=self.where, top_k=self.top_k,
-                                             filter_fallback=self.filter_fallback))  # fmt: skip
+                                             **fallback_kw(self.filter_fallback)))  # fmt: skip
 
     async def _aretrieve(self, query_bundle: Any) -> list[Any]:
         found = await search_async(self.searcher, query_bundle.query_str, where=self.where, top_k=self.top_k,
