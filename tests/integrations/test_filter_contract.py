@@ -179,8 +179,8 @@ def test_adapter_metadata_is_flat_for_vector_stores(demo_ws: Workspace) -> None:
     for hit in nodes:
         node_to_metadata_dict(hit.node, flat_metadata=True)  # LlamaIndex's own check: ValueError when nested
         meta = hit.node.metadata
-        assert json.loads(meta["lineage_json"])["filters"] == {} and meta["score_fused"] == hit.score
-        assert json.loads(meta["scores_json"])["fused"] == meta["score_fused"]
+        assert json.loads(meta["lineage_json"])["filters"] == {} and meta["filters_dropped"] == ""
+        assert json.loads(meta["scores_json"])["fused"] == meta["score_fused"] and meta["score_bm25"] > 0
 
 
 def _between_split(spec: object) -> object:
