@@ -42,7 +42,7 @@ def test_ingest_then_search(corpus: Path, tmp_path: Path) -> None:
     assert "ingested 2 document(s)" in out and "failed: 0" in out
     code, out, _ = _run("search", "为什么营收下滑", "--db", db, "--filter", "entity=ACME_CN", "--json")
     assert code == 0
-    snippets = json.loads(out)
+    snippets = json.loads(out)["snippets"]
     assert snippets[0]["doc_id"] == "cn/report.md"
     assert snippets[0]["title"] == "艾克美年报" and snippets[0]["language"] == "zh"
     code, out, _ = _run("search", "gross margin", "--db", db)
@@ -97,7 +97,7 @@ def test_db_from_environment(corpus: Path, tmp_path: Path) -> None:
     env = {"RAGSPINE_DB": str(tmp_path / "env.db")}
     assert _run("ingest", str(corpus / "en.txt"), env=env)[0] == 0
     code, out, _ = _run("search", "recall", "--json", env=env)
-    assert code == 0 and json.loads(out)[0]["doc_id"] == "en.txt"
+    assert code == 0 and json.loads(out)["snippets"][0]["doc_id"] == "en.txt"
 
 
 def test_search_never_prints_restricted(corpus: Path, tmp_path: Path) -> None:

@@ -209,7 +209,7 @@ def test_cli_ingest_embeds_once_at_the_end(dense: None, tmp_path: Path, corpus: 
     code, out, _ = _cli("ingest", str(corpus), "--db", db)
     assert code == 0 and "embedded: 0 chunk(s)" in out and "already embedded: 3" in out
     code, out, _ = _cli("search", "出口订单", "--db", db, "--json")
-    assert code == 0 and json.loads(out)[0]["scores"]["vector"] is not None
+    assert code == 0 and json.loads(out)["snippets"][0]["scores"]["vector"] is not None
 
 
 def test_embed_twice_then_model_change_then_reembed(
@@ -242,7 +242,7 @@ def test_embed_twice_then_model_change_then_reembed(
     assert code == 0, err
     assert f"removed {db}{DEFAULT_VECTORS}" in err and out.startswith("embedded 3 chunk(s)")
     code, out, _ = _cli("search", "margin recall", "--db", db, "--json")
-    assert code == 0 and json.loads(out)[0]["scores"]["vector"] is not None
+    assert code == 0 and json.loads(out)["snippets"][0]["scores"]["vector"] is not None
 
 
 def test_embed_refuses_stores_it_cannot_embed(dense: None, tmp_path: Path) -> None:

@@ -85,6 +85,23 @@ def test_filters_map_to_metadata_and_retry_once_without(store: ChunkStore) -> No
     assert strict.retrieve("营收", filters={"entity": "NOBODY"}) == []
 
 
+def test_the_results_say_which_filters_were_dropped(store: ChunkStore) -> None:
+    index = NarrativeIndex(store)
+    _ingest(index)
+    retriever = NarrativeIndexRetriever(index)  # the specification's default: retry once without filters
+    kept = retriever.retrieve("营收", filters={"entity": "ACME_HK"})
+    assert kept and kept.filters_dropped == []
+    retried = retriever.retrieve("营收", filters={"entity": "NOBODY"}, where={"period": {"gte": "2020"}})
+    assert retried and retried.filters_dropped == ["entity", "period"]
+    assert retriever.retrieve_run("营收", filters={"entity": "NOBODY"}).filters_dropped == ["entity"]
+    assert retriever.retrieve("营收", filters={"entity": "NOBODY"}, filter_fallback="strict") == []
+    strict = NarrativeIndexRetriever(index, retry_without_filters=False)
+    widened = strict.retrieve("营收", filters={"entity": "NOBODY"}, filter_fallback="retry")
+    assert widened and widened.filters_dropped == ["entity"]
+    with pytest.raises(ValueError, match="filter_fallback must be one of strict, retry"):
+        retriever.retrieve("营收", filter_fallback="loose")
+
+
 def test_unknown_filter_key_lists_valid_keys(store: ChunkStore) -> None:
     retriever = NarrativeIndexRetriever(NarrativeIndex(store))
     with pytest.raises(ValueError, match="unknown filter field.*company.*not one of topic, entity"):

@@ -105,8 +105,8 @@ def test_cli_flags_and_config_show(tmp_path: Path, stub: StubLLM) -> None:
     env = {**BM25, "RAGSPINE_LLM_BASE_URL": stub.base_url, "RAGSPINE_LLM_MODEL": "m"}
     found = runner.invoke(main, ["search", "why did shipments abroad drop", "--db", db, "--transform", "hyde", "--json"], env=env)
     assert found.exit_code == 0, found.output
-    assert json.loads(found.output)[0]["lineage"]["transform"]["name"] == "hyde"
-    assert json.loads(runner.invoke(main, ["search", "why did shipments abroad drop", "--db", db, "--json"], env=env).output) == []
+    assert json.loads(found.output)["snippets"][0]["lineage"]["transform"]["name"] == "hyde"
+    assert json.loads(runner.invoke(main, ["search", "why did shipments abroad drop", "--db", db, "--json"], env=env).output)["snippets"] == []
     refused = runner.invoke(main, ["ask", "quantum chromodynamics", "--db", db, "--corrective", "rules"], env=BM25)
     assert refused.exit_code == 0 and "no grounded answer: corrective retrieval" in refused.output
     # with an LLM the corrective loop rewrites the question (the stub's reply finds the document)

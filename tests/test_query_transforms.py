@@ -256,6 +256,10 @@ def test_corrective_drops_filters_then_rewrites_at_most_two_actions(
     lineage = dropped.snippets[0]["lineage"]
     assert lineage["corrective"]["actions"] == [{"action": "drop_filters"}]
     assert lineage["retried_without_filters"] and lineage["requested_filters"] == {"period": "1999"}
+    assert dropped.filters_dropped == ["period"]
+    strict = pipeline(grader=RuleGrader()).retrieve_run("exports tariffs Norway", filters={"period": "1999"},
+                                                        filter_fallback="strict")  # fmt: skip
+    assert strict.snippets == [] and strict.filters_dropped == [] and strict.lineage["corrective"]["actions"] == []
     rewritten = pipeline(grader=RuleGrader(), rewriter=LLMRewriter(provider)).retrieve_run(
         "why did shipments abroad drop", filters={"period": "1999"}
     )

@@ -116,7 +116,7 @@ def test_search_explain_prints_the_trace(tmp_path: Path) -> None:
         assert f". {stage}" in result.stderr, stage
     result = CliRunner().invoke(main, ["search", "营收下滑", "--db", db, "--explain", "--json"], env=env)
     assert result.exit_code == 0
-    assert json.loads(result.stdout)[0]["doc_id"] == "a.md"
+    assert json.loads(result.stdout)["snippets"][0]["doc_id"] == "a.md"
     steps = json.loads(result.stderr)["steps"]
     assert [s["stage"] for s in steps][0] == "gate" and steps[-1]["stage"] == "snippets"
     result = CliRunner().invoke(main, ["search", "营收", "--library", f"a={db}", "--explain"], env=env)

@@ -157,17 +157,17 @@ def test_cli_where_and_libraries(tmp_path: Path) -> None:
     run = functools.partial(CliRunner().invoke, env=spec_chunking)  # the stores were made by the library API
     result = run(main, ["search", "revenue", "--library", f"reports={reports}", "--library", f"memos={memos}", "--json"])
     assert result.exit_code == 0, result.output
-    snippets = json.loads(result.stdout)
+    snippets = json.loads(result.stdout)["snippets"]
     assert {(s["library_id"], s["doc_id"]) for s in snippets} == {("reports", "r1"), ("memos", "m2")}
     assert "SECRETMARK" not in result.stdout
     assert snippets[0]["lineage"]["routing"]["fallback"] == "router selected nothing"
     libs = tmp_path / "libs.json"
     libs.write_text(json.dumps([{"id": "reports", "path": reports, "description": "annual revenue reports"},
                                 {"id": "memos", "path": memos, "description": "internal memos"}]))  # fmt: skip
-    routed = json.loads(run(main, ["search", "annual revenue", "--libraries", str(libs), "--json"]).stdout)
+    routed = json.loads(run(main, ["search", "annual revenue", "--libraries", str(libs), "--json"]).stdout)["snippets"]
     assert {s["library_id"] for s in routed} == {"reports"}
     where = run(main, ["search", "revenue", "--db", memos, "--where", "pages<15", "--json"])
-    assert [s["doc_id"] for s in json.loads(where.stdout)] == ["m2"]
+    assert [s["doc_id"] for s in json.loads(where.stdout)["snippets"]] == ["m2"]
     bad = run(main, ["search", "revenue", "--db", memos, "--where", "pages~3"])
     assert bad.exit_code == 1 and "expected FIELD OP VALUE" in bad.stderr
     bad = run(main, ["search", "revenue", "--library", "x"])
@@ -185,8 +185,8 @@ def test_sidecar_free_fields_become_filterable_metadata(tmp_path: Path) -> None:
     run = CliRunner().invoke
     assert run(main, ["ingest", str(folder), "--db", db]).exit_code == 0
     found = run(main, ["search", "revenue", "--db", db, "--where", "owner=finance", "--json"])
-    assert [s["doc_id"] for s in json.loads(found.stdout)] == ["a.md"]
+    assert [s["doc_id"] for s in json.loads(found.stdout)["snippets"]] == ["a.md"]
     found = run(main, ["search", "revenue", "--db", db, "--where", "pages>20", "--json"])
-    assert [s["doc_id"] for s in json.loads(found.stdout)] == ["b.md"]
+    assert [s["doc_id"] for s in json.loads(found.stdout)["snippets"]] == ["b.md"]
     bad = run(main, ["search", "revenue", "--db", db, "--where", "tags=x"])
     assert bad.exit_code == 1 and "unknown filter field" in bad.stderr and "owner, pages" in bad.stderr

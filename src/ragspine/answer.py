@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from ragspine.agent.agent import LLMProvider, NarrativeRetriever
@@ -47,6 +47,7 @@ class Answer:
     mode: str  # "llm" or "extractive"
     citations: list[Citation] = field(default_factory=list)
     note: str = ""
+    filters_dropped: list[str] = field(default_factory=list)  # filter fields that matched nothing and were dropped
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -54,6 +55,7 @@ class Answer:
             "answer": self.text,
             "mode": self.mode,
             "note": self.note,
+            "filters_dropped": list(self.filters_dropped),
             "citations": self.citations,
         }
 
@@ -65,8 +67,11 @@ def ask(
     provider: LLMProvider | None = None,
     filters: Any = None,
     top_k: int = DEFAULT_ASK_TOP_K,
+    filter_fallback: str | None = None,
 ) -> Answer:
-    """Answer `question` from the store; see the module docstring.
+    """Answer `question` from the store; see the module docstring. `filter_fallback` ("retry"
+    or "strict"; None: the retriever's own) goes to a retriever with `retrieve_run`; the
+    answer's `filters_dropped` names the filter fields dropped to find its sources.
 
     >>> from ragspine.retrieval.link.narrative_link import build_narrative_retriever
     >>> retriever, store = build_narrative_retriever(":memory:")
@@ -78,10 +83,16 @@ def ask(
         raise ValueError("question is empty: ask something")
     run = getattr(retriever, "retrieve_run", None)  # says why a query was refused, when it was
     if callable(run):
-        outcome = run(question, filters=filters or None, top_k=top_k)
-        snippets, refusal = outcome.snippets, outcome.refusal
+        outcome = run(question, filters=filters or None, top_k=top_k, filter_fallback=filter_fallback)
+        snippets, refusal, dropped = outcome.snippets, outcome.refusal, outcome.filters_dropped
     else:
         snippets, refusal = retriever.retrieve(question, filters=filters or None, top_k=top_k), None
+        dropped = list(getattr(snippets, "filters_dropped", ()))
+    return replace(_answer(question, snippets, refusal, provider), filters_dropped=dropped)
+
+
+def _answer(question: str, snippets: list[Any], refusal: str | None, provider: LLMProvider | None) -> Answer:
+    """The answer from the retrieved `snippets` (see `ask`)."""
     sources, overviews = citable_sources(snippets)
     if not sources:
         return Answer(question, NO_SOURCES, "extractive", note=f"no grounded answer: {refusal}" if refusal else "")

@@ -595,8 +595,8 @@ def build_retriever(
             fusion=make_fusion(settings),
             channels="vector" if effective_mode(settings) == "vector" else "hybrid",
             analyzer=make_analyzer(settings.analyzer),
-            rerank_top_n=settings.reranker_top_n,
-            rerank_timeout=settings.reranker_timeout,
+            rerank_top_n=settings.reranker_top_n, rerank_timeout=settings.reranker_timeout,
+            retry_without_filters=settings.filter_fallback == "retry",  # RAGSPINE_FILTER_FALLBACK
             query_plan=make_query_plan_for(settings, provider, glossary),
             index_text=make_index_text_for(settings),
             extra_channels=make_channels_for(settings),

@@ -29,7 +29,7 @@ from ragspine.cli_common import store_workspace as _store_workspace
 from ragspine.cli_common import user_errors as _user_errors
 from ragspine.secret import redact_url
 from ragspine.settings.config import QUERY_STAGE
-from ragspine.render import format_embed_report, format_ingest_report, format_snippets
+from ragspine.render import dropped_note, format_embed_report, format_ingest_report, format_snippets
 from ragspine.retrieval.model import FILTER_FIELDS
 
 
@@ -54,18 +54,20 @@ _QUERY_STAGE_HELP = {
 
 
 def _query_stage_options(func: Any) -> Any:
-    """--transform/--decompose/--adaptive/--corrective, given to `func` as `query_flags`
-    (RAGSPINE_* flags for `load_settings`; docs/query-transforms.md)."""
+    """--transform/--decompose/--adaptive/--corrective and --filter-fallback, given to `func` as
+    `query_flags` (RAGSPINE_* flags for `load_settings`; docs/query-transforms.md, docs/filters.md)."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         flags = {var: kwargs.pop(name) for name, var in QUERY_STAGE}
-        return func(*args, query_flags=flags, **kwargs)
+        return func(*args, query_flags={**flags, "RAGSPINE_FILTER_FALLBACK": kwargs.pop("filter_fallback")}, **kwargs)
 
     for name, var in reversed(QUERY_STAGE):
         about = _QUERY_STAGE_HELP[name]
         wrapper = click.option(f"--{name}", default=None, help=f"{about} [env {var}; default none].")(wrapper)
-    return wrapper
+    return click.option("--filter-fallback", type=click.Choice(["strict", "retry"]), default=None,
+                        help="Nothing matches the filters: strict (no result) or retry without them (the dropped "
+                             "fields are named) [env RAGSPINE_FILTER_FALLBACK; default strict].")(wrapper)  # fmt: skip
 
 
 _host_option = click.option("--host", default=None, help="Address to bind [env RAGSPINE_HOST; default 127.0.0.1].")
@@ -283,7 +285,7 @@ def _ray_pool(settings: Any, address: str | None, workers: int | None) -> Iterat
 @click.option("--libraries", "libraries_file", default=None, type=click.Path(dir_okay=False, path_type=Path),
               help='JSON file of libraries: [{"id": ..., "path": ..., "description": ...}, ...].')  # fmt: skip
 @click.option("--top-k", default=10, show_default=True, type=click.IntRange(min=1), help="Snippets to return.")
-@click.option("--json", "as_json", is_flag=True, help="Print the snippet dicts as JSON.")
+@click.option("--json", "as_json", is_flag=True, help='Print {"filters_dropped": [...], "snippets": [...]} as JSON.')
 @click.option("--explain", is_flag=True,
               help="Also print the query's trace to standard error: each pipeline stage (gate, variants, "
                    "filters, channels, fusion, rerank, exit, post-processing, snippets) with what came in, "
@@ -333,8 +335,8 @@ def search(
                     raise ValueError(f"the page index beside {settings.db} is empty; build it with "
                                      "`ragspine ingest --visual PATHS`")  # fmt: skip
                 snippets = workspace.search(query, where=where, top_k=top_k, trace=trace)
-    if as_json:
-        click.echo(json.dumps(snippets, ensure_ascii=False, indent=2))
+    if as_json:  # {"filters_dropped": [...], "snippets": [...]}
+        click.echo(json.dumps(snippets.to_dict(), ensure_ascii=False, indent=2))
     else:
         click.echo(format_snippets(snippets))
     if trace is not None:
@@ -457,8 +459,8 @@ def ask(
     if as_json:
         click.echo(json.dumps(answer.to_dict(), ensure_ascii=False, indent=2))
         return
-    if answer.note:
-        click.echo(f"note: {answer.note}", err=True)
+    for note in filter(None, (answer.note, dropped_note(answer.filters_dropped))):
+        click.echo(f"note: {note}", err=True)
     click.echo(answer.text)
     if answer.citations:
         click.echo("\nSources:")

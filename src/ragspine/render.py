@@ -7,11 +7,25 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 
+def dropped_note(filters_dropped: Sequence[str]) -> str:
+    """The line that says a search ran without some of its filters ("" when it did not).
+
+    >>> dropped_note(["entity", "period"])
+    'filters dropped: entity, period matched nothing, so these results ignore them (RAGSPINE_FILTER_FALLBACK=retry)'
+    """
+    if not filters_dropped:
+        return ""
+    return (f"filters dropped: {', '.join(filters_dropped)} matched nothing, so these results ignore them "
+            "(RAGSPINE_FILTER_FALLBACK=retry)")  # fmt: skip
+
+
 def format_snippets(snippets: Sequence[Mapping[str, Any]], *, width: int = 100) -> str:
-    """Ranked, cited snippets as readable text."""
+    """Ranked, cited snippets as readable text; first, when the search dropped filters (a
+    `SearchResults` whose `filters_dropped` is not empty), the line that says so."""
+    note = dropped_note(getattr(snippets, "filters_dropped", ()))
     if not snippets:
         return "no results"
-    blocks = []
+    blocks = [note] if note else []
     for rank, snippet in enumerate(snippets, start=1):
         scores = snippet["scores"]
         head = (

@@ -18,7 +18,7 @@ from typing import Any
 from ragspine.secret import redact_text, redact_url
 from ragspine.settings.config import Settings
 from ragspine.retrieval.link.multi_index import LibraryIndex, MultiIndexRetriever
-from ragspine.retrieval.snippet import Snippet
+from ragspine.retrieval.pipeline.snippets import SearchResults
 
 
 @dataclass(frozen=True)
@@ -60,9 +60,9 @@ def read_libraries(pairs: Sequence[str], file: Path | None) -> list[LibrarySpec]
 
 def search_libraries(
     settings: Settings, specs: Sequence[LibrarySpec], query: str, *, where: Any, top_k: int
-) -> list[Snippet]:
+) -> SearchResults:
     """Search the libraries RAGSPINE_ROUTER picks (every library when it picks none or fails);
-    snippets carry `library_id`."""
+    snippets carry `library_id`, the results `filters_dropped` (RAGSPINE_FILTER_FALLBACK)."""
     from ragspine.assembly import make_provider, make_router_for
     from ragspine.workspace import Workspace
 

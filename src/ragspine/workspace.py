@@ -49,10 +49,10 @@ from ragspine.retrieval.store.protocol import ChunkStoreProtocol
 from ragspine.retrieval.model import check_user_metadata, doc_id_of_chunk
 from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever
 from ragspine.retrieval.pipeline.otel import export_trace
-from ragspine.retrieval.pipeline.request import SearchRequest, check_top_k, check_where
+from ragspine.retrieval.pipeline.request import SearchRequest, check_filter_fallback, check_top_k, check_where
+from ragspine.retrieval.pipeline.snippets import SearchResults
 from ragspine.retrieval.pipeline.trace import Trace
 from ragspine.retrieval.sensitivity import is_restricted
-from ragspine.retrieval.snippet import Snippet
 from ragspine.retrieval.vector.dense.chunk_vectors import BatchEmbedder, EmbedReport
 from ragspine.retrieval.vector.errors import VectorStoreError
 from ragspine.store_record import vector_store_of
@@ -321,8 +321,12 @@ class Workspace(Closeable):
         top_k: int = DEFAULT_SEARCH_TOP_K,
         mode: str | None = None,
         trace: Trace | None = None,
-    ) -> list[Snippet]:
-        """Ranked, cited, RESTRICTED-free snippet dicts (`ragspine.retrieval.snippet.Snippet`).
+        filter_fallback: str | None = None,
+    ) -> SearchResults:
+        """Ranked, cited, RESTRICTED-free snippet dicts (`ragspine.retrieval.snippet.Snippet`),
+        as a list with `filters_dropped`: the filter fields that matched nothing and were
+        dropped to find them (`filter_fallback` "retry"; [] when none was). `filter_fallback`:
+        "strict" (nothing matches: no snippet) or "retry"; None: RAGSPINE_FILTER_FALLBACK.
         `where`: exact matches on the five metadata fields ({"entity": "ACME_CN"}), the typed
         filter language (docs/filters.md), or its string form ("period>=2024 and
         entity=ACME_CN"); `query`, `where` and `top_k` are checked as on every surface
@@ -331,24 +335,26 @@ class Workspace(Closeable):
         copies (duplicates a folder run did not store again) names them all in
         `lineage["duplicates"]` (`ingest.copies`)."""
         self.check_mode(mode)
-        request = SearchRequest(query, where=where, top_k=top_k)
-        query, where, top_k = request.query, request.where, request.top_k
+        request = SearchRequest(query, where=where, top_k=top_k, filter_fallback=filter_fallback)
         if trace is None and self.settings.otel == "on":
             trace = Trace()  # RAGSPINE_OTEL: recorded only to be exported
-        if trace is None:
-            snippets = self.retriever.retrieve(query, filters=where, top_k=top_k)
-        else:
-            snippets = self.retriever.retrieve_run(query, filters=where, top_k=top_k, trace=trace).snippets
-            if self.settings.otel == "on":
-                export_trace(trace)
-        self._copies.annotate(snippets)  # a copy of a document is stored once: lineage names them all
-        return snippets
+        run = self.retriever.retrieve_run(request.query, filters=request.where, top_k=request.top_k, trace=trace,
+                                          filter_fallback=request.filter_fallback)  # fmt: skip
+        if self.settings.otel == "on" and trace is not None:
+            export_trace(trace)
+        results = run.results()
+        self._copies.annotate(results)  # a copy of a document is stored once: lineage names them all
+        return results
 
-    def ask(self, question: str, *, where: Any = None, top_k: int = DEFAULT_ASK_TOP_K) -> Answer:
-        """A cited answer: from the LLM when one is configured, else extractive. `where` and
-        `top_k` are checked as `search` checks them."""
+    def ask(
+        self, question: str, *, where: Any = None, top_k: int = DEFAULT_ASK_TOP_K, filter_fallback: str | None = None
+    ) -> Answer:
+        """A cited answer: from the LLM when one is configured, else extractive. `where`,
+        `top_k` and `filter_fallback` are checked as `search` checks them; the answer's
+        `filters_dropped` says when its sources were found without the filters."""
         where, top_k = check_where(where), check_top_k(top_k)
-        return ask(self.retriever, question, provider=self.provider, filters=where, top_k=top_k)
+        return ask(self.retriever, question, provider=self.provider, filters=where, top_k=top_k,
+                   filter_fallback=check_filter_fallback(filter_fallback))  # fmt: skip
 
     def stats(self) -> dict[str, Any]:
         """Counts (documents, chunks), the index state (retrieval mode, embedding model, dense

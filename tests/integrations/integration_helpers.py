@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass
 from importlib.resources import files
@@ -50,3 +51,20 @@ def ingest_demo(ws: Workspace) -> None:
         ws.ingest_text(corpus.joinpath(doc["file"]).read_text("utf-8"), doc["doc_id"], **meta)
 
 
+
+
+def call_mcp(ws: Workspace, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+    """Each (tool, arguments) called in order on the MCP server over `ws`, in process, through
+    the SDK's own client (skips when the `mcp` extra is missing)."""
+    import pytest
+
+    pytest.importorskip("mcp", reason="the MCP checks need the `mcp` extra")
+    from mcp import Client
+
+    from ragspine.integrations.mcp_server import build_mcp_server
+
+    async def session() -> list[Any]:
+        async with Client(build_mcp_server(ws), read_timeout_seconds=60) as client:
+            return [await client.call_tool(name, args) for name, args in calls]
+
+    return asyncio.run(session())

@@ -29,4 +29,6 @@ def test_the_examples_run_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert "Borealis Annual Report 2024 [borealis-2024#" in out  # ask over HTTP cites it
     assert "acme-2024 acme-2024#p1@0-29 True" in out
     assert "['borealis-2024'" in out
+    assert "['acme-2024']\nFilterOperator.GTE" in out  # MetadataFilters translated, and written back
+    assert "{'where': {'period': {'gte': '2024'}}, 'top_k': 2}" in out  # a LangChain structured query
     assert "Nightjar" not in out and "memo" not in out and "plant 3" not in out  # never the RESTRICTED memo

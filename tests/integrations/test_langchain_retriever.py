@@ -4,6 +4,7 @@ service, sync and async, inside a chain; never a RESTRICTED document."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -22,7 +23,7 @@ from ragspine.workspace import Workspace  # noqa: E402
 from integration_helpers import API_KEY, MEMO, Demo  # noqa: E402
 
 METADATA = {"doc_id", "title", "source_locator", "chunk_id", "version", "entity", "period", "sensitivity",
-            "scores", "lineage"}  # fmt: skip
+            "score_bm25", "score_fused", "scores_json", "lineage_json", "filters_dropped"}  # fmt: skip
 
 
 def _cited(docs: list[Document]) -> str:
@@ -36,8 +37,9 @@ def test_local_retriever_sync_async_and_in_a_chain(demo_ws: Workspace) -> None:
     assert docs and all(isinstance(d, Document) for d in docs)
     first = docs[0]
     assert first.metadata["doc_id"] == "acme_cn_2024_annual_report" and METADATA <= set(first.metadata)
-    assert first.id == first.metadata["chunk_id"] and first.metadata["lineage"]["filters"] == {"entity": "ACME_CN"}
-    assert first.metadata["scores"]["bm25"] > 0 and {d.metadata["entity"] for d in docs} == {"ACME_CN"}
+    assert first.id == first.metadata["chunk_id"] and json.loads(first.metadata["lineage_json"])["filters"] == {"entity": "ACME_CN"}
+    assert first.metadata["score_bm25"] > 0 and {d.metadata["entity"] for d in docs} == {"ACME_CN"}
+    assert all(isinstance(v, str | int | float | bool) for d in docs for v in d.metadata.values())  # flat
     expected = demo_ws.search("为什么营收下滑", where={"entity": "ACME_CN"}, top_k=3)
     assert [d.page_content for d in docs] == [s["text"] for s in expected]
 

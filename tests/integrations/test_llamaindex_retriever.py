@@ -36,7 +36,7 @@ def test_local_retriever_sync_async(demo_ws: Workspace) -> None:
     assert [n.score for n in nodes] == [s["scores"]["fused"] for s in expected]
     first = nodes[0].node
     assert first.node_id == expected[0]["chunk_id"] and first.metadata["doc_id"] == "acme_cn_2024_annual_report"
-    assert {"source_locator", "scores", "lineage", "title"} <= set(first.metadata)
+    assert {"source_locator", "scores_json", "lineage_json", "title", "filters_dropped"} <= set(first.metadata)
     assert [n.node.node_id for n in asyncio.run(retriever.aretrieve("为什么营收下滑"))] == [n.node.node_id for n in nodes]
 
 

@@ -9,7 +9,6 @@ is checked the same way on each (`check_top_k`: `"3"`, `2.0` and `True` refused 
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -28,7 +27,7 @@ from ragspine.retrieval.typed_model import fields_of
 from ragspine.service import models as m
 from ragspine.workspace import Workspace
 
-from integration_helpers import AUTH, ENV, Demo
+from integration_helpers import AUTH, ENV, Demo, call_mcp
 
 QUERY = "为什么营收下滑"
 STRING_WHERE = "period>=2024 and entity=ACME_CN"
@@ -48,19 +47,6 @@ def _http(url: str) -> Iterator[httpx.Client]:
 @pytest.fixture
 def http(demo_url: str) -> Iterator[httpx.Client]:
     yield from _http(demo_url)
-
-
-def _mcp(ws: Workspace, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
-    pytest.importorskip("mcp", reason="the MCP checks need the `mcp` extra")
-    from mcp import Client
-
-    from ragspine.integrations.mcp_server import build_mcp_server
-
-    async def session() -> list[Any]:
-        async with Client(build_mcp_server(ws), read_timeout_seconds=60) as client:
-            return [await client.call_tool(name, args) for name, args in calls]
-
-    return asyncio.run(session())
 
 
 def _passage_as_snippet(passage: Mapping[str, Any]) -> dict[str, Any]:
@@ -88,7 +74,7 @@ def test_python_http_and_mcp_give_identical_snippets(demo_ws: Workspace, http: h
         {k: v for k, v in s.items() if k != "scores"} for s in python
     ]
     assert [{k: v for k, v in s["scores"].items() if k != "visual"} for s in over_http] == [s["scores"] for s in python]
-    (found,) = _mcp(demo_ws, [("search", {"query": QUERY, "where": {"entity": "ACME_CN"}, "top_k": 3})])
+    (found,) = call_mcp(demo_ws, [("search", {"query": QUERY, "where": {"entity": "ACME_CN"}, "top_k": 3})])
     assert not found.is_error
     passages = found.structured_content["passages"]
     assert [p["rank"] for p in passages] == list(range(1, len(python) + 1))
@@ -119,7 +105,7 @@ def test_the_string_filter_form_works_on_every_surface(demo: Demo, demo_ws: Work
         assert bad.status_code == 400 and "FIELD OP VALUE" in bad.json()["message"]
     with RemoteWorkspace(demo_url, api_key=AUTH["Authorization"].split()[1]) as remote:
         assert [s["chunk_id"] for s in remote.search("annual report revenue", where=STRING_WHERE, top_k=10)] == ids
-    (found,) = _mcp(demo_ws, [("search", {"query": "annual report revenue", "where": STRING_WHERE, "top_k": 10})])
+    (found,) = call_mcp(demo_ws, [("search", {"query": "annual report revenue", "where": STRING_WHERE, "top_k": 10})])
     assert [p["chunk_id"] for p in found.structured_content["passages"]] == ids
     langchain = pytest.importorskip("ragspine.integrations.langchain", reason="needs the `langchain` extra")
     docs = langchain.RAGSpineRetriever(searcher=demo_ws, where=STRING_WHERE, top_k=10).invoke("annual report revenue")
@@ -127,7 +113,7 @@ def test_the_string_filter_form_works_on_every_surface(demo: Demo, demo_ws: Work
     result = CliRunner().invoke(main, ["search", "annual report revenue", "--db", str(demo.path), "--json",
                                        "--top-k", "10", "--where", STRING_WHERE], env=ENV)  # fmt: skip
     assert result.exit_code == 0, result.output
-    assert [s["chunk_id"] for s in json.loads(result.output)] == ids
+    assert [s["chunk_id"] for s in json.loads(result.output)["snippets"]] == ids
 
 
 def test_top_k_is_checked_the_same_way_on_every_surface(demo_ws: Workspace, demo_url: str) -> None:
@@ -145,7 +131,7 @@ def test_top_k_is_checked_the_same_way_on_every_surface(demo_ws: Workspace, demo
             assert answer.status_code == 422 and message in answer.json()["message"], answer.text
         with RemoteWorkspace(demo_url) as remote, pytest.raises(InvalidRequest, match="top_k"):
             remote.search(QUERY, top_k=bad)
-        (refused,) = _mcp(demo_ws, [("search", {"query": QUERY, "top_k": bad})])
+        (refused,) = call_mcp(demo_ws, [("search", {"query": QUERY, "top_k": bad})])
         assert refused.is_error and message in refused.content[0].text
         langchain = pytest.importorskip("ragspine.integrations.langchain", reason="needs the `langchain` extra")
         with pytest.raises(ValueError, match="top_k"):

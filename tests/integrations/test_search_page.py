@@ -205,3 +205,23 @@ def test_both_languages_and_screenshots(page: Any) -> None:
     assert page.get_by_label("问题或关键词").count() == 1  # labels follow the language
     if shots:
         page.screenshot(path=str(Path(shots) / "search-page-zh.png"), full_page=False)
+
+
+def _filter_nobody(page: Any) -> list[Any]:
+    _use_key(page)
+    page.get_by_label("Field").select_option("entity")
+    page.get_by_label("Operator").select_option("eq")
+    page.get_by_label("Value").fill("NOBODY")
+    page.get_by_role("button", name="Add filter").click()
+    return _search(page, "2024年 营收 annual report")
+
+
+def test_a_filter_that_matches_nothing_gives_nothing_or_says_it_was_dropped(page: Any, browser: Any, demo: Demo) -> None:
+    assert _filter_nobody(page) == [] and page.locator("#status").inner_text() == "No passage matched."
+    with ragspine.open(demo.path, env=ENV, api_keys=[API_KEY], filter_fallback="retry") as ws, running_server(ws) as url:
+        context = browser.new_context(locale="en-US")
+        retried = context.new_page()
+        retried.goto(f"{url}/")
+        assert _filter_nobody(retried)  # the unfiltered passages, and the status line says why
+        assert "Nothing matched the filter(s) on entity: they were dropped" in retried.locator("#status").inner_text()
+        context.close()

@@ -50,7 +50,7 @@ def _rows(db: str) -> list[tuple[object, ...]]:
 def _search(db: str, query: str) -> list[str]:
     result = CliRunner().invoke(main, ["search", query, "--db", db, "--json"])
     assert result.exit_code == 0, result.output
-    return [s["chunk_id"] for s in json.loads(result.stdout)]
+    return [s["chunk_id"] for s in json.loads(result.stdout)["snippets"]]
 
 
 def test_folder_ingest_into_postgres_matches_sqlite_and_is_incremental(pg_url: str, tmp_path: Path) -> None:

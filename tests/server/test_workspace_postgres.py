@@ -22,7 +22,7 @@ def test_open_ingest_search_ask_over_postgres(pg_url: str) -> None:
         assert "SECRETMARK" not in ws.ask("revenue").text
     found = CliRunner().invoke(main, ["search", "出口订单", "--db", pg_url, "--json"])
     assert found.exit_code == 0, found.output
-    assert [s["doc_id"] for s in json.loads(found.stdout)] == ["cn"]
+    assert [s["doc_id"] for s in json.loads(found.stdout)["snippets"]] == ["cn"]
 
 
 def test_urls_are_accepted_by_config(pg_url: str) -> None:

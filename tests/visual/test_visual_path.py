@@ -137,7 +137,7 @@ def test_cli_ingest_and_search_visual(docs: Path, tmp_path: Path, monkeypatch: p
     found = runner.invoke(main, ["search", "quarterly revenue chart", "--visual", "--top-k", "10"])
     assert found.exit_code == 0 and "report.pdf#page=3" in found.output and "page pointer, not a citation" in found.output
     as_json = json.loads(runner.invoke(main, ["search", "revenue", "--visual", "--json"]).output)
-    assert any(s.get("is_visual") for s in as_json)
+    assert any(s.get("is_visual") for s in as_json["snippets"])
 
 
 

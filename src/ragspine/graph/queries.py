@@ -173,7 +173,8 @@ class GraphQueries:
         self, retriever: SnippetRetriever, entity: str, query: str, *, period: str | None = None, top_k: int = 10
     ) -> dict[str, Any]:
         """The roll-up, then narrative retrieval of `query` restricted (the filter language) to
-        its members' entities (and `period`): RESTRICTED-free snippets, cited as search cites."""
+        its members' entities (and `period`): RESTRICTED-free snippets, cited as search cites, and
+        `filters_dropped` as search says it."""
         rolled = self.rollup(entity, period=period)
         names = [m["entity"] for m in rolled["members"]]
         if len(names) > MAX_ITEMS:
@@ -182,9 +183,10 @@ class GraphQueries:
         filters: dict[str, Any] = {"entity": {"in": names}}
         if period:
             filters["period"] = period
-        snippets = [s for s in retriever.retrieve(query, filters=filters, top_k=top_k)
-                    if not is_restricted(str(s.get("sensitivity", "")))]  # fmt: skip
-        return {**rolled, "query": query, "filters": filters, "snippets": snippets}
+        found = retriever.retrieve(query, filters=filters, top_k=top_k)
+        snippets = [s for s in found if not is_restricted(str(s.get("sensitivity", "")))]
+        dropped = list(getattr(found, "filters_dropped", ()))  # the filter fallback "retry" widened it
+        return {**rolled, "query": query, "filters": filters, "filters_dropped": dropped, "snippets": snippets}
 
     def peers(self, entity: str, *, period: str | None = None) -> dict[str, Any]:
         """`entity` and its peers (peer_of, declared or found), each with its documents in `period`."""

@@ -6,21 +6,27 @@ snippet labelled RESTRICTED (the workspace never returns one: this is the second
 adapter boundary), so no framework object is ever built from RESTRICTED text. Every adapter
 hands over the one snippet type (`ragspine.retrieval.snippet.Snippet`), and `snippet_metadata`
 is the one conversion of a snippet into a framework document's metadata (LangChain `Document`,
-LlamaIndex `TextNode`). A search is checked as on every surface (`SearchRequest`): the
-`RemoteWorkspace` refuses locally what the service would refuse.
+LlamaIndex `TextNode`). That metadata is flat (every value a str, int, float or bool, so
+flat-metadata vector stores accept it): nested values go as JSON strings under `<key>_json`
+(`scores_json`, `lineage_json`), each channel score also as `score_<channel>`, and
+`filters_dropped` is the dropped filter fields joined by commas ("" when none was). A search is
+checked as on every surface (`SearchRequest`): the `RemoteWorkspace` refuses locally what the
+service would refuse, and its results carry the service's `filters_dropped`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, cast, runtime_checkable
 
 from ragspine.closing import Closeable
 from ragspine.extras import require
 from ragspine.retrieval.filters import And, Or, Predicate, to_dict
-from ragspine.retrieval.pipeline.request import SearchRequest, check_top_k
+from ragspine.retrieval.pipeline.request import SearchRequest, check_filter_fallback, check_top_k
+from ragspine.retrieval.pipeline.snippets import SearchResults
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.retrieval.snippet import Snippet
 
@@ -42,24 +48,52 @@ def passages(snippets: Iterable[Mapping[str, Any]]) -> list[Snippet]:
     return [cast(Snippet, dict(s)) for s in snippets if not is_restricted(str(s.get("sensitivity", "")))]
 
 
-def snippet_metadata(snippet: Mapping[str, Any]) -> dict[str, Any]:
-    """A framework document's metadata for `snippet`: the citation (doc_id, title,
-    source_locator, chunk_id, version, valid_as_of), the labels, the per-channel `scores`,
-    the `lineage` (filters, fallbacks) and any user metadata; never the text."""
-    known = {"text", *CITATION_FIELDS, *LABEL_FIELDS, "scores", "lineage"}
-    meta: dict[str, Any] = {k: snippet[k] for k in (*CITATION_FIELDS, *LABEL_FIELDS) if k in snippet}
-    meta["scores"] = dict(snippet.get("scores") or {})
-    meta["lineage"] = dict(snippet.get("lineage") or {})
-    meta.update({k: v for k, v in snippet.items() if k not in known})
+FlatValue = str | int | float | bool
+
+
+def snippet_metadata(snippet: Mapping[str, Any], filters_dropped: Sequence[str] = ()) -> dict[str, FlatValue]:
+    """A framework document's flat metadata for `snippet` (never its text): the citation
+    (doc_id, title, source_locator, chunk_id, version, valid_as_of) and the labels as they
+    are, `score_<channel>` per channel score, `scores_json` and `lineage_json` (the nested
+    values as JSON), any other nested key as `<key>_json`, and `filters_dropped` (the search's
+    dropped filter fields, comma-joined). A None value is left out.
+
+    >>> meta = snippet_metadata({"text": "t", "doc_id": "d", "version": None,
+    ...                          "scores": {"bm25": 1.5, "vector": None, "fused": 0.5}}, ["entity"])
+    >>> meta
+    {'doc_id': 'd', 'score_bm25': 1.5, 'score_fused': 0.5, 'scores_json': '{"bm25": 1.5, "fused": 0.5, "vector": null}', 'filters_dropped': 'entity'}
+    """
+    meta: dict[str, FlatValue] = {}
+    first = [k for k in (*CITATION_FIELDS, *LABEL_FIELDS) if k in snippet]
+    for key in [*first, *(k for k in snippet if k not in first and k != "text")]:
+        value = snippet[key]
+        if key == "scores" and isinstance(value, Mapping):
+            meta.update({f"score_{name}": float(v) for name, v in value.items() if _is_number(v)})
+        if isinstance(value, FlatValue):
+            meta[key] = value
+        elif value is not None:
+            meta[f"{key}_json"] = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    meta["filters_dropped"] = ",".join(filters_dropped)
     return meta
 
 
-async def search_async(searcher: Searcher, query: str, *, where: Any, top_k: int) -> list[Snippet]:
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def dropped_of(snippets: Iterable[Any]) -> list[str]:
+    """The `filters_dropped` of a search's results (`SearchResults`); [] for a plain list."""
+    return list(getattr(snippets, "filters_dropped", ()))
+
+
+async def search_async(
+    searcher: Searcher, query: str, *, where: Any, top_k: int, filter_fallback: str | None = None
+) -> list[Snippet]:
     """`searcher.search` without blocking the event loop: a remote searcher's own async call,
     a local one in a worker thread (the workspace is thread-safe)."""
     if isinstance(searcher, RemoteWorkspace):
-        return await searcher.asearch(query, where=where, top_k=top_k)
-    return await asyncio.to_thread(searcher.search, query, where=where, top_k=top_k)
+        return await searcher.asearch(query, where=where, top_k=top_k, filter_fallback=filter_fallback)
+    return await asyncio.to_thread(searcher.search, query, where=where, top_k=top_k, **fallback_kw(filter_fallback))
 
 
 class RemoteWorkspace(Closeable):
@@ -95,29 +129,44 @@ class RemoteWorkspace(Closeable):
         if client is not None:
             client.close()
 
-    def search(self, query: str, *, where: Any = None, top_k: int = 10) -> list[Snippet]:
-        """Ranked, cited snippets from POST /search."""
-        body = _answer(self._pool().post("/search", json=_search_body(query, where, top_k)))
-        return passages(body["snippets"])
+    def search(
+        self, query: str, *, where: Any = None, top_k: int = 10, filter_fallback: str | None = None
+    ) -> SearchResults:
+        """Ranked, cited snippets from POST /search, with its `filters_dropped`."""
+        body = _answer(self._pool().post("/search", json=_search_body(query, where, top_k, filter_fallback)))
+        return SearchResults(passages(body["snippets"]), filters_dropped=body.get("filters_dropped", []))
 
-    async def asearch(self, query: str, *, where: Any = None, top_k: int = 10) -> list[Snippet]:
+    async def asearch(
+        self, query: str, *, where: Any = None, top_k: int = 10, filter_fallback: str | None = None
+    ) -> SearchResults:
         """`search` on an async HTTP client."""
         async with self._httpx.AsyncClient(base_url=self.url, headers=self._headers, timeout=self._timeout) as client:
-            body = _answer(await client.post("/search", json=_search_body(query, where, top_k)))
-        return passages(body["snippets"])
+            body = _answer(await client.post("/search", json=_search_body(query, where, top_k, filter_fallback)))
+        return SearchResults(passages(body["snippets"]), filters_dropped=body.get("filters_dropped", []))
 
-    def ask(self, question: str, *, where: Any = None, top_k: int = 5) -> dict[str, Any]:
-        """The answer of POST /ask: {question, answer, mode, note, citations}."""
-        payload = {"question": question, "top_k": check_top_k(top_k), "where": _where_object(where)}
+    def ask(
+        self, question: str, *, where: Any = None, top_k: int = 5, filter_fallback: str | None = None
+    ) -> dict[str, Any]:
+        """The answer of POST /ask: {question, answer, mode, note, filters_dropped, citations}."""
+        payload = {"question": question, "top_k": check_top_k(top_k), "where": _where_object(where),
+                   **fallback_kw(check_filter_fallback(filter_fallback))}  # fmt: skip
         body = _answer(self._pool().post("/ask", json=payload))
         body["citations"] = passages(body["citations"])
         return dict(body)
 
 
-def _search_body(query: str, where: Any, top_k: int) -> dict[str, Any]:
+def _search_body(query: str, where: Any, top_k: int, filter_fallback: str | None = None) -> dict[str, Any]:
     """The POST /search body of a request checked as every surface checks it."""
-    request = SearchRequest(query, where=where, top_k=top_k)
-    return {"query": request.query, "top_k": request.top_k, "where": _where_object(request.where)}
+    request = SearchRequest(query, where=where, top_k=top_k, filter_fallback=filter_fallback)
+    return {"query": request.query, "top_k": request.top_k, "where": _where_object(request.where),
+            **fallback_kw(request.filter_fallback)}  # fmt: skip
+
+
+def fallback_kw(filter_fallback: str | None) -> dict[str, str]:
+    """`filter_fallback` as a keyword argument or a request body's field, absent when None (the
+    searcher's, or the service's, RAGSPINE_FILTER_FALLBACK; a searcher of one's own that
+    takes no `filter_fallback` keeps working)."""
+    return {} if filter_fallback is None else {"filter_fallback": filter_fallback}
 
 
 def _where_object(where: Any) -> dict[str, Any] | str | None:

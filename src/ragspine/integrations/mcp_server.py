@@ -8,6 +8,8 @@ Invariants:
 - A passage is the one snippet type (`ragspine.retrieval.snippet.Snippet`, its model derived
   from it) with its rank and citation; `query`, `where` and `top_k` are checked as on every
   surface (`SearchRequest`, `check_top_k`: `top_k: "3"` is refused, as over HTTP).
+- `search` and `ask` answer with `filters_dropped` at the top level (the filter fields that
+  matched nothing and were dropped, RAGSPINE_FILTER_FALLBACK=retry or `filter_fallback`).
 - `get_chunk` refuses a RESTRICTED chunk (a tool error; its text never leaves).
 - Every tool states its input and output JSON schemas and answers twice: compact text for the
   LLM (`mcp_text`: numbered passages, citations inline, scores rounded, and a first line saying
@@ -24,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import Annotated, Any, Literal, cast
 
 from ragspine import __version__
 from ragspine.extras import MissingExtraError, require
@@ -62,6 +64,12 @@ WHERE_HELP = (
 )
 
 Where = Annotated[dict[str, Any] | str | None, Field(description=WHERE_HELP)]
+FilterFallback = Annotated[
+    Literal["strict", "retry"] | None,
+    Field(description="When nothing matches `where`: strict (no passage) or retry (searched once without it; "
+                      "filters_dropped names the dropped fields). Default: the server's RAGSPINE_FILTER_FALLBACK."),
+]  # fmt: skip
+DROPPED_HELP = "Filter fields that matched nothing and were dropped to find these passages (empty: none were)"
 Library = Annotated[str | None, Field(description="A library name from list_libraries (default: the default one)")]
 
 
@@ -111,6 +119,7 @@ class AskResult(BaseModel):
     answer: str = Field(description="The answer; [n] cites citations[n-1]")
     mode: str = Field(description="llm (the configured model wrote it) or extractive (top passages)")
     note: str = ""
+    filters_dropped: list[str] = Field(default_factory=list, description=DROPPED_HELP)
     citations: list[Passage]  # type: ignore[valid-type]
 
 
@@ -180,14 +189,17 @@ def build_mcp_server(
         where: Where = None,
         top_k: SearchTopK = DEFAULT_SEARCH_TOP_K,
         library: Library = None,
+        filter_fallback: FilterFallback = None,
     ) -> Annotated[CallToolResult, SearchResult]:
         """Ranked, cited passages for a query (BM25 + dense fused; RESTRICTED never returned).
         The first line of the text says whether the filters held or were dropped."""
         lib = pick(library)
-        request = guarded(lambda: SearchRequest(query, where=where, top_k=top_k, max_top_k=MAX_TOP_K))
-        found = guarded(lambda: lib.workspace.search(request.query, where=request.where, top_k=request.top_k))
-        result = SearchResult(library=lib.name, query=query, where=where or None, filters_dropped=filters_dropped(found),
-                              passages=_passages(found))  # fmt: skip
+        request = guarded(lambda: SearchRequest(query, where=where, top_k=top_k, max_top_k=MAX_TOP_K,
+                                                filter_fallback=filter_fallback))  # fmt: skip
+        found = guarded(lambda: lib.workspace.search(request.query, where=request.where, top_k=request.top_k,
+                                                     filter_fallback=request.filter_fallback))  # fmt: skip
+        result = SearchResult(library=lib.name, query=query, where=where or None,
+                              filters_dropped=found.filters_dropped, passages=_passages(found))  # fmt: skip
         return _answer(result, mcp_text.search_text)
 
     @server.tool(title="Ask", annotations=_read_only())
@@ -196,13 +208,15 @@ def build_mcp_server(
         where: Where = None,
         top_k: AskTopK = 5,
         library: Library = None,
+        filter_fallback: FilterFallback = None,
     ) -> Annotated[CallToolResult, AskResult]:
         """An answer with numbered citations: from the configured LLM, else extractive."""
         lib = pick(library)
-        request = guarded(lambda: SearchRequest(question, where=where, top_k=top_k, max_top_k=MAX_TOP_K))
-        answer = guarded(lambda: lib.workspace.ask(request.query, where=request.where, top_k=request.top_k)).to_dict()
-        dropped = filters_dropped(answer["citations"])
-        answer.update(citations=_passages(answer["citations"]), where=where or None, filters_dropped=dropped)
+        request = guarded(lambda: SearchRequest(question, where=where, top_k=top_k, max_top_k=MAX_TOP_K,
+                                                filter_fallback=filter_fallback))  # fmt: skip
+        answer = guarded(lambda: lib.workspace.ask(request.query, where=request.where, top_k=request.top_k,
+                                                   filter_fallback=request.filter_fallback)).to_dict()  # fmt: skip
+        answer.update(citations=_passages(answer["citations"]), where=where or None)
         return _answer(AskResult.model_validate(answer), mcp_text.answer_text)
 
     @server.tool(title="List libraries", annotations=_read_only())
@@ -243,17 +257,6 @@ def _answer(result: BaseModel, render: Callable[[Mapping[str, Any]], str]) -> Ca
     """The tool's result: `render`'s compact text for the LLM, `result` as structured content."""
     data = result.model_dump(mode="json")
     return CallToolResult(content=[TextContent(type="text", text=render(data))], structured_content=data)
-
-
-def filters_dropped(snippets: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The filter fields a search dropped because nothing matched them (its snippets' lineage
-    says `retried_without_filters`), sorted; empty when the filters held."""
-    for snippet in snippets:
-        lineage = snippet.get("lineage") or {}
-        if lineage.get("retried_without_filters"):
-            asked = fields_of(parse_filter(lineage.get("requested_where")))
-            return sorted(set(lineage.get("requested_filters") or {}) | asked)
-    return []
 
 
 def _one_line_errors(base: type, tool_error: type[Exception]) -> Any:

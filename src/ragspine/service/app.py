@@ -172,14 +172,16 @@ def _routes(ws: Workspace) -> APIRouter:
         given: Any = body  # the model class is built at run time (its top_k bound)
         mode = ws.check_mode(given.mode)
         where = _where(given)
-        return {"mode": mode, "snippets": ws.search(given.query, where=where, top_k=given.top_k, mode=given.mode)}
+        found = ws.search(given.query, where=where, top_k=given.top_k, mode=given.mode,
+                          filter_fallback=given.filter_fallback)  # fmt: skip
+        return {"mode": mode, **found.to_dict()}
 
     @router.post("/ask", response_model=m.AskOut, tags=["retrieval"])
     def ask(body: AskIn) -> dict[str, Any]:  # type: ignore[valid-type]
         """An answer with numbered citations: from the LLM when configured, else extractive."""
         given: Any = body  # the model class is built at run time (its top_k bound)
         where = _where(given)
-        return ws.ask(given.question, where=where, top_k=given.top_k).to_dict()
+        return ws.ask(given.question, where=where, top_k=given.top_k, filter_fallback=given.filter_fallback).to_dict()
 
     return router
 

@@ -78,6 +78,10 @@ class GraphRollupOut(_Open):
     members: list[dict[str, Any]] = Field(description="The entity and its descendants, each with the subsidiary_of chain")
     documents: list[dict[str, Any]]
     snippets: list[dict[str, Any]] | None = Field(None, description="With `query`: the restricted narrative search")
+    filters_dropped: list[str] | None = Field(
+        None, description="With `query`: the filter fields that matched nothing and were dropped "
+        "(RAGSPINE_FILTER_FALLBACK=retry)",
+    )
 
 
 class GraphPeersOut(_Open):

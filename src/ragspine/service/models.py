@@ -14,7 +14,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 from ragspine.retrieval import snippet as core
 from ragspine.retrieval.model import FILTER_FIELDS
-from ragspine.retrieval.pipeline.request import check_top_k
+from ragspine.retrieval.pipeline.request import FILTER_FALLBACKS, check_top_k
 from ragspine.retrieval.typed_model import model_from_typeddict
 from ragspine.settings.config import RETRIEVAL_MODES
 
@@ -41,6 +41,15 @@ WHERE_HELP = (
     "\"period>=2024 and entity=ACME_CN\"; fields: the five dimensions, doc_id, sensitivity, "
     "valid_as_of, user metadata (docs/filters.md)."
 )
+FALLBACK_HELP = (
+    "When nothing matches the filters: strict (no snippet) or retry (searched once without them; "
+    "`filters_dropped` names them). Default: the service's RAGSPINE_FILTER_FALLBACK (strict unless set)."
+)
+DROPPED_HELP = (
+    "The filter fields that matched nothing and were dropped to find these results (filter_fallback "
+    "retry); empty when every result matches every filter asked"
+)
+FilterFallback = Literal[FILTER_FALLBACKS]  # type: ignore[valid-type]
 
 Filters = create_model(  # type: ignore[call-overload]
     "Filters",
@@ -94,6 +103,7 @@ Citation = model_from_typeddict(
 
 class SearchOut(BaseModel):
     mode: str = Field(description="What ran: bm25, hybrid (BM25 + dense, fused) or vector (dense alone)")
+    filters_dropped: list[str] = Field(description=DROPPED_HELP)
     snippets: list[Snippet]  # type: ignore[valid-type]
 
 
@@ -102,6 +112,7 @@ class AskOut(BaseModel):
     answer: str
     mode: Literal["llm", "extractive"]
     note: str = Field("", description="Set when the LLM failed and the answer fell back to extractive")
+    filters_dropped: list[str] = Field(description=DROPPED_HELP)
     citations: list[Citation]  # type: ignore[valid-type]
 
 
@@ -204,6 +215,7 @@ def query_models(max_top_k: int) -> tuple[type[BaseModel], type[BaseModel]]:
         where: dict[str, Any] | Text | None = Field(None, description=WHERE_HELP)
         top_k: TopK = min(10, max_top_k)
         mode: Mode | None = Field(None, description="auto (default), or a preset the service can run")
+        filter_fallback: FilterFallback | None = Field(None, description=FALLBACK_HELP)
 
     class AskIn(BaseModel):
         """A question, answered from the store with numbered citations."""
@@ -213,5 +225,6 @@ def query_models(max_top_k: int) -> tuple[type[BaseModel], type[BaseModel]]:
         filters: Filters | None = None  # type: ignore[valid-type]
         where: dict[str, Any] | Text | None = Field(None, description=WHERE_HELP)
         top_k: TopK = min(5, max_top_k)
+        filter_fallback: FilterFallback | None = Field(None, description=FALLBACK_HELP)
 
     return SearchIn, AskIn

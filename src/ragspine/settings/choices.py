@@ -23,6 +23,8 @@ LEXICAL_MODES: frozenset[RetrievalMode] = frozenset({"economy", "bm25", "lexical
 
 FilterExtractor = Literal["none", "rules", "llm"]
 FILTER_EXTRACTORS: tuple[FilterExtractor, ...] = get_args(FilterExtractor)
+FilterFallback = Literal["strict", "retry"]  # retrieval.pipeline.request.FILTER_FALLBACKS: the same, in this order
+FILTER_FALLBACKS: tuple[FilterFallback, ...] = get_args(FilterFallback)
 Analyzer = Literal["auto", "spec", "en-stem"]
 ANALYZERS: tuple[Analyzer, ...] = get_args(Analyzer)
 RerankerApi = Literal["cohere", "tei"]

@@ -23,6 +23,7 @@ from ragspine.settings.choices import (
     EMBEDDING_CHOICES,
     EXTRA_CHANNELS,
     FILTER_EXTRACTORS,
+    FILTER_FALLBACKS,
     FUSION_METHODS,
     GRAPH_STORES,
     INDEX_TEXTS,
@@ -44,6 +45,7 @@ from ragspine.settings.choices import (
     E5Engine,
     EmbeddingBackendName,
     FilterExtractor,
+    FilterFallback,
     FusionMethod,
     RaptorMode,
     RaptorSwitch,
@@ -133,10 +135,10 @@ class Settings:
     corrective: str = setting(
         "none",
         "Corrective retrieval (CRAG): grade the results, then at most 2 actions (drop filters, "
-        "rewrite with the LLM when one is configured), then refuse: no snippets, and `ask` says "
-        "it has no grounded answer. rules: graded by BM25 match strength and channel agreement. "
-        "llm: the LLM reads the non-RESTRICTED passages. none: one retry without filters when "
-        "nothing is found.",
+        "only with RAGSPINE_FILTER_FALLBACK=retry; rewrite with the LLM when one is configured), "
+        "then refuse: no snippets, and `ask` says it has no grounded answer. rules: graded by BM25 "
+        "match strength and channel agreement. llm: the LLM reads the non-RESTRICTED passages. "
+        "none: no grading (RAGSPINE_FILTER_FALLBACK decides what an empty filtered result gives).",
         component(*CORRECTIVE_GRADERS),
     )
     filter_extractor: FilterExtractor = setting(
@@ -146,6 +148,14 @@ class Settings:
         "the configured LLM (needs RAGSPINE_LLM_BASE_URL). It only narrows: explicit filters "
         "win, and an empty result falls back to the explicit filters alone.",
         choice(*FILTER_EXTRACTORS),
+    )
+    filter_fallback: FilterFallback = setting(
+        "strict",
+        "What a search gives when nothing matches its filters. strict: no result (as Elasticsearch "
+        "and Qdrant answer). retry: search once more without the filters; every surface then names "
+        "the dropped fields at the top level of its response (`filters_dropped`). A request's "
+        "`filter_fallback` overrides it for that request.",
+        choice(*FILTER_FALLBACKS),
     )
     retrieval_mode: RetrievalMode = setting(
         "auto",

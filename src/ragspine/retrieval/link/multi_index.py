@@ -4,6 +4,8 @@ Invariants: each snippet carries the `library_id` it came from; a router error, 
 selection or an unknown library id falls back to searching every library, and the snippet's
 lineage says so; fusion is `rrf_fuse` over (library_id, chunk_id) keys with ties broken by that
 key; RESTRICTED snippets are dropped at this exit too, whatever the member retrievers return.
+The results' `filters_dropped` names every filter field a member library dropped (its fallback
+"retry" found nothing under the filters), so the fused list is never wider than asked unsaid.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any, cast
 
 from ragspine.retrieval.fusion.rrf import DEFAULT_RRF_K, rrf_fuse
 from ragspine.retrieval.pipeline.hybrid import DEFAULT_TOP_K
+from ragspine.retrieval.pipeline.snippets import SearchResults
 from ragspine.retrieval.link.routers import KeywordRouter, LibraryIndex, LibraryRouter, LLMRouter
 from ragspine.http_retry import public_error
 from ragspine.retrieval.sensitivity import is_restricted
@@ -53,13 +56,15 @@ class MultiIndexRetriever:
         self.max_workers = max_workers
 
     def retrieve(
-        self, query: str, *, filters: dict[str, Any] | None = None, top_k: int = DEFAULT_TOP_K
-    ) -> list[Snippet]:
-        """Fused, RESTRICTED-free snippets from the routed libraries, each with `library_id`."""
+        self, query: str, *, filters: Any = None, top_k: int = DEFAULT_TOP_K, filter_fallback: str | None = None
+    ) -> SearchResults:
+        """Fused, RESTRICTED-free snippets from the routed libraries, each with `library_id`;
+        `filter_fallback` ("retry" or "strict") is passed to each library when given."""
         selected, routing = self._route(query)
+        extra = {} if filter_fallback is None else {"filter_fallback": filter_fallback}
         with ThreadPoolExecutor(max_workers=min(self.max_workers, len(selected))) as pool:
             futures = {
-                lid: pool.submit(self.libraries[lid].retriever.retrieve, query, filters=filters, top_k=top_k)
+                lid: pool.submit(self.libraries[lid].retriever.retrieve, query, filters=filters, top_k=top_k, **extra)
                 for lid in selected
             }
             per_library = {lid: future.result() for lid, future in futures.items()}
@@ -80,7 +85,8 @@ class MultiIndexRetriever:
             snippet["scores"] = cast(Scores, {**snippet.get("scores", {}), "library_fused": fused[key]})
             snippet["lineage"] = {**snippet.get("lineage", {}), "routing": routing}
             out.append(snippet)
-        return out
+        dropped = {name for found in per_library.values() for name in getattr(found, "filters_dropped", ())}
+        return SearchResults(out, filters_dropped=sorted(dropped))
 
     def _route(self, query: str) -> tuple[list[str], dict[str, Any]]:
         every = sorted(self.libraries)

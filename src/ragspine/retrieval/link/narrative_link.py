@@ -3,9 +3,11 @@
 `NarrativeIndexRetriever` is a façade: every query runs through `ragspine.retrieval.pipeline.pipeline.Pipeline`
 (gate → variants → filters → channels → fusion → rerank → RESTRICTED exit #2 → post-processing →
 snippets), whose docstring states the invariants: RESTRICTED text never reaches a snippet; the
-security gate screens the query and every variant; without a corrective grader an empty filtered
-result is retried once without filters, and the snippet's `lineage` says so; an unknown filter
-key is a ValueError that lists the valid keys. Snippets and parent expansion: `pipeline.snippets`.
+security gate screens the query and every variant; with `retry_without_filters` (the
+specification's default) an empty filtered result is retried once without filters (a request's
+`filter_fallback="strict"` turns it off for that request, "retry" on), and the results' top-level
+`filters_dropped` (and each snippet's `lineage`) says so; an unknown filter key is a ValueError
+that lists the valid keys. Snippets and parent expansion: `pipeline.snippets`.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from ragspine.retrieval.pipeline.channels import Channel
 from ragspine.retrieval.pipeline.hybrid import DEFAULT_TOP_K
 from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex
 from ragspine.retrieval.pipeline.pipeline import Pipeline, QueryPlan, split_filters
-from ragspine.retrieval.pipeline.snippets import SnippetRun, expand_parents, to_snippet as _to_snippet
+from ragspine.retrieval.pipeline.snippets import SearchResults, SnippetRun, expand_parents, to_snippet as _to_snippet
 from ragspine.retrieval.pipeline.trace import Trace
 from ragspine.retrieval.postprocess.chain import PostprocessorChain
 from ragspine.retrieval.postprocess.protocol import Postprocessor
@@ -33,7 +35,6 @@ from ragspine.retrieval.rerank.guard import DEFAULT_TOP_N
 from ragspine.retrieval.rerank.llm_judge import ProviderListwiseJudge
 from ragspine.retrieval.rerank.protocol import Reranker
 from ragspine.retrieval.sensitivity import RESTRICTED_SENSITIVITY
-from ragspine.retrieval.snippet import Snippet
 from ragspine.retrieval.store.factory import open_chunk_store
 from ragspine.retrieval.store.protocol import ChunkStoreProtocol
 from ragspine.retrieval.types import EmbeddingBackend, QueryRewriter
@@ -45,6 +46,7 @@ __all__ = [
     "RESTRICTED_SENSITIVITY",
     "NarrativeIndexRetriever",
     "QueryPlan",
+    "SearchResults",
     "SnippetRun",
     "ProviderListwiseJudge",
     "Trace",
@@ -67,11 +69,13 @@ GLOSSARY_DEFAULT = GlossaryDefault()
 
 
 class RetrieveArgs(TypedDict, total=False):
-    """A retrieval's request as `retrieve` takes it: `filters`, `top_k` (default DEFAULT_TOP_K), `where`."""
+    """A retrieval's request as `retrieve` takes it: `filters`, `top_k` (default DEFAULT_TOP_K),
+    `where`, `filter_fallback` ("retry" or "strict"; None: the retriever's `retry_without_filters`)."""
 
     filters: Mapping[str, Any] | Filter | None
     top_k: int
     where: Filter | Mapping[str, Any] | None
+    filter_fallback: str | None
 
 
 class NarrativeIndexRetriever:
@@ -116,7 +120,8 @@ class NarrativeIndexRetriever:
         filters: Mapping[str, Any] | Filter | None = None,
         top_k: int = DEFAULT_TOP_K,
         where: Filter | Mapping[str, Any] | None = None,
-    ) -> list[Snippet]:
+        filter_fallback: str | None = None,
+    ) -> SearchResults:
         """RESTRICTED-free snippets (`ragspine.retrieval.snippet.Snippet`) with full lineage, best first.
 
         `filters`: exact matches on the five metadata fields (the specification's form), or
@@ -124,9 +129,12 @@ class NarrativeIndexRetriever:
         with it. Extracted filters (when an extractor is set) only narrow: they never touch a
         field given explicitly, and are dropped when they leave nothing. Lineage records what
         was applied. A refused query (the security gate, the corrective loop) gives no snippet;
-        `retrieve_run` says why.
+        `retrieve_run` says why. The result is a list with `filters_dropped` (`SearchResults`):
+        the filter fields dropped because nothing matched them (`filter_fallback`, "retry" or
+        "strict", overrides `retry_without_filters` for this call).
         """
-        return self.retrieve_run(query, filters=filters, top_k=top_k, where=where).snippets
+        run = self.retrieve_run(query, filters=filters, top_k=top_k, where=where, filter_fallback=filter_fallback)
+        return run.results()
 
     def retrieve_run(self, query: str, *, trace: Trace | None = None, **request: Unpack[RetrieveArgs]) -> SnippetRun:
         """`retrieve`'s snippets (same `filters`, `top_k`, `where`) with the run's lineage:
@@ -137,7 +145,8 @@ class NarrativeIndexRetriever:
             if key not in RetrieveArgs.__annotations__:
                 raise TypeError(f"retrieve_run() got an unexpected keyword argument {key!r}")
         filters, where, top_k = request.get("filters"), request.get("where"), request.get("top_k", DEFAULT_TOP_K)
-        run = self.pipeline().run(query, filters=filters, where=where, top_k=top_k, trace=trace)
+        run = self.pipeline().run(query, filters=filters, where=where, top_k=top_k, trace=trace,
+                                  filter_fallback=request.get("filter_fallback"))  # fmt: skip
         return self.finish(query, run, filters, where, top_k)
 
     def finish(self, query: str, run: SnippetRun, filters: Any, where: Any, top_k: int) -> SnippetRun:
@@ -180,6 +189,7 @@ def build_narrative_retriever(
     visual: VisualChannel | None = None,
     ann: AnnConfig | None = None,
     store_options: Mapping[str, Any] | None = None,
+    retry_without_filters: bool = True,
 ) -> tuple[NarrativeIndexRetriever, ChunkStoreProtocol]:
     """The default assembly: store (schema ensured) → BM25 + RRF (+ the dense channel when a
     backend is given: chunk vectors in `<db>.vectors.sqlite`, or in `vectors` (a pgvector /
@@ -195,8 +205,9 @@ def build_narrative_retriever(
     and the dense channel and fused with them (`make_channel`). `visual`: the page-image channel,
     whose page pointers are fused with the text snippets (None: text only). `ann`: when the
     dense channel uses an HNSW index (default `AnnConfig()`). `store_options` go to the store's
-    class (`open_chunk_store`, e.g. a PostgreSQL store's local `cache_dir`). The layers are values: nothing here reads settings (`ragspine.assembly` builds them
-    from RAGSPINE_*). The caller closes the returned store (and `retriever.index.dense.vectors`, when there is one);
+    class (`open_chunk_store`, e.g. a PostgreSQL store's local `cache_dir`). `retry_without_filters`:
+    the filter fallback, "retry" (True, the specification's default) or "strict". The layers
+    are values: nothing here reads settings (`ragspine.assembly` builds them from RAGSPINE_*). The caller closes the returned store (and `retriever.index.dense.vectors`, when there is one);
     on error nothing is left open."""
     store = open_chunk_store(chunk_db, **(store_options or {}))  # SQLite path, or a postgresql:// URL
     try:
@@ -225,6 +236,7 @@ def build_narrative_retriever(
             vectors.close()
         raise
     retriever = NarrativeIndexRetriever(
-        index, filter_extractor=filter_extractor, postprocessor=postprocessor, plan=query_plan, visual=visual
+        index, retry_without_filters=retry_without_filters, filter_extractor=filter_extractor,
+        postprocessor=postprocessor, plan=query_plan, visual=visual,
     )
     return retriever, store

@@ -15,8 +15,13 @@ Invariants:
   already past RESTRICTED exit #2. An LLM failure degrades to the untransformed query (recorded
   in the lineage), never to an exception.
 - Filters narrow: extracted filters never touch a field given explicitly and are dropped when
-  they leave nothing; without a corrective grader an empty filtered result is retried once
-  without filters (`retry_without_filters`), and the lineage says so.
+  they leave nothing. The filter fallback decides what an empty result under the caller's
+  filters gives: "retry" (`retry_without_filters`, the default here) searches once without
+  filters (without a corrective grader; with one, "drop filters" is its first action),
+  "strict" gives nothing (and the corrective loop never drops them). The run's lineage
+  carries `filters_dropped` (a result's keeps `retried_without_filters`): the caller's filter
+  fields a retry dropped to find the results it returns (sorted; empty when none was), so a
+  surface can say, at its top level, that the results are wider than asked.
 - RESTRICTED chunks are masked before the channels score anything; the rerank step never gives
   one to a reranker (exit #1) and `restricted_exit` drops any that remain before the
   post-processors and snippets (exit #2).
@@ -35,8 +40,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ragspine.retrieval.filters import Filter, parse_filter, to_dict
+from ragspine.retrieval.filters import Filter, fields_of, parse_filter, to_dict
 from ragspine.retrieval.model import FILTER_FIELDS
+from ragspine.retrieval.pipeline.request import check_filter_fallback
 from ragspine.retrieval.pipeline.snippets import SnippetRun, to_snippet, to_snippets
 from ragspine.retrieval.snippet import Snippet
 from ragspine.retrieval.pipeline.stages import RerankStep, check_query, restricted_exit
@@ -134,7 +140,9 @@ class RunContext:
     """One run's context (the request itself is checked by `pipeline.request.SearchRequest`
     on every surface): the query as the caller gave it, its filters (exact and typed, see `split_filters`) and
     how many snippets it wants. `extract` is the filter extractor's answer for a text (asked
-    once per text and run: the corrective loop searches a query again without its filters)."""
+    once per text and run: the corrective loop searches a query again without its filters).
+    `retry`: whether an empty filtered result may be searched again without the caller's
+    filters (the filter fallback "retry"; False: "strict")."""
 
     query: str
     exact: dict[str, Any]
@@ -142,6 +150,14 @@ class RunContext:
     top_k: int
     extract: Callable[[str], tuple[Filter | None, str | None]]
     trace: Trace | None
+    retry: bool = True
+
+    def dropped(self, lineage: Lineage) -> list[str]:
+        """The caller's filter fields a search with this `lineage` dropped (sorted; [] when
+        it ran with them)."""
+        if not lineage.get("retried_without_filters"):
+            return []
+        return sorted(set(self.exact) | fields_of(self.explicit))
 
 
 @dataclass
@@ -164,13 +180,17 @@ class Pipeline:
         where: Filter | Mapping[str, Any] | None = None,
         top_k: int,
         trace: Trace | None = None,
+        filter_fallback: str | None = None,
     ) -> SnippetRun:
-        """The snippets for `query`, the run's lineage, and why it was refused (or None)."""
+        """The snippets for `query`, the run's lineage, and why it was refused (or None).
+        `filter_fallback`: "retry" or "strict" for this run (None: `retry_without_filters`)."""
         check_query(query)
+        fallback = check_filter_fallback(filter_fallback)
+        retry = self.retry_without_filters if fallback is None else fallback == "retry"
         exact, typed = split_filters(filters)  # a bad filter is an error before anything runs
         explicit = parse_filter([f for f in (typed, parse_filter(where)) if f is not None])
         extract = functools.cache(functools.partial(safe_extract, self.filter_extractor))
-        request = RunContext(query, exact, explicit, top_k, extract, trace)
+        request = RunContext(query, exact, explicit, top_k, extract, trace, retry)
         run = self._gate(request)
         started = time.perf_counter()
         snippets = to_snippets(run.ranked)
@@ -222,6 +242,7 @@ class Pipeline:
             extra["decomposition"]["refused"] = refusals
         if not ranked and refusals:
             extra["refused"] = "every sub-question was refused"
+        extra["filters_dropped"] = sorted({name for run in runs for name in run.lineage.get("filters_dropped", [])})
         return QueryRun(ranked, extra)
 
     def _single(self, request: RunContext, query: str) -> QueryRun:
@@ -236,7 +257,8 @@ class Pipeline:
             if corrective["refused"]:
                 extra["refused"] = f"corrective retrieval: {corrective['grades'][-1]['reason']}"
         lineage = {**lineage, **extra}
-        return QueryRun([(r, lineage) for r in results], extra)
+        dropped = request.dropped(lineage) if results else []
+        return QueryRun([(r, lineage) for r in results], {**extra, "filters_dropped": dropped})
 
     # -- variants ----------------------------------------------------------------------------------
     def _variants(self, query: str, plan: QueryPlan, trace: Trace | None) -> tuple[list[str], Lineage]:
@@ -314,7 +336,7 @@ class Pipeline:
                 trace.add("filters", retry="nothing found: searching again without the extracted filters")
             results = rank(exact, explicit)
             lineage["extracted_dropped"] = True
-        if retry and not results and (exact or explicit is not None) and self.retry_without_filters:
+        if retry and not results and (exact or explicit is not None) and request.retry:
             _LOG.info("no result with filters %s %s; retrying once without filters", exact, lineage["where"])
             if trace is not None:
                 trace.add("filters", retry="nothing found: searching once without filters")
@@ -369,8 +391,8 @@ class Pipeline:
     def _correct(
         self, request: RunContext, query: str, variants: list[str], results: list[RetrievalResult], lineage: Lineage
     ) -> tuple[list[RetrievalResult], Lineage, Lineage]:
-        """The bounded grade → act loop: drop filters (when any were applied), then rewrite (when a
-        rewriter is set), then refuse."""
+        """The bounded grade → act loop: drop filters (when any were applied and the fallback is
+        "retry"), then rewrite (when a rewriter is set), then refuse."""
         plan = self.plan
         assert plan.grader is not None
         grades = [self._grade(query, results)]
@@ -378,7 +400,7 @@ class Pipeline:
         filtered = bool(lineage.get("filters") or lineage.get("where") or lineage.get("extracted"))
         drop, current, current_variants = False, query, variants
         while grades[-1].verdict == INCORRECT and len(actions) < MAX_ACTIONS:
-            if filtered and not drop:
+            if filtered and not drop and request.retry:
                 drop = True
                 actions.append({"action": "drop_filters"})
             elif plan.rewriter is not None and not any(a["action"] == "rewrite" for a in actions):

@@ -13,6 +13,9 @@ Invariants:
   parsed here, so a bad one is refused before any work; the structured forms go on as given
   (the pipeline reads the exact-match dict as the specification's keyword filters and records
   the filters in lineage as given).
+- `filter_fallback` is None (the surface's setting, RAGSPINE_FILTER_FALLBACK) or one of
+  FILTER_FALLBACKS: "retry" (a filter that matches nothing is searched once without filters,
+  and the response's `filters_dropped` names the dropped fields) or "strict" (no result).
 - A bad request is an `InvalidRequest` (a `RagspineError` and a `ValueError`: HTTP 400, an MCP
   tool error, a CLI usage error); the HTTP and MCP schemas run `check_top_k` themselves, so
   there a bad `top_k` is their validation error (HTTP 422) with the same message.
@@ -28,7 +31,10 @@ from ragspine.errors import RagspineError
 from ragspine.retrieval.filters import And, Or, Predicate, parse_filter
 from ragspine.retrieval.pipeline.stages import check_query
 
-__all__ = ["InvalidRequest", "SearchRequest", "check_top_k", "check_where"]
+__all__ = ["FILTER_FALLBACKS", "InvalidRequest", "SearchRequest", "check_filter_fallback", "check_top_k",
+           "check_where"]  # fmt: skip
+
+FILTER_FALLBACKS = ("strict", "retry")  # settings.choices.FilterFallback: the same two, in this order
 
 
 class InvalidRequest(RagspineError, ValueError):
@@ -65,6 +71,14 @@ def check_where(where: Any) -> Any:
     raise InvalidRequest(f"where must be a dict, a list, a string or a Filter, got {type(where).__name__}")
 
 
+def check_filter_fallback(value: object) -> str | None:
+    """`value` as a filter fallback: None (the surface's setting) or one of FILTER_FALLBACKS;
+    `InvalidRequest` otherwise."""
+    if value is None or (isinstance(value, str) and value in FILTER_FALLBACKS):
+        return value
+    raise InvalidRequest(f"filter_fallback must be one of {', '.join(FILTER_FALLBACKS)}, got {value!r}")
+
+
 @dataclass(frozen=True)
 class SearchRequest:
     """A validated search: `SearchRequest("营收", where="period>=2024", top_k=3)`.
@@ -75,12 +89,17 @@ class SearchRequest:
     Traceback (most recent call last):
     ...
     ragspine.retrieval.pipeline.request.InvalidRequest: top_k must be a whole number, got '3' (str)
+    >>> SearchRequest("revenue", filter_fallback="widen")
+    Traceback (most recent call last):
+    ...
+    ragspine.retrieval.pipeline.request.InvalidRequest: filter_fallback must be one of strict, retry, got 'widen'
     """
 
     query: str
     where: Any = None
     top_k: int = 10
     max_top_k: int | None = None
+    filter_fallback: str | None = None
     # min_score: the next field (a floor under the fused score), checked here like top_k
 
     def __post_init__(self) -> None:
@@ -90,3 +109,4 @@ class SearchRequest:
             raise InvalidRequest(str(exc)) from exc
         object.__setattr__(self, "top_k", check_top_k(self.top_k, self.max_top_k))
         object.__setattr__(self, "where", check_where(self.where))
+        check_filter_fallback(self.filter_fallback)

@@ -9,10 +9,15 @@ and `parent_locator`. When several results share one parent, the first carries i
 others' `prompt_text` is their own text (`lineage["parent_in"]` names the chunk that carries
 it), so a prompt never repeats a parent. A chunk without structure gives exactly the
 specification's snippet (no added key).
+
+`SearchResults` is what a search returns on the Python surface: the snippets as a list (it
+compares, indexes and serialises as one), with `filters_dropped` beside them, never only in a
+snippet's lineage: a filter that matched nothing and was dropped is said at the top level.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -28,6 +33,34 @@ class SnippetRun:
     snippets: list[Snippet]
     lineage: dict[str, Any]
     refusal: str | None = None
+
+    @property
+    def filters_dropped(self) -> list[str]:
+        """The caller's filter fields dropped to find these snippets (the fallback "retry"
+        after nothing matched them); [] when the snippets match every filter asked."""
+        return list(self.lineage.get("filters_dropped") or [])
+
+    def results(self) -> SearchResults:
+        """The snippets as `SearchResults` (with `filters_dropped`)."""
+        return SearchResults(self.snippets, filters_dropped=self.filters_dropped)
+
+
+class SearchResults(list[Snippet]):
+    """A search's snippets, best first, and `filters_dropped`: the filter fields that matched
+    nothing and were dropped to find them (empty: every snippet matches every filter asked).
+
+    >>> found = SearchResults([], filters_dropped=["entity"])
+    >>> found == [], found.filters_dropped, found.to_dict()
+    (True, ['entity'], {'filters_dropped': ['entity'], 'snippets': []})
+    """
+
+    def __init__(self, snippets: Iterable[Snippet] = (), *, filters_dropped: Iterable[str] = ()) -> None:
+        super().__init__(snippets)
+        self.filters_dropped: list[str] = list(filters_dropped)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON a surface answers with: `filters_dropped` at the top, then the snippets."""
+        return {"filters_dropped": list(self.filters_dropped), "snippets": list(self)}
 
 
 def to_snippets(ranked: list[tuple[RetrievalResult, dict[str, Any]]]) -> list[Snippet]:

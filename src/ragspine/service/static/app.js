@@ -15,6 +15,7 @@ const TEXT = {
     scores: "Scores", needKey: "This service needs an API key: enter it above.",
     keySaved: "Key kept for this tab.", uploaded: (d, n) => `Ingested ${d}: ${n} chunk(s).`,
     uploading: "Uploading…", emptyValue: "Give a value for the filter.", cited: "cited",
+    dropped: (fields) => `Nothing matched the filter(s) on ${fields}: they were dropped, so these passages ignore them.`,
   },
   zh: {
     title: "RAGSpine 检索", language: "语言", key: "API 密钥", keyHint: "仅保存在此标签页",
@@ -28,6 +29,7 @@ const TEXT = {
     scores: "得分", needKey: "此服务需要 API 密钥：请在上方输入。",
     keySaved: "密钥已保存在此标签页。", uploaded: (d, n) => `已导入 ${d}：${n} 个分块。`,
     uploading: "上传中…", emptyValue: "请填写筛选取值。", cited: "已引用",
+    dropped: (fields) => `没有段落满足 ${fields} 的筛选条件：已去掉这些条件，以下段落不受其约束。`,
   },
 };
 const LIST_OPS = new Set(["in", "nin", "between"]);
@@ -175,6 +177,11 @@ function passage(snippet, query, ref) {
   return li;
 }
 
+// The response's top-level `filters_dropped` (RAGSPINE_FILTER_FALLBACK=retry), said in words.
+function droppedNote(fields) {
+  return fields && fields.length ? t("dropped", fields.join(", ")) : "";
+}
+
 async function search(event) {
   if (event) event.preventDefault();
   const query = $("q").value.trim();
@@ -185,7 +192,8 @@ async function search(event) {
     const body = { query, top_k: Number($("top-k").value) || 10, where: where() };
     const data = await call("POST", "search", body);
     $("results").replaceChildren(...data.snippets.map((s) => passage(s, query)));
-    status(data.snippets.length ? t("found", data.snippets.length, data.mode) : t("none"));
+    const found = data.snippets.length ? t("found", data.snippets.length, data.mode) : t("none");
+    status([found, droppedNote(data.filters_dropped)].filter(Boolean).join(" "));
   } catch (error) {
     status(error.message, true);
   }
@@ -202,7 +210,7 @@ async function ask() {
     $("answer-h").textContent = t("answered", data.mode);
     $("answer-cites").replaceChildren(...data.citations.map((c) => passage(c, question, c.ref)));
     $("answer").hidden = false;
-    status(data.note || "");
+    status([data.note, droppedNote(data.filters_dropped)].filter(Boolean).join(" "));
   } catch (error) {
     status(error.message, true);
   }
