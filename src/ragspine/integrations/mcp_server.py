@@ -38,7 +38,6 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from ragspine.integrations import mcp_text  # noqa: E402
 from ragspine.integrations.common import passages  # noqa: E402
-from ragspine.retrieval.filters import fields_of, parse_filter  # noqa: E402
 from ragspine.retrieval.pipeline.request import SearchRequest, check_top_k  # noqa: E402
 from ragspine.retrieval.snippet import Snippet  # noqa: E402
 from ragspine.retrieval.typed_model import model_from_typeddict  # noqa: E402
@@ -119,7 +118,6 @@ class AskResult(BaseModel):
     answer: str = Field(description="The answer; [n] cites citations[n-1]")
     mode: str = Field(description="llm (the configured model wrote it) or extractive (top passages)")
     note: str = ""
-    filters_dropped: list[str] = Field(default_factory=list, description=DROPPED_HELP)
     citations: list[Passage]  # type: ignore[valid-type]
 
 
