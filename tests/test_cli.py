@@ -55,7 +55,7 @@ def test_db_takes_a_folder_as_ragspine_open_does(corpus: Path, tmp_path: Path) -
     code, out, _ = _run("ingest", str(corpus), "--db", str(folder))
     assert code == 0 and (folder / "chunks.db").is_file(), out
     code, out, _ = _run("search", "gross margin", "--db", str(folder), "--json")
-    assert code == 0 and json.loads(out)[0]["doc_id"] == "en.txt"
+    assert code == 0 and json.loads(out)["snippets"][0]["doc_id"] == "en.txt"
     empty = tmp_path / "empty"
     empty.mkdir()
     code, _, err = _run("search", "x", "--db", str(empty))

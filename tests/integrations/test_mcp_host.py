@@ -85,7 +85,11 @@ def test_a_host_launches_the_venvs_ragspine_with_a_folder(demo: Demo, tmp_path: 
             body = sum(len(p["text"]) for p in passages)
             assert len(text) < body + 200 * len(passages)  # the text is the passages, not their JSON
 
-            widened = await client.call_tool("search", {"query": "为什么营收下滑", "where": {"entity": "NOBODY"}})
+            strict = await client.call_tool("search", {"query": "为什么营收下滑", "where": {"entity": "NOBODY"}})
+            assert strict.content[0].text.startswith('No passage matched, filtered by {"entity":"NOBODY"}.')
+            assert strict.structured_content["passages"] == [] and strict.structured_content["filters_dropped"] == []
+            widened = await client.call_tool("search", {"query": "为什么营收下滑", "where": {"entity": "NOBODY"},
+                                                        "filter_fallback": "retry"})  # fmt: skip
             assert widened.content[0].text.split("\n")[0].endswith("NOT filtered: no passage matched the filter on "
                                                                   "entity, so it was dropped.")  # fmt: skip
             assert widened.structured_content["filters_dropped"] == ["entity"]
