@@ -289,6 +289,13 @@ class IndexSnapshot:
         everything = np.arange(self.n_positions, dtype=np.int64)
         return everything if allow is None else everything[allow(everything)]  # type: ignore[operator]
 
+    def active_counts(self) -> tuple[int, int]:
+        """(documents, chunks) among the active positions (of `visible()`: those a caller may
+        see), from the doc_id codes already held for filters."""
+        _, codes = self._field("doc_id")
+        positions = self.active_positions()
+        return int(np.unique(codes[positions]).size), int(positions.size)
+
     def metadata_keys(self) -> set[str]:
         """User metadata keys carried by some active chunk (for validating filter fields)."""
         if self._metadata_keys is None:
