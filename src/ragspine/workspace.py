@@ -373,16 +373,19 @@ class Workspace(Closeable):
         return ask(self.retriever, question, provider=self.provider, filters=where, top_k=top_k)
 
     def stats(self, *, internals: bool = True) -> dict[str, Any]:
-        """Counts of what a caller may see (active documents and chunks, RESTRICTED ones left
-        out), the retrieval mode, and with `internals` (an admin key, the CLI, Python) the index
-        state (data version, embedding model, dense coverage as of the last search, vector store,
-        visual page index, RAPTOR tree: paths and counts that include RESTRICTED writes) and the
-        configured channels. Without `internals` those are null or empty (docs/security.md)."""
-        documents, chunks = self.retriever.index.retriever().index.active_counts()
+        """The operator's view with `internals` (the CLI, Python, an admin key): the active
+        documents and chunks of the whole store (RESTRICTED ones counted, never shown), the index
+        state (data version, retrieval mode, embedding model, dense coverage as of the last
+        search, vector store, visual page index, RAPTOR tree) and the configured channels.
+        Without `internals` (a read or write key, MCP) only what a caller may see: the counts of
+        the active chunks that are not RESTRICTED and the retrieval mode; the rest null or empty,
+        since it holds paths and counts that move with RESTRICTED writes (docs/security.md)."""
         index: dict[str, Any] = {"data_version": None, "retrieval": self.retrieval_mode, "embedding_model": None,
                                  "dense": None}  # fmt: skip
         if not internals:
+            documents, chunks = self.retriever.index.retriever().index.active_counts()
             return {"documents": documents, "chunks": chunks, "index": index, "channels": {}}
+        documents, chunks = self.store.counts()
         index["data_version"] = self.store.data_version()
         dense = self.retriever.index.dense
         if dense is not None:

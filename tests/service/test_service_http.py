@@ -78,7 +78,8 @@ def test_ingest_search_chunks_withdraw_stats(serve: Any) -> None:
     assert chunks["chunks"][0]["text"] == ACME and chunks["chunks"][0]["version"] == 1
 
     stats = client.get("/stats", headers=ADMIN).json()  # internals: an admin key
-    assert (stats["documents"], stats["chunks"]) == (2, 2), "the RESTRICTED memo is not counted"
+    assert (stats["documents"], stats["chunks"]) == (3, 3), "the operator's view counts the RESTRICTED memo"
+    assert (client.get("/stats").json()["documents"]) == 2, "a write key's does not"
     assert stats["channels"]["retrieval_mode"] == "auto -> bm25" and stats["channels"]["reranker"] == "none"
     assert stats["index"]["data_version"] >= 4
 

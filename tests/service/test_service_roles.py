@@ -76,7 +76,7 @@ def test_stats_and_graph_internals_only_for_admin_keys(serve: Any, tmp_path: Pat
         assert graph.json().get("path") is None and "meta" not in graph.json() and graph.json()["built"] is True
     stats = served.client.get("/stats", headers=ADMIN).json()
     assert stats["channels"]["reranker"] == "none" and stats["index"]["data_version"] >= 2
-    assert stats["documents"] == 1  # counts are what a caller may see, for admin keys too
+    assert stats["documents"] == 2  # the operator's view (admin keys) counts the RESTRICTED one
     assert served.client.get("/graph", headers=ADMIN).json()["path"].endswith(".graph.json")
 
 

@@ -110,8 +110,8 @@ def _routes(ws: Workspace) -> APIRouter:
     @router.get("/stats", response_model=m.StatsOut, tags=["service"])
     def stats(role: Role = Depends(caller)) -> dict[str, Any]:
         """Documents and chunks in the active set that a caller may see and the retrieval mode;
-        for an admin key also the index state (data version, embedding model, dense coverage,
-        vector store, paths) and the configured channels."""
+        for an admin key the operator's view: whole-store counts, the index state (data
+        version, embedding model, dense coverage, vector store, paths) and the channels."""
         return ws.stats(internals=role_allows(role, "admin"))
 
     @router.get("/fields", response_model=m.FieldsOut, tags=["retrieval"])

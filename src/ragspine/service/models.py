@@ -178,8 +178,9 @@ class IndexOut(BaseModel):
 
 
 class StatsOut(BaseModel):
-    """Counts of what the caller may see (RESTRICTED left out); the internals (paths, vector
-    store, channels, RAPTOR tree) for admin keys only."""
+    """Counts of what a read or write key may see (RESTRICTED left out); for admin keys the
+    operator's view: whole-store counts and the internals (paths, vector store, channels, RAPTOR
+    tree)."""
 
     documents: int
     chunks: int
