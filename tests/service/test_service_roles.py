@@ -171,3 +171,25 @@ def test_an_unreadable_graph_file_keeps_the_graph_served(graph_served: Any, capl
         time.sleep(0.3)  # past RELOAD_CHECK_S
         assert _zephyr(served) is not None, "the graph loaded before is still served"
     assert any("cannot be read" in r.getMessage() and "still serving" in r.getMessage() for r in caplog.records)
+
+
+def test_the_served_raptor_tree_follows_the_owners_rebuild(serve: Any) -> None:
+    options = {"embedding": "deterministic", "raptor": "on", "raptor_threshold": 0.3, "raptor_max_cluster": 4}
+    served = serve(raptor_mode="nodes", **options)
+    texts = {"a": "Exports to Europe fell and revenue dropped.", "b": "Revenue dropped as exports to Europe fell.",
+             "c": "Exports to Europe fell; revenue dropped again."}  # fmt: skip
+    for doc_id, text in texts.items():
+        assert served.client.post("/documents", json=doc(doc_id, text, sensitivity="PUBLIC")).status_code == 201
+    served.ws.retriever.build()
+
+    def node_docs() -> set[str]:
+        found = served.client.post("/search", json={"query": "exports Europe revenue"}).json()["snippets"]
+        return {d for s in found if s.get("is_synthesis") for d in s["lineage"]["doc_ids"]}
+
+    assert node_docs() == {"a", "b", "c"}
+    # the owner, in another process (another workspace on the same store), relabels "a"
+    # RESTRICTED and rebuilds the tree: the running server serves the new tree, no restart
+    with ragspine.open(served.ws.settings.db, env={"RAGSPINE_EMBEDDING": "none"}, **options) as owner:
+        owner.ingest_text(texts["a"], "a", sensitivity="RESTRICTED")
+        owner.retriever.build()  # type: ignore[attr-defined]  # a RaptorRetriever (raptor=on)
+    assert node_docs() == {"b", "c"}
