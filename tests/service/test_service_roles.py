@@ -35,6 +35,9 @@ def test_a_key_spec_names_its_role_and_a_bare_key_is_a_write_key() -> None:
     with pytest.raises(ConfigError) as weak:
         load_settings({"RAGSPINE_API_KEYS": f"read:{READ_KEY},admin:aaaaaaaaaaaaaaaaaaaa"})
     assert "key 2 is too weak" in str(weak.value) and "aaaaaaaa" not in str(weak.value)
+    with pytest.raises(ConfigError) as twice:  # one key, two roles: refused, not guessed
+        load_settings({"RAGSPINE_API_KEYS": f"read:{READ_KEY},admin:{READ_KEY}"})
+    assert "key 2 repeats an earlier key" in str(twice.value) and READ_KEY not in str(twice.value)
 
 
 def test_each_route_needs_its_role(serve: Any) -> None:

@@ -66,3 +66,15 @@ def role_of(key: Secret) -> Role:
     """The role of a configured key: an `ApiKey`'s, else (a bare `Secret`, as Python callers may
     build settings) the default role."""
     return key.role if isinstance(key, ApiKey) else DEFAULT_ROLE
+
+
+def describe_keys(keys: tuple[Secret, ...]) -> str:
+    """How many keys of each role, for the `serve` banner (never a key).
+
+    >>> describe_keys((ApiKey("Zx4-pQ9_mW2rT7vL", "read"), ApiKey("Hm3_kT8-zB5qWc1y"))), describe_keys(())
+    ('2 API key(s): 1 read, 1 write', 'no API keys (loopback only)')
+    """
+    if not keys:
+        return "no API keys (loopback only)"
+    roles = [role_of(key) for key in keys]
+    return f"{len(keys)} API key(s): " + ", ".join(f"{roles.count(r)} {r}" for r in ROLES if r in roles)

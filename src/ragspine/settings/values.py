@@ -192,6 +192,8 @@ def _api_keys(raw: str) -> tuple[Secret, ...]:
         why = weak_key_reason(key.reveal())
         if why:  # the key itself is never echoed
             raise ValueError(f"key {number} is too weak ({why}); generate one with {GENERATE_KEY}")
+        if any(key.matches(earlier.reveal()) for earlier in keys[: number - 1]):  # which role would it have?
+            raise ValueError(f"key {number} repeats an earlier key; give each key once, with one role")
     return tuple(keys)
 
 
