@@ -4,7 +4,7 @@ Invariants:
 - The pipeline comes from `ragspine.assembly`, the one Settings → components path that the CLI,
   the HTTP service, multi-library search, eval and Python users all share.
 - Nothing RESTRICTED leaves a workspace: `search` and `ask` go through the link's exit #2 and
-  `chunks` drops RESTRICTED rows; `stats` counts only what a caller may see.
+  `chunks` drops RESTRICTED rows; `stats(internals=False)` counts only what a caller may see.
 - A new version never lowers the label of the active one implicitly: the stricter stored label is
   kept (`IngestResult.warnings` says so) unless the caller passes `lower_label=True`.
 - Every write goes through `ingest.pipeline.IngestPipeline`, the path `ragspine ingest` and eval

@@ -6,8 +6,8 @@ Invariants: every route but /health and the search page's static files depends o
 check (/mcp, the MCP streamable HTTP transport, through `KeyGuard`), with the least role it needs:
 read for searches and reads, write for document and graph writes, and /stats shows its internals
 to admin keys only; a POST never replaces an existing doc_id unless it asks to (`replace`) and the
-document has no RESTRICTED chunk, and a taken doc_id is one 409 whatever its label; no response carries a
-RESTRICTED chunk (search, ask and chunks go through the workspace, which drops them); every
+document has no RESTRICTED chunk, and a taken doc_id is one 409 whatever its label; no response
+carries a RESTRICTED chunk (search, ask and chunks go through the workspace, which drops them); every
 error is the JSON shape of `errors.py`; sync handlers run in the thread pool, and the workspace
 is thread-safe.
 """
