@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import PurePath
 from typing import Any, Protocol
 
 from ragspine.graph.model import NODE_KINDS, ChunkRef, Edge, node_id
@@ -107,8 +106,7 @@ class GraphQueries:
                 return None
         data = edge.to_dict()
         data["provenance"] = [
-            {**p, **({"chunks": self._cite((ChunkRef(*c) for c in p["chunks"]), seen)} if "chunks" in p else {}),
-             **({"file": PurePath(p["file"]).name} if "file" in p else {})}  # fmt: skip  # a name, no server path
+            {**p, **({"chunks": self._cite((ChunkRef(*c) for c in p["chunks"]), seen)} if "chunks" in p else {})}
             for p in data["provenance"]
         ]
         return data
