@@ -4,8 +4,8 @@ Invariants:
 - A node id is `kind:key` (`entity:ACME_CN`, `document:r1`); kinds and edge types come from
   NODE_KINDS and EDGE_TYPES only. Symmetric relations (peer_of, co_occurs_with) are stored once,
   with their endpoints in sorted order.
-- Every edge carries its provenance: the relations file (its name, no path) and line that declared it, or the chunk ids
-  and locators it came from. Adding an edge twice merges the provenance (never drops it).
+- Every edge carries its provenance: the relations file (shown by its name, never a path) and
+  line that declared it, or the chunk ids and locators it came from. Adding an edge twice merges the provenance (never drops it).
 - `to_json` is canonical (sorted nodes, edges, provenance and keys): the same graph is the same
   bytes, so the default build is byte-identical run to run.
 """
