@@ -76,11 +76,13 @@ def test_stats_and_graph_internals_only_for_admin_keys(serve: Any, tmp_path: Pat
         assert body["index"] | {"retrieval": None} == {"data_version": None, "retrieval": None,
                                                       "embedding_model": None, "dense": None,
                                                       "vector_store": None, "visual": None}  # fmt: skip
-        assert graph.json().get("path") is None and "meta" not in graph.json() and graph.json()["built"] is True
+        shown = graph.json()
+        assert shown["built"] is True and (shown.get("path"), shown.get("stale")) == (None, None) and "meta" not in shown
     stats = served.client.get("/stats", headers=ADMIN).json()
     assert stats["channels"]["reranker"] == "none" and stats["index"]["data_version"] >= 2
     assert stats["documents"] == 2  # the operator's view (admin keys) counts the RESTRICTED one
-    assert served.client.get("/graph", headers=ADMIN).json()["path"].endswith(".graph.json")
+    shown = served.client.get("/graph", headers=ADMIN).json()
+    assert shown["path"].endswith(".graph.json") and shown["stale"] is False and "data_version" in shown["meta"]
 
 
 def test_a_post_onto_a_taken_doc_id_answers_the_same_whatever_its_label(serve: Any) -> None:

@@ -4,7 +4,7 @@
 
 Invariants: the routes sit behind the same API-key check as every data route (the app mounts
 them in its keyed router); building needs a write key, and only an admin key sees the graph's
-file path and build metadata; a graph answer never carries a RESTRICTED chunk (`GraphQueries`
+file path, build metadata and staleness (which moves with RESTRICTED writes too); a graph answer never carries a RESTRICTED chunk (`GraphQueries`
 guarantees it); a missing graph or an unknown node is a 400 whose message says what to do.
 """
 
@@ -31,7 +31,8 @@ class _Open(BaseModel):
 class GraphShowOut(_Open):
     built: bool
     path: str | None = Field(None, description="The graph file (admin keys only)")
-    stale: bool = Field(description="The store changed since the graph was built (answers are still filtered)")
+    stale: bool | None = Field(None, description="The store changed since the graph was built (answers are still "
+                               "filtered); admin keys only: it moves with every write, RESTRICTED ones too")
     nodes: dict[str, int]
     edges: dict[str, int]
 
@@ -95,9 +96,10 @@ def graph_routes(ws: Workspace, max_top_k: int) -> APIRouter:
     @router.get("", response_model=GraphShowOut)
     def show(role: Role = Depends(caller)) -> dict[str, Any]:
         """Nodes per kind and edges per type of the stored relation graph (an admin key also
-        sees its file path and build metadata)."""
+        sees its file path, build metadata and whether the store changed since the build)."""
         shown = ws.graph.show()
-        return shown if role_allows(role, "admin") else {k: v for k, v in shown.items() if k not in ("path", "meta")}
+        internal = ("path", "meta", "stale")  # a server path; the store's write counter, as built and now
+        return shown if role_allows(role, "admin") else {k: v for k, v in shown.items() if k not in internal}
 
     @router.post("/build", response_model=GraphBuildOut,
                  dependencies=[Depends(api_key_dependency(ws.settings.api_keys, "write"))])  # fmt: skip
