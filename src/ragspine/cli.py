@@ -391,12 +391,12 @@ def serve(host: str | None, port: int | None, db: str | None, config_file: Path 
     with _user_errors():
         settings = load_settings(config_file=config_file, flags=flags)
         try:
-            from ragspine.service import check_bind
+            from ragspine.service import check_bind, describe_keys
             from ragspine.service import serve as run_server
         except ImportError as exc:
             raise ValueError(str(exc)) from exc
         check_bind(settings)
-        keys = f"{len(settings.api_keys)} API key(s)" if settings.api_keys else "no API keys (loopback only)"
+        keys = describe_keys(settings.api_keys)  # counts per role, never a key
         from ragspine.assembly import effective_mode, resolve_embedding
 
         backend_name = resolve_embedding(settings)[0]

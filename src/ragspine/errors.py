@@ -1,5 +1,5 @@
 """The package's error hierarchy: one base error, one "built with another model" condition,
-one "damaged file" condition, one "storage is full" condition.
+one "damaged file" condition, one "storage is full" condition, one "doc_id taken" condition.
 
 Invariants: every error class RAGSpine defines derives from `RagspineError` (tests/test_errors.py
 walks the package), so `except RagspineError` catches whatever the library raises on purpose and
@@ -19,7 +19,7 @@ ModelMismatch True
 
 from __future__ import annotations
 
-__all__ = ["DamagedFile", "ModelMismatch", "RagspineError", "StorageFull"]
+__all__ = ["DamagedFile", "DocumentExists", "ModelMismatch", "RagspineError", "StorageFull"]
 
 
 class RagspineError(Exception):
@@ -41,3 +41,9 @@ class StorageFull(RagspineError, OSError):
     """A write was refused because the storage is full: the disk (ENOSPC, a quota), SQLite's
     "database or disk is full", PostgreSQL's `disk_full` (SQLSTATE 53100). The message is one
     line; `ragspine.retrieval.store.full.storage_full` is the one place that recognises it."""
+
+
+class DocumentExists(RagspineError, ValueError):
+    """A write that may only create (an HTTP POST without `replace`, or a replace of a document
+    the caller may not replace) named a doc_id that already has an active version. The message is
+    the same whatever that version's label, so it tells nothing of it (docs/security.md)."""

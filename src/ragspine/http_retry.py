@@ -56,10 +56,8 @@ class EndpointError(RagspineError, RuntimeError):
         retryable: bool = False,
         retry_after: float | None = None,
         code: str = MALFORMED_RESPONSE,
-        detail: str | None = None,
     ) -> None:
         super().__init__(message)
-        self.detail = detail  # a fixed phrase of ours (no URL, no upstream value) a caller may see
         self.status = status
         self.retryable = retryable
         self.retry_after = retry_after
@@ -78,18 +76,6 @@ def public_error(exc: BaseException) -> str:
     if isinstance(exc, EndpointError):
         return f"{exc.code} (HTTP {exc.status})" if exc.status else exc.code
     return type(exc).__name__
-
-
-def public_reason(exc: BaseException) -> str:
-    """`public_error` and, for an `EndpointError`, its `detail` (a fixed phrase, never a URL or
-    an upstream value): what a snippet's lineage says about a failed upstream.
-
-    >>> public_reason(EndpointError("x http://h/: bad", detail="malformed cohere response"))
-    'malformed_response: malformed cohere response'
-    """
-    if isinstance(exc, EndpointError) and exc.detail:
-        return f"{public_error(exc)}: {exc.detail}"
-    return public_error(exc)
 
 
 def log_body(label: str, url: str, response: Any) -> None:
@@ -193,7 +179,7 @@ def post_with_retries(
             return error(message, retryable=not final, code=TIMEOUT)
         except _ReplyTooLarge:
             message = f"{label} {redact_url(url)}: reply larger than {MAX_REPLY_BYTES} bytes (not read)"
-            return error(message, code=REPLY_TOO_LARGE, detail="reply too large")
+            return error(message, code=REPLY_TOO_LARGE)
         except httpx.TransportError as exc:
             message = f"{label} {redact_url(url)}: request failed: {redact_text(str(exc))}"
             return error(message, retryable=True, code=CONNECTION_ERROR)

@@ -4,12 +4,15 @@ Invariants:
 - The pipeline comes from `ragspine.assembly`, the one Settings → components path that the CLI,
   the HTTP service, multi-library search, eval and Python users all share.
 - Nothing RESTRICTED leaves a workspace: `search` and `ask` go through the link's exit #2 and
-  `chunks` drops RESTRICTED rows; `stats` gives only counts.
+  `chunks` drops RESTRICTED rows; `stats(internals=False)` counts only what a caller may see.
 - A new version never lowers the label of the active one implicitly: the stricter stored label is
   kept (`IngestResult.warnings` says so) unless the caller passes `lower_label=True`.
 - Every write goes through `ingest.pipeline.IngestPipeline`, the path `ragspine ingest` and eval
   take: the same labels, chunks, warnings and a registry row per document (beside the store),
-  whichever surface (Python, HTTP, CLI) wrote it. A workspace always writes a new version.
+  whichever surface (Python, HTTP, CLI) wrote it. A workspace writes a new version unless the
+  caller asks `existing="refuse"` (create only) or `"replace_visible"` (never over a document with
+  a RESTRICTED chunk): then a taken doc_id is a `DocumentExists` whose message is the same
+  whatever the stored label (the HTTP API's POST semantics, docs/security.md).
 - Each ingest or withdraw is one store transaction: a concurrent search sees the old version of a
   document or the new one, never a mix.
 - The dense channel exists only when the settings resolve an embedding backend
@@ -27,10 +30,11 @@ import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Literal
 
 from ragspine.agent.agent import LLMProvider
 from ragspine.answer import DEFAULT_ASK_TOP_K, Answer, ask
@@ -44,6 +48,7 @@ from ragspine.assembly import (
     resolve_embedding,
 )
 from ragspine.closing import Closeable
+from ragspine.errors import DocumentExists
 from ragspine.settings.config import LEXICAL_MODES, RETRIEVAL_MODES, SETTINGS, Settings
 from ragspine.retrieval.store.protocol import ChunkStoreProtocol
 from ragspine.retrieval.model import check_user_metadata, doc_id_of_chunk
@@ -69,6 +74,9 @@ DEFAULT_SEARCH_TOP_K = 10
 MAX_DOC_ID_CHARS = 512
 STORE_FILE = "chunks.db"
 _META_FIELDS = ("title", "topic", "entity", "geography", "period", "language", "sensitivity")
+#: What a write does to a doc_id that has an active version: replace it (Python, CLI: the owner),
+#: refuse (create only), or replace it unless one of its chunks is RESTRICTED.
+Existing = Literal["replace", "refuse", "replace_visible"]
 
 
 @dataclass(frozen=True)
@@ -104,6 +112,7 @@ class Workspace(Closeable):
         from ragspine.ingest.copies import CopyLookup
 
         self._copies = CopyLookup(settings.db)  # a result's recorded duplicates (read at a search)
+        self._claim_lock = threading.Lock()  # a create-only write's check and write, together
         index = retriever.index
         # What this workspace runs, from what was built (not re-resolved per request).
         self.retrieval_mode = (
@@ -147,7 +156,7 @@ class Workspace(Closeable):
                 raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from exc
             return self._ingest_file(
                 path.name, data, read_sidecar(path), doc_id=doc_id or path.name, valid_as_of=valid_as_of,
-                lower_label=lower_label, **meta,
+                lower_label=lower_label, existing="replace", **meta,
             )  # fmt: skip
         if doc_id is None:
             raise ValueError("ingesting a text needs doc_id=...")
@@ -163,6 +172,7 @@ class Workspace(Closeable):
         metadata: dict[str, Any] | None = None,
         pages: tuple[Sequence[tuple[int, int]], Sequence[int]] | None = None,
         lower_label: bool = False,
+        existing: Existing = "replace",
         **meta: str,
     ) -> IngestResult:
         """Make `text` the active version of `doc_id` (one transaction). `metadata`: user
@@ -172,7 +182,8 @@ class Workspace(Closeable):
         and nothing is written; a label lower than the stored version's is kept higher unless
         `lower_label`; front matter opening `text` is read as a file's (its labels count); a
         text whose content is stored under another doc_id at a stricter label is a ValueError
-        unless `lower_label` (the label follows the content: `ingest.content`)."""
+        unless `lower_label` (the label follows the content: `ingest.content`). `existing`: what
+        to do when `doc_id` is taken (`Existing`)."""
         from ragspine.ingest.metadata import DocumentFields
 
         _check_meta(meta)
@@ -182,10 +193,11 @@ class Workspace(Closeable):
         user = {} if metadata is None else metadata
         check_user_metadata(user)
         own = DocumentFields({k: v for k, v in meta.items() if v is not None}, user)
-        written = self._pipeline().ingest_text(
-            doc_id, text, self._ingest_settings({}), own=own, user_metadata=user, pages=pages, lower=lower_label,
-            valid_as_of=valid_as_of,
-        )  # fmt: skip
+        with self._claimed(doc_id, existing):
+            written = self._pipeline().ingest_text(
+                doc_id, text, self._ingest_settings({}), own=own, user_metadata=user, pages=pages, lower=lower_label,
+                valid_as_of=valid_as_of,
+            )  # fmt: skip
         return self._result(written)
 
     def ingest_bytes(
@@ -196,6 +208,7 @@ class Workspace(Closeable):
         doc_id: str | None = None,
         valid_as_of: str = "",
         lower_label: bool = False,
+        existing: Existing = "replace",
         **meta: str,
     ) -> IngestResult:
         """Ingest a file's bytes with the loader for its suffix, through the same pipeline as
@@ -204,10 +217,11 @@ class Workspace(Closeable):
         fields become filterable user metadata; PDF pages reach the locators; the same file and
         metadata store the same chunks, labels and registry row either way. The label is the
         strictest of the file's own and `meta`'s, and never lower than the stored version's
-        unless `lower_label`."""
+        unless `lower_label`. `existing`: what to do when `doc_id` is taken (`Existing`)."""
         return self._ingest_file(
-            filename, data, None, doc_id=doc_id, valid_as_of=valid_as_of, lower_label=lower_label, **meta
-        )
+            filename, data, None, doc_id=doc_id, valid_as_of=valid_as_of, lower_label=lower_label, existing=existing,
+            **meta,
+        )  # fmt: skip
 
     def _ingest_file(
         self,
@@ -218,6 +232,7 @@ class Workspace(Closeable):
         doc_id: str | None,
         valid_as_of: str,
         lower_label: bool,
+        existing: Existing = "replace",
         **meta: str,
     ) -> IngestResult:
         from ragspine.ingest.files import SourceFile
@@ -228,10 +243,27 @@ class Workspace(Closeable):
         defaults = {k: v for k, v in meta.items() if k != "sensitivity"}
         settings = self._ingest_settings(defaults, meta.get("sensitivity"))
         source = SourceFile(Path(name), doc_id, Path("."))
-        written = self._pipeline().ingest_file(
-            source, data, settings, sidecar=sidecar, lower=lower_label, valid_as_of=valid_as_of
-        )
+        with self._claimed(doc_id, existing):
+            written = self._pipeline().ingest_file(
+                source, data, settings, sidecar=sidecar, lower=lower_label, valid_as_of=valid_as_of
+            )
         return self._result(written)
+
+    @contextmanager
+    def _claimed(self, doc_id: str, existing: Existing) -> Iterator[None]:
+        """Hold the claim lock while a write that must not replace (`existing`) checks `doc_id`
+        and writes; a taken doc_id is a `DocumentExists` with one message whatever its label."""
+        if existing == "replace":
+            yield
+            return
+        with self._claim_lock:
+            rows = self.store.iter_chunks(doc_id=doc_id)
+            if rows and (existing == "refuse" or any(is_restricted(c.sensitivity) for c in rows)):
+                raise DocumentExists(
+                    f"doc_id {doc_id!r} is taken: an existing document keeps its text unless the request sets "
+                    "replace and the document may be replaced here (docs/security.md); pick another doc_id"
+                )
+            yield
 
     def _ingest_settings(self, defaults: Mapping[str, str | None], sensitivity: str | None = None) -> IngestSettings:
         """Step 1 of the pipeline (labels) for one request, with this workspace's chunking."""
@@ -356,16 +388,21 @@ class Workspace(Closeable):
         return ask(self.retriever, question, provider=self.provider, filters=where, top_k=top_k,
                    filter_fallback=check_filter_fallback(filter_fallback))  # fmt: skip
 
-    def stats(self) -> dict[str, Any]:
-        """Counts (documents, chunks), the index state (retrieval mode, embedding model, dense
-        coverage as of the last search, the visual page index) and the configured channels."""
+    def stats(self, *, internals: bool = True) -> dict[str, Any]:
+        """The operator's view with `internals` (the CLI, Python, an admin key): the active
+        documents and chunks of the whole store (RESTRICTED ones counted, never shown), the index
+        state (data version, retrieval mode, embedding model, dense coverage as of the last
+        search, vector store, visual page index, RAPTOR tree) and the configured channels.
+        Without `internals` (a read or write key, MCP) only what a caller may see: the counts of
+        the active chunks that are not RESTRICTED and the retrieval mode; the rest null or empty,
+        since it holds paths and counts that move with RESTRICTED writes (docs/security.md)."""
+        index: dict[str, Any] = {"data_version": None, "retrieval": self.retrieval_mode, "embedding_model": None,
+                                 "dense": None}  # fmt: skip
+        if not internals:
+            documents, chunks = self.retriever.index.retriever().index.active_counts()
+            return {"documents": documents, "chunks": chunks, "index": index, "channels": {}}
         documents, chunks = self.store.counts()
-        index: dict[str, Any] = {
-            "data_version": self.store.data_version(),
-            "retrieval": self.retrieval_mode,
-            "embedding_model": None,
-            "dense": None,
-        }
+        index["data_version"] = self.store.data_version()
         dense = self.retriever.index.dense
         if dense is not None:
             coverage = dense.coverage()

@@ -68,7 +68,7 @@ def test_build_then_query_from_the_command_line(db: Path, corpus: GraphCorpus) -
     assert [r["entity"] for r in peers["rows"]] == ["G1", "G2"]
     traced = _json("trace", "G1_S2", "G1", "--db", str(db), "--type", "subsidiary_of")
     assert (traced["source"], traced["target"]) == ("entity:G1_S2", "entity:G1")
-    assert traced["edges"][0]["provenance"][0]["file"] == rel
+    assert traced["edges"][0]["provenance"][0]["file"] == "relations.csv"  # its name, no server path (issue 34 #6)
     near = _json("neighbors", "G1", "--db", str(db), "--type", "peer_of")
     assert [e["type"] for e in near["edges"]] == ["peer_of"]
     for out in (rolled, searched, peers, traced, near, shown):
@@ -104,7 +104,7 @@ def test_the_http_routes(served: httpx.Client, corpus: GraphCorpus) -> None:
     peers = served.get("/graph/peers", params={"entity": "G2", "period": "2024"}).json()
     assert [r["entity"] for r in peers["rows"]] == ["G2", "G1"]
     traced = served.get("/graph/trace", params={"source": "G2_S1", "target": "G2", "type": "subsidiary_of"}).json()
-    assert traced["edges"][0]["supporting"]
+    assert traced["edges"][0]["supporting"] and traced["edges"][0]["provenance"][0]["file"] == "relations.csv"
     assert served.get("/graph/neighbors", params={"node": "G2"}).json()["node"] == "entity:G2"
     assert served.get("/graph").json()["built"] is True
     bad = served.get("/graph/neighbors", params={"node": "G2", "type": "owns"})

@@ -1,5 +1,5 @@
-"""Issue 34 #4: a snippet's `lineage.rerank.reason` carries a public code, never the rerank
-server's endpoint (its URL, credentials included) or values from its reply; the details go to
+"""Issue 34 #4: a snippet's `lineage.rerank.reason` carries only the public code
+(`http_retry.public_error`), never the rerank server's endpoint (its URL, credentials included) or values from its reply; the details go to
 the server log, redacted.
 
 A real HttpReranker against the loopback rerank server (tests/rerank/conftest.py), inside the
@@ -52,14 +52,13 @@ def test_a_reply_value_never_reaches_the_rerank_reason(
 ) -> None:
     rerank_server.answer = lambda body: (200, {"results": [{"index": REPLY_VALUE, "relevance_score": 1.0}]})
     with caplog.at_level(logging.WARNING):
-        assert _reason(retriever) == "RerankerError: malformed_response: bad result for 4 documents"
+        assert _reason(retriever) == "malformed_response"
     assert PASSWORD not in caplog.text and TOKEN not in caplog.text
 
 
 @pytest.mark.parametrize(
     ("behaviour", "reason"),
-    [("500", "RerankerError: http_error (HTTP 500)"),
-     ("garbage", "RerankerError: malformed_response: malformed cohere response (body in the log)")],
+    [("500", "http_error (HTTP 500)"), ("garbage", "malformed_response")],
 )  # fmt: skip
 def test_an_upstream_failure_names_no_endpoint(
     retriever: NarrativeIndexRetriever, rerank_server: Any, behaviour: str, reason: str
@@ -70,4 +69,17 @@ def test_an_upstream_failure_names_no_endpoint(
 
 def test_the_guard_never_quotes_a_reranker_answer() -> None:
     out, lineage = rerank_traced("q", results(["PUBLIC"] * 3), lambda q, texts: [7731, 0, 1])
-    assert lineage.fell_back and "7731" not in (lineage.reason or "")
+    assert lineage.fell_back and lineage.reason == "ValueError" and "7731" not in (lineage.reason or "")
+
+
+def test_an_in_process_reranker_failure_is_only_its_code(caplog: pytest.LogCaptureFixture) -> None:
+    """The exception text of an in-process reranker (which may quote a model path, a candidate
+    or a secret) goes to the log, redacted; the lineage has the exception's type only."""
+
+    def boom(query: str, texts: list[str]) -> list[int]:
+        raise RuntimeError(f"model /srv/models/private failed on {texts[0]!r} token={TOKEN}")
+
+    with caplog.at_level(logging.WARNING):
+        _, lineage = rerank_traced("q", results(["PUBLIC"] * 3), boom, name="local")
+    assert lineage.fell_back and lineage.reason == "RuntimeError"
+    assert "/srv/models/private failed" in caplog.text and TOKEN not in caplog.text

@@ -22,7 +22,7 @@ from ragspine.service import running_server
 from ragspine.workspace import Workspace
 
 from llm_stub import LLMStubServer, StubLLM
-from service_helpers import API_KEY, AUTH, BM25_ENV, STUB_ANSWER
+from service_helpers import AUTH, BM25_ENV, ROLE_KEYS, STUB_ANSWER
 
 
 def _reply_for(body: dict[str, Any]) -> str:
@@ -52,7 +52,8 @@ class Served:
 
 @pytest.fixture
 def serve(tmp_path: Path) -> Iterator[Callable[..., Served]]:
-    """`serve(**settings)` opens a workspace (settings by field name, the process environment
+    """`serve(**settings)` opens a workspace (keys: `ROLE_KEYS`, one of each role; the client
+    sends the bare, write, key) (settings by field name, the process environment
     ignored; no dense channel unless `embedding=` is given) and runs the real uvicorn server for
     it on 127.0.0.1; all stopped at teardown."""
     with ExitStack() as stack:
@@ -61,7 +62,7 @@ def serve(tmp_path: Path) -> Iterator[Callable[..., Served]]:
         def start(**overrides: Any) -> Served:
             nonlocal count
             count += 1
-            overrides.setdefault("api_keys", [API_KEY])
+            overrides.setdefault("api_keys", ROLE_KEYS)
             ws = stack.enter_context(ragspine.open(tmp_path / f"ws{count}", env=BM25_ENV, **overrides))
             url = stack.enter_context(running_server(ws))
             client = stack.enter_context(httpx.Client(base_url=url, headers=AUTH, timeout=30))

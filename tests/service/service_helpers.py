@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-API_KEY = "test-key-0123456789abcdef"
+API_KEY = "test-key-0123456789abcdef"  # a bare key: role write (RAGSPINE_API_KEYS)
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
+ADMIN_KEY = "admin-Qx7-pL2_vN9wRt4z"
+READ_KEY = "read-Hm3_kT8-zB5qWc1y"
+ADMIN = {"Authorization": f"Bearer {ADMIN_KEY}"}
+READ = {"Authorization": f"Bearer {READ_KEY}"}
+# What the `serve` fixture configures unless told otherwise: one key of each role.
+ROLE_KEYS = [API_KEY, f"admin:{ADMIN_KEY}", f"read:{READ_KEY}"]
 STUB_ANSWER = "Revenue fell because export orders dropped [1]."
 LLM_KEY = "sk-stub-secret-value"
 # An environment with nothing set but the dense channel off: `env={}` would resolve

@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from service_helpers import LLM_KEY, llm_settings
+from service_helpers import ADMIN, LLM_KEY, llm_settings
 
 from ragspine.cli import main
 from ragspine.secret import MASK, SAFE_PARAMS, redact_text, redact_url
@@ -98,7 +98,7 @@ def test_serve_banner_masks_a_query_password_of_the_db() -> None:
 def test_stats_masks_the_reranker_url_and_llm_query_values(serve: Any, stub_llm: Any) -> None:
     url = f"{stub_llm.base_url}?x-api-key={X_API_KEY}&subscription-key={SUBSCRIPTION_KEY}"
     served = serve(**llm_settings(url, reranker="http", reranker_url=RERANK_URL))
-    stats = served.client.get("/stats")
+    stats = served.client.get("/stats", headers=ADMIN)
     assert stats.status_code == 200
     _clean(stats.text)
     channels = stats.json()["channels"]

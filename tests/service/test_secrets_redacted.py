@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from service_helpers import API_KEY, LLM_KEY, llm_settings
+from service_helpers import ADMIN, API_KEY, LLM_KEY, llm_settings
 
 from ragspine.cli import main
 from ragspine.secret import redact_text, redact_url
@@ -86,7 +86,7 @@ def test_the_library_error_masks_the_db_password() -> None:
 def test_stats_masks_credentials_in_the_llm_base_url(serve: Any, stub_llm: Any) -> None:
     url = stub_llm.base_url.replace("http://", f"http://bob:{URL_PASSWORD}@") + f"?api_key={URL_TOKEN}"
     served = serve(**llm_settings(url))
-    stats = served.client.get("/stats")
+    stats = served.client.get("/stats", headers=ADMIN)
     assert stats.status_code == 200
     _clean(stats.text)
     assert "bob:****@" in stats.json()["channels"]["llm"]

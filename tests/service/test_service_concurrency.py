@@ -47,7 +47,7 @@ def test_parallel_searches_never_see_a_half_replaced_document(serve: Any) -> Non
             while time.monotonic() < stop:
                 version += 1
                 for doc in range(DOCS):
-                    r = client.post("/documents", json={"doc_id": f"doc{doc}", "text": _text(doc, version)})
+                    r = client.post("/documents", json={"doc_id": f"doc{doc}", "text": _text(doc, version), "replace": True})
                     with lock:
                         counts["writes"] += 1
                         if r.status_code != 201:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from service_helpers import doc
+from service_helpers import ADMIN, doc
 
 
 def test_hybrid_search_and_stats_over_http(serve: Any) -> None:
@@ -13,7 +13,7 @@ def test_hybrid_search_and_stats_over_http(serve: Any) -> None:
     for body in (doc("en", "Borealis gross margin fell because of a recall."),
                  doc("cn", "营收下滑的原因是出口订单减少。", entity="ACME_CN")):  # fmt: skip
         assert client.post("/documents", json=body).status_code == 201
-    stats = client.get("/stats").json()
+    stats = client.get("/stats", headers=ADMIN).json()
     assert stats["index"]["retrieval"] == "hybrid"
     assert stats["index"]["embedding_model"] == "deterministic:blake2b-tokens-v1;dim=256"
     assert stats["index"]["dense"]["stored_vectors"] == 2
@@ -22,7 +22,7 @@ def test_hybrid_search_and_stats_over_http(serve: Any) -> None:
     found = client.post("/search", json={"query": "gross margin recall", "top_k": 2}).json()
     assert found["mode"] == "hybrid" and found["snippets"][0]["doc_id"] == "en"
     assert all(isinstance(s["scores"]["vector"], float) for s in found["snippets"])
-    assert client.get("/stats").json()["index"]["dense"] == {
+    assert client.get("/stats", headers=ADMIN).json()["index"]["dense"] == {
         "stored_vectors": 2, "active": 2, "with_vector": 2, "lexical_only": 0, "missing": 0,
         "damaged": 0, "problem": None, "healthy": True,
     }  # fmt: skip
@@ -35,7 +35,7 @@ def test_hybrid_search_and_stats_over_http(serve: Any) -> None:
 def test_economy_service_reports_no_dense_channel(serve: Any) -> None:
     served = serve(embedding="deterministic", retrieval_mode="economy")
     served.client.post("/documents", json=doc("en", "Borealis margin fell."))
-    stats = served.client.get("/stats").json()
+    stats = served.client.get("/stats", headers=ADMIN).json()
     assert stats["index"]["retrieval"] == "bm25" and stats["index"]["embedding_model"] is None
     assert stats["index"]["dense"] is None and stats["channels"]["dense"] == "none"
     found = served.client.post("/search", json={"query": "margin"}).json()
@@ -53,10 +53,10 @@ def test_damaged_vectors_file_never_fails_a_request(tmp_path: Any) -> None:
     from ragspine.cli import main
     from ragspine.retrieval.vector.dense.chunk_vectors import VECTORS_SUFFIX
     from ragspine.service import running_server
-    from service_helpers import API_KEY, AUTH, BM25_ENV
+    from service_helpers import AUTH, BM25_ENV, ROLE_KEYS
 
     folder = tmp_path / "ws"
-    with ragspine.open(folder, env=BM25_ENV, embedding="deterministic", api_keys=[API_KEY]) as ws:
+    with ragspine.open(folder, env=BM25_ENV, embedding="deterministic") as ws:
         for i in range(3):
             ws.ingest_text(f"Borealis margin note {i} about recalls.", doc_id=f"d{i}")
         db = str(ws.store.db_path)
@@ -64,14 +64,14 @@ def test_damaged_vectors_file_never_fails_a_request(tmp_path: Any) -> None:
     assert vectors.endswith(VECTORS_SUFFIX)
     with open(vectors, "r+b") as f:
         f.write(b"\xa5" * 100)  # the header: SQLite can no longer read the file
-    with ragspine.open(folder, env=BM25_ENV, embedding="deterministic", api_keys=[API_KEY]) as ws, \
+    with ragspine.open(folder, env=BM25_ENV, embedding="deterministic", api_keys=ROLE_KEYS) as ws, \
             running_server(ws) as url, httpx.Client(base_url=url, headers=AUTH, timeout=30) as client:  # fmt: skip
         found = client.post("/search", json={"query": "margin recalls"})
         assert found.status_code == 200 and found.json()["snippets"]
         added = client.post("/documents", json=doc("d9", "Borealis margin fell after the recall."))
         assert added.status_code == 201
         assert client.post("/search", json={"query": "margin recall"}).status_code == 200
-        dense = client.get("/stats").json()["index"]["dense"]
+        dense = client.get("/stats", headers=ADMIN).json()["index"]["dense"]
         assert dense["healthy"] is False and "unreadable" in dense["problem"]
     result = CliRunner().invoke(main, ["embed", "--db", db], env={**BM25_ENV, "RAGSPINE_EMBEDDING": "deterministic",
                                                                   "RAGSPINE_RETRIEVAL_MODE": "hybrid"})
@@ -90,9 +90,9 @@ def test_raptor_nodes_over_http_search_ask_and_stats(serve: Any) -> None:
     for doc_id, text in texts.items():
         body = doc(doc_id, text, sensitivity="RESTRICTED" if doc_id == "s" else "PUBLIC")
         assert served.client.post("/documents", json=body).status_code == 201
-    assert served.client.get("/stats").json()["raptor"]["built"] is False
+    assert served.client.get("/stats", headers=ADMIN).json()["raptor"]["built"] is False
     served.ws.retriever.build()  # what `ragspine raptor build` runs
-    stats = served.client.get("/stats").json()["raptor"]
+    stats = served.client.get("/stats", headers=ADMIN).json()["raptor"]
     assert stats["built"] and not stats["stale"] and stats["nodes"] == {"1": 1}
     found = served.client.post("/search", json={"query": "exports Europe revenue", "top_k": 3}).json()["snippets"]
     node = next(s for s in found if s.get("is_synthesis"))

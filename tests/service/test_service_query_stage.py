@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from service_helpers import doc, llm_settings
+from service_helpers import ADMIN, doc, llm_settings
 
 SECRET_TOKEN = "ZETA-CONFIDENTIAL-9931"
 GATE = {"deny_entities": ["BOREALIS"]}
@@ -28,7 +28,7 @@ def test_gate_and_corrective_apply_to_search_ask_and_stats(serve: Any, tmp_path:
                    **llm_settings(stub_llm.base_url))  # fmt: skip
     _load(served)
     client = served.client
-    assert "transform rag_fusion; corrective llm" in client.get("/stats").json()["channels"]["query_stage"]
+    assert "transform rag_fusion; corrective llm" in client.get("/stats", headers=ADMIN).json()["channels"]["query_stage"]
     refused = client.post("/search", json={"query": "Borealis margin"}).json()
     assert refused["snippets"] == [] and stub_llm.requests == []  # refused before any LLM call
     answer = client.post("/ask", json={"question": "Borealis margin"}).json()

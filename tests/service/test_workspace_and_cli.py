@@ -121,4 +121,4 @@ def test_cli_serve_runs_a_real_server(tmp_path: Path) -> None:
     finally:
         process.terminate()
         _, err = process.communicate(timeout=15)
-    assert b"serving" in err and b"1 API key(s)" in err and API_KEY.encode() not in err
+    assert b"serving" in err and b"1 API key(s): 1 write" in err and API_KEY.encode() not in err

@@ -4,8 +4,8 @@ Invariants:
 - A node id is `kind:key` (`entity:ACME_CN`, `document:r1`); kinds and edge types come from
   NODE_KINDS and EDGE_TYPES only. Symmetric relations (peer_of, co_occurs_with) are stored once,
   with their endpoints in sorted order.
-- Every edge carries its provenance: the relations file and line that declared it, or the chunk ids
-  and locators it came from. Adding an edge twice merges the provenance (never drops it).
+- Every edge carries its provenance: the relations file (shown by its name, never a path) and
+  line that declared it, or the chunk ids and locators it came from. Adding an edge twice merges the provenance (never drops it).
 - `to_json` is canonical (sorted nodes, edges, provenance and keys): the same graph is the same
   bytes, so the default build is byte-identical run to run.
 """
@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import PurePath
 from typing import Any, NamedTuple
 
 NODE_KINDS = ("entity", "period", "topic", "geography", "document", "community")
@@ -74,9 +75,11 @@ class Provenance(NamedTuple):
         return (self.source, self.file, self.line, self.chunks)
 
     def to_dict(self) -> dict[str, Any]:
+        """The provenance as written to the graph file and shown in answers: the relations file
+        by its name only, never a server path (issue 34 #6; RAGSPINE_GRAPH_RELATIONS says where)."""
         out: dict[str, Any] = {"source": self.source}
         if self.file:
-            out["file"], out["line"] = self.file, self.line
+            out["file"], out["line"] = PurePath(self.file).name, self.line
         if self.chunks:
             out["chunks"] = [list(c) for c in self.chunks]  # [chunk_id, doc_id, source_locator]
         return out

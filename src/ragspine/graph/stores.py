@@ -10,11 +10,17 @@ Invariants:
   the same answers, in the same order, from every store.
 - `replace` persists the whole graph atomically (`ragspine.atomic.write_atomic`; ":memory:" keeps it
   in memory only); a reader never sees half a graph. The file is `RelationGraph.to_json`.
+- A store follows its file: a graph another process wrote there is served within
+  `RELOAD_CHECK_S`; an unreadable new file keeps the old graph (logged), never a half one.
 - Orders are deterministic: nodes by id, edges by (type, source, target), descendants by (depth, id).
 """
 
 from __future__ import annotations
 
+import logging
+import os
+import threading
+import time
 from collections import defaultdict, deque
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,6 +32,9 @@ from ragspine import catalog
 from ragspine.registry import Registry
 
 MEMORY = ":memory:"
+#: Seconds between two looks at a graph file's (mtime, size, inode) (`FileBackedGraph`).
+RELOAD_CHECK_S = 0.25
+_LOG = logging.getLogger(__name__)
 
 
 @runtime_checkable
@@ -96,30 +105,73 @@ class FileBackedGraph:
     """What every shipped store shares: the graph file at `path`, read at open, replaced
     atomically. `_index` builds the store's structures from a graph (a tuple whose first item is
     the graph); they are swapped in one assignment, so a query running during `replace` sees the
-    old graph or the new one, never a mix (each method reads `self._state` once)."""
+    old graph or the new one, never a mix (each method reads `self._state` once).
 
-    _state: Any
+    The file is watched: reading `_state` looks at its (mtime, size, inode) at most every
+    `check_every_s` seconds, and when another process rewrote it (`ragspine graph build` while
+    `ragspine serve` runs) the new graph is read and swapped in; a file that cannot be read
+    keeps the old graph (a WARNING in the log), and a removed file leaves no graph."""
+
+    check_every_s: float = RELOAD_CHECK_S
 
     def __init__(self, path: str = MEMORY) -> None:
         self.path = str(path)
+        self._reload_lock = threading.Lock()
+        self._stamp = file_stamp(self.path)
         loaded = read_graph(self.path)
         self._built = loaded is not None
-        self._state = self._index(loaded or RelationGraph())
+        self._held: Any = self._index(loaded or RelationGraph())
+        self._checked = time.monotonic()
+
+    @property
+    def _state(self) -> Any:
+        if self.path != MEMORY and time.monotonic() - self._checked >= self.check_every_s:
+            self._reload_if_changed()
+        return self._held
+
+    def _reload_if_changed(self) -> None:
+        with self._reload_lock:
+            self._checked = time.monotonic()
+            stamp = file_stamp(self.path)
+            if stamp == self._stamp:
+                return
+            try:
+                loaded = read_graph(self.path)
+            except (OSError, ValueError) as exc:
+                _LOG.warning("graph file %s changed but cannot be read (%s); still serving the graph loaded before",
+                             self.path, exc)  # fmt: skip
+            else:
+                self._held, self._built = self._index(loaded or RelationGraph()), loaded is not None
+            self._stamp = stamp  # a bad file is tried again when it changes again
 
     def _index(self, graph: RelationGraph) -> Any:
         raise NotImplementedError
 
     def replace(self, graph: RelationGraph) -> None:
-        write_graph(self.path, graph)
-        self._state = self._index(graph)
-        self._built = True
+        with self._reload_lock:
+            write_graph(self.path, graph)
+            self._held = self._index(graph)
+            self._built = True
+            self._stamp = file_stamp(self.path)
 
     def graph(self) -> RelationGraph:
         found: RelationGraph = self._state[0]
         return found
 
     def is_built(self) -> bool:
+        _ = self._state  # look at the file first
         return self._built
+
+
+def file_stamp(path: str) -> tuple[int, int, int] | None:
+    """(mtime in ns, size, inode) of the file at `path`; None when there is none (or ":memory:")."""
+    if path == MEMORY:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
 class InProcessGraphStore(FileBackedGraph):

@@ -219,10 +219,11 @@ def build_mcp_server(
 
     @server.tool(title="List libraries", annotations=_read_only())
     def list_libraries() -> Annotated[CallToolResult, Libraries]:
-        """The libraries this server searches, with their document and chunk counts."""
+        """The libraries this server searches, with their document and chunk counts (those a
+        caller may see: RESTRICTED ones are not counted)."""
         infos = []
         for lib in table.values():
-            stats = lib.workspace.stats()
+            stats = lib.workspace.stats(internals=False)
             infos.append(LibraryInfo(name=lib.name, description=lib.description, documents=stats["documents"],
                                      chunks=stats["chunks"], retrieval=stats["index"]["retrieval"]))  # fmt: skip
         return _answer(Libraries(libraries=infos), mcp_text.libraries_text)

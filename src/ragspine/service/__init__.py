@@ -15,5 +15,6 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from ragspine.service.app import create_app, openapi_schema
 from ragspine.service.server import check_bind, running_server, serve
+from ragspine.settings.api_keys import describe_keys
 
-__all__ = ["check_bind", "create_app", "openapi_schema", "running_server", "serve"]
+__all__ = ["check_bind", "create_app", "describe_keys", "openapi_schema", "running_server", "serve"]

@@ -3,8 +3,11 @@
 (No `from __future__ import annotations` here: FastAPI reads the handlers' annotations at run time.)
 
 Invariants: every route but /health and the search page's static files depends on the API-key
-check (/mcp, the MCP streamable HTTP transport, through `KeyGuard`); no response carries a
-RESTRICTED chunk (search, ask and chunks go through the workspace, which drops them); every
+check (/mcp, the MCP streamable HTTP transport, through `KeyGuard`), with the least role it needs:
+read for searches and reads, write for document and graph writes, and /stats shows its internals
+to admin keys only; a POST never replaces an existing doc_id unless it asks to (`replace`) and the
+document has no RESTRICTED chunk, and a taken doc_id is one 409 whatever its label; no response
+carries a RESTRICTED chunk (search, ask and chunks go through the workspace, which drops them); every
 error is the JSON shape of `errors.py`; sync handlers run in the thread pool, and the workspace
 is thread-safe.
 """
@@ -23,13 +26,16 @@ from ragspine.service.errors import GuardMiddleware, SafeJSONResponse, error_res
 from ragspine.service.graph_routes import graph_routes
 from ragspine.service.page import page_routes
 from ragspine.service.security import KeyGuard, api_key_dependency
-from ragspine.workspace import Workspace
+from ragspine.settings.api_keys import Role, role_allows
+from ragspine.workspace import Existing, Workspace
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": m.ErrorOut, "description": text}
-    for code, text in {400: "Bad request", 401: "Missing or wrong API key", 413: "Body too large",
-                       422: "Invalid request body", 507: "Storage full (free disk space)"}.items()  # fmt: skip
+    for code, text in {400: "Bad request", 401: "Missing or wrong API key", 403: "The API key's role may not do this",
+                       413: "Body too large", 422: "Invalid request body",
+                       507: "Storage full (free disk space)"}.items()  # fmt: skip
 }
+_TAKEN: dict[int | str, dict[str, Any]] = {409: {"model": m.ErrorOut, "description": "doc_id taken (any label)"}}
 
 
 def create_app(workspace: Workspace) -> FastAPI:
@@ -48,7 +54,7 @@ def create_app(workspace: Workspace) -> FastAPI:
     app.add_middleware(
         GuardMiddleware, max_body_bytes=settings.max_body_bytes, max_query_body_bytes=settings.max_query_body_bytes
     )
-    require_key = Depends(api_key_dependency(settings.api_keys))
+    require_key = Depends(api_key_dependency(settings.api_keys, "read"))
     app.get("/health", response_model=m.HealthOut, tags=["service"])(_health)
     app.include_router(page_routes(), include_in_schema=False)  # the search page: static, no data
     _mount_mcp(app, workspace)
@@ -101,12 +107,15 @@ def _health() -> dict[str, str]:
 def _routes(ws: Workspace) -> APIRouter:
     router = APIRouter()
     SearchIn, AskIn = m.query_models(ws.settings.max_top_k)
+    caller = api_key_dependency(ws.settings.api_keys, "read")
+    writer = [Depends(api_key_dependency(ws.settings.api_keys, "write"))]
 
     @router.get("/stats", response_model=m.StatsOut, tags=["service"])
-    def stats() -> dict[str, Any]:
-        """Documents and chunks in the active set, the index state (retrieval mode, embedding
-        model, dense coverage) and the configured channels."""
-        return ws.stats()
+    def stats(role: Role = Depends(caller)) -> dict[str, Any]:
+        """Documents and chunks in the active set that a caller may see and the retrieval mode;
+        for an admin key the operator's view: whole-store counts, the index state (data
+        version, embedding model, dense coverage, vector store, paths) and the channels."""
+        return ws.stats(internals=role_allows(role, "admin"))
 
     @router.get("/fields", response_model=m.FieldsOut, tags=["retrieval"])
     def fields() -> dict[str, Any]:
@@ -114,15 +123,20 @@ def _routes(ws: Workspace) -> APIRouter:
         document carries, and the operators."""
         return {"fields": list(CORE_FIELDS), "metadata": ws.metadata_fields(), "operators": list(OPERATORS)}
 
-    @router.post("/documents", status_code=201, response_model=m.IngestOut, tags=["documents"])
+    @router.post("/documents", status_code=201, response_model=m.IngestOut, tags=["documents"],
+                 dependencies=writer, responses=_TAKEN)  # fmt: skip
     def ingest(doc: m.DocumentIn) -> dict[str, Any]:
-        """Ingest a text; it becomes the new active version of `doc_id` (atomically)."""
+        """Ingest a text as a new document (a write key). A `doc_id` that already has an active
+        version is a 409, whatever its label, unless `replace` is set and the document has no
+        RESTRICTED chunk: then the text becomes its new active version (atomically)."""
         fields = doc.model_dump()
         text, doc_id, valid_as_of = fields.pop("text"), fields.pop("doc_id"), fields.pop("valid_as_of")
-        result = ws.ingest_text(text, doc_id, valid_as_of=valid_as_of, **fields)
+        existing = _existing(fields.pop("replace"))
+        result = ws.ingest_text(text, doc_id, valid_as_of=valid_as_of, existing=existing, **fields)
         return vars(result)
 
-    @router.post("/documents/upload", status_code=201, response_model=m.IngestOut, tags=["documents"])
+    @router.post("/documents/upload", status_code=201, response_model=m.IngestOut, tags=["documents"],
+                 dependencies=writer, responses=_TAKEN)  # fmt: skip
     def upload(
         file: UploadFile = File(description="The document file (.txt, .md, and the formats whose loaders are installed)"),
         doc_id: str | None = Form(None, max_length=512),
@@ -133,20 +147,22 @@ def _routes(ws: Workspace) -> APIRouter:
         period: str | None = Form(None, max_length=m.MAX_META_CHARS),
         language: str | None = Form(None, max_length=m.MAX_META_CHARS),
         sensitivity: str | None = Form(None, max_length=m.MAX_META_CHARS),
+        replace: bool = Form(False, description="Make this the new version of an existing doc_id (else 409)"),
     ) -> dict[str, Any]:
-        """Ingest an uploaded file; `doc_id` defaults to the file name. The file's front matter
-        wins over the form fields, which fill what it leaves unset; for `sensitivity` the
-        strictest of the two wins (neither: INTERNAL), and a stored version's stricter label
-        is kept (`warnings` says so; withdraw the document first to lower it)."""
+        """Ingest an uploaded file (a write key); `doc_id` defaults to the file name, and a taken
+        one is a 409 as for POST /documents (`replace` as there). The file's front matter wins
+        over the form fields, which fill what it leaves unset; for `sensitivity` the strictest
+        of the two wins (neither: INTERNAL), and a replaced version's stricter label is kept
+        (`warnings` says so; withdraw the document first to lower it)."""
         name = Path(file.filename or "").name
         if not name:
             raise ValueError("the uploaded file needs a file name (its suffix picks the loader)")
         meta: dict[str, Any] = dict(title=title, topic=topic, entity=entity, geography=geography, period=period,
                     language=language, sensitivity=sensitivity)  # fmt: skip
-        result = ws.ingest_bytes(name, file.file.read(), doc_id=doc_id or name, **meta)
+        result = ws.ingest_bytes(name, file.file.read(), doc_id=doc_id or name, existing=_existing(replace), **meta)
         return vars(result)
 
-    @router.delete("/documents/{doc_id:path}", response_model=m.WithdrawOut, tags=["documents"],
+    @router.delete("/documents/{doc_id:path}", response_model=m.WithdrawOut, tags=["documents"], dependencies=writer,
                    responses={404: {"model": m.ErrorOut, "description": "No active document"}})  # fmt: skip
     def withdraw(doc_id: str) -> dict[str, Any]:
         """Withdraw a document from the active set (its rows stay, inactive, for lineage). A
@@ -184,6 +200,11 @@ def _routes(ws: Workspace) -> APIRouter:
         return ws.ask(given.question, where=where, top_k=given.top_k, filter_fallback=given.filter_fallback).to_dict()
 
     return router
+
+
+def _existing(replace: bool) -> Existing:
+    """An HTTP write never replaces a RESTRICTED document, and replaces another only when asked."""
+    return "replace_visible" if replace else "refuse"
 
 
 def _where(body: Any) -> Any:

@@ -2,8 +2,9 @@
 
 Invariants: a client mistake is a 4xx with a message that says what to change; anything
 unexpected is a 500 whose body says only "internal error" (the traceback goes to the log); a
-body over its route's limit is a 413 before the handler runs, without reading the rest of it,
-and freed heap memory is handed back after a large one; a full storage (whatever reported it, as
+doc_id taken is a 409 (`DocumentExists`: one message whatever the stored label); a body over
+its route's limit is a 413 before the handler runs, without reading the rest of it, and freed
+heap memory is handed back after a large one; a full storage (whatever reported it, as
 `storage_full` recognises it) is a 507 whose message is one line, logged as one WARNING at most
 every `FULL_WARNING_EVERY_S` seconds and never as a traceback; error bodies are ASCII-escaped
 JSON, so any input echoed in a message is encoded safely.
@@ -24,7 +25,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ragspine.errors import RagspineError
+from ragspine.errors import DocumentExists, RagspineError
 from ragspine.extras import MissingExtraError
 from ragspine.retrieval.store.full import StorageFull, storage_full
 from ragspine.secret import redact_text
@@ -83,6 +84,10 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ValueError)
     async def _value(_: Request, exc: ValueError) -> JSONResponse:
         return error_response(400, str(exc))
+
+    @app.exception_handler(DocumentExists)
+    async def _taken(_: Request, exc: DocumentExists) -> JSONResponse:
+        return error_response(409, str(exc))  # one message whatever the stored label
 
     @app.exception_handler(MissingExtraError)
     async def _missing(_: Request, exc: MissingExtraError) -> JSONResponse:

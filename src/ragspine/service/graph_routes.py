@@ -3,18 +3,21 @@
 (No `from __future__ import annotations` here: FastAPI reads the handlers' annotations at run time.)
 
 Invariants: the routes sit behind the same API-key check as every data route (the app mounts
-them in its keyed router); a graph answer never carries a RESTRICTED chunk (`GraphQueries`
+them in its keyed router); building needs a write key, and only an admin key sees the graph's
+file path, build metadata and staleness (which moves with RESTRICTED writes too); a graph answer never carries a RESTRICTED chunk (`GraphQueries`
 guarantees it); a missing graph or an unknown node is a 400 whose message says what to do.
 """
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragspine.graph.model import EDGE_TYPES
 from ragspine.graph.paths import DEFAULT_MAX_HOPS
 from ragspine.service.models import MAX_META_CHARS, MAX_QUERY_CHARS, Text
+from ragspine.service.security import api_key_dependency
+from ragspine.settings.api_keys import Role, role_allows
 from ragspine.workspace import Workspace
 
 Name = Annotated[Text, Query(min_length=1, max_length=MAX_META_CHARS)]
@@ -28,8 +31,9 @@ class _Open(BaseModel):
 
 class GraphShowOut(_Open):
     built: bool
-    path: str
-    stale: bool = Field(description="The store changed since the graph was built (answers are still filtered)")
+    path: str | None = Field(None, description="The graph file (admin keys only)")
+    stale: bool | None = Field(None, description="The store changed since the graph was built (answers are still "
+                               "filtered); admin keys only: it moves with every write, RESTRICTED ones too")
     nodes: dict[str, int]
     edges: dict[str, int]
 
@@ -105,13 +109,18 @@ class GraphGlobalOut(_Open):
 
 def graph_routes(ws: Workspace, max_top_k: int) -> APIRouter:
     router = APIRouter(prefix="/graph", tags=["graph"])
+    caller = api_key_dependency(ws.settings.api_keys, "read")
 
     @router.get("", response_model=GraphShowOut)
-    def show() -> dict[str, Any]:
-        """Nodes per kind and edges per type of the stored relation graph."""
-        return ws.graph.show()
+    def show(role: Role = Depends(caller)) -> dict[str, Any]:
+        """Nodes per kind and edges per type of the stored relation graph (an admin key also
+        sees its file path, build metadata and whether the store changed since the build)."""
+        shown = ws.graph.show()
+        internal = ("path", "meta", "stale")  # a server path; the store's write counter, as built and now
+        return shown if role_allows(role, "admin") else {k: v for k, v in shown.items() if k not in internal}
 
-    @router.post("/build", response_model=GraphBuildOut)
+    @router.post("/build", response_model=GraphBuildOut,
+                 dependencies=[Depends(api_key_dependency(ws.settings.api_keys, "write"))])  # fmt: skip
     def build(body: GraphBuildIn) -> dict[str, Any]:
         """Build the relation graph from the store, the relations file and the extractor, and store it."""
         report = ws.graph.build(communities=body.communities)

@@ -60,7 +60,8 @@ Filters = create_model(  # type: ignore[call-overload]
 
 
 class DocumentIn(BaseModel):
-    """A document to ingest as text; it becomes the new active version of `doc_id`."""
+    """A document to ingest as text under a new `doc_id`; with `replace`, the new active
+    version of an existing one (docs/security.md: a doc_id taken is a 409 whatever its label)."""
 
     model_config = ConfigDict(extra="forbid")
     doc_id: DocId
@@ -73,6 +74,7 @@ class DocumentIn(BaseModel):
     language: Meta = ""
     sensitivity: Meta = "INTERNAL"
     valid_as_of: Meta = ""
+    replace: bool = Field(False, description="Make this the new version of an existing doc_id (else 409 if it exists)")
 
 
 class IngestOut(BaseModel):
@@ -178,7 +180,7 @@ class VisualOut(BaseModel):
 
 class IndexOut(BaseModel):
     model_config = ConfigDict(extra="allow")
-    data_version: int
+    data_version: int | None = Field(None, description="The store's write counter (admin keys only; null otherwise)")
     retrieval: Literal["hybrid", "vector", "bm25"] = Field(description="What every search runs")
     embedding_model: str | None = Field(None, description="model_id of the embedding backend; null: no dense channel")
     dense: DenseOut | None = None
@@ -187,6 +189,10 @@ class IndexOut(BaseModel):
 
 
 class StatsOut(BaseModel):
+    """Counts of what a read or write key may see (RESTRICTED left out); for admin keys the
+    operator's view: whole-store counts and the internals (paths, vector store, channels, RAPTOR
+    tree)."""
+
     documents: int
     chunks: int
     index: IndexOut

@@ -579,8 +579,11 @@ class Settings:
     api_keys: tuple[Secret, ...] = setting(
         None,
         "API keys accepted by the HTTP service (`Authorization: Bearer KEY` or `X-API-Key`), "
-        "comma-separated; required on every route but /health. Without keys the service only "
-        "binds a loopback address.",
+        "comma-separated; required on every route but /health. Each has a role: `read:KEY` "
+        "(search, ask, chunks, graph queries, MCP), `write:KEY` (also post, replace and withdraw "
+        "documents, build the graph), `admin:KEY` (also /stats internals: paths, vector store, "
+        "channels); a bare `KEY` is a write key. Without keys the service only binds a loopback "
+        "address and every caller is admin (docs/security.md).",
         API_KEYS,
         secret=True,
         unset=(),

@@ -15,6 +15,7 @@ from typing import Generic, TypeVar
 from urllib.parse import urlsplit
 
 from ragspine.secret import Secret
+from ragspine.settings.api_keys import ApiKey
 
 MIN_API_KEY_CHARS = 16
 # An API key must also not be guessable from its shape: at least this many distinct characters,
@@ -184,14 +185,16 @@ def _secret(raw: str) -> Secret:
 
 
 def _api_keys(raw: str) -> tuple[Secret, ...]:
-    keys = [k.strip() for k in raw.split(",") if k.strip()]
-    if any(len(k) < MIN_API_KEY_CHARS for k in keys):
+    keys = [ApiKey.parse(k.strip()) for k in raw.split(",") if k.strip()]
+    if any(len(k.reveal()) < MIN_API_KEY_CHARS for k in keys):
         raise ValueError(f"every key must have at least {MIN_API_KEY_CHARS} characters")
     for number, key in enumerate(keys, start=1):
-        why = weak_key_reason(key)
+        why = weak_key_reason(key.reveal())
         if why:  # the key itself is never echoed
             raise ValueError(f"key {number} is too weak ({why}); generate one with {GENERATE_KEY}")
-    return tuple(Secret(k) for k in keys)
+        if any(key.matches(earlier.reveal()) for earlier in keys[: number - 1]):  # which role would it have?
+            raise ValueError(f"key {number} repeats an earlier key; give each key once, with one role")
+    return tuple(keys)
 
 
 def weak_key_reason(key: str) -> str:
@@ -246,6 +249,7 @@ SENSITIVITY_LEVELS = Parser(_levels, "comma-separated labels, least strict first
 SECRET = Parser(_secret, "secret text")
 API_KEYS = Parser(
     _api_keys,
-    f"comma-separated keys, each ≥ {MIN_API_KEY_CHARS} characters, ≥ {MIN_API_KEY_DISTINCT} distinct, "
+    f"comma-separated keys, each `read:KEY`, `write:KEY`, `admin:KEY` or a bare `KEY` (write); "
+    f"each key ≥ {MIN_API_KEY_CHARS} characters, ≥ {MIN_API_KEY_DISTINCT} distinct, "
     f"≥ {MIN_API_KEY_BITS} bits of character entropy, not repeated or sequential",
 )

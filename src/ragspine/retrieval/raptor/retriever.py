@@ -18,6 +18,9 @@ Invariants:
   process built since is re-read: one row read per stale query); the store's writes do not
   rebuild it (`ragspine raptor build` does), so `status()["stale"]` / `behind` say how far off
   it is;
+- a node's `lineage.tree_data_version` is `visible_version()`: a digest of the tree's leaves (chunk
+  ids, which carry their text's digest, of chunks that were not RESTRICTED), never the store's
+  write counter, which counts RESTRICTED writes too (issue 34 #6);
 - nodes are ranked by the cosine of the query vector with the node vectors (the vector the
   dense channel just computed for the same query, when there is one: embedded once); `collapsed`
   fuses the leaf and node rankings by RRF, ties by (-score, id).
@@ -25,6 +28,7 @@ Invariants:
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -76,6 +80,7 @@ class RaptorRetriever(NarrativeIndexRetriever):
         self.config = config
         self.summarizer = summarizer if summarizer is not None else ExtractiveSummarizer()
         self._matrix: tuple[int, list[Node], np.ndarray] | None = None
+        self._visible: tuple[int | None, str] | None = None
 
     def build(self, *, full: bool = False) -> BuildReport:
         """Update the tree to the store's current data_version (incrementally unless `full`)."""
@@ -85,6 +90,17 @@ class RaptorRetriever(NarrativeIndexRetriever):
                             model_id=dense.vectors.model_id or "", full=full)  # fmt: skip
         self._matrix = None
         return report
+
+    def visible_version(self) -> str:
+        """The loaded tree's version as any caller may see it: the first 16 hex digits of the
+        SHA-256 of its sorted leaf chunk ids (no leaf is RESTRICTED, and a chunk id changes with
+        its text), kept per loaded tree. Two trees over the same visible chunks share it."""
+        loaded = self.tree.data_version
+        if self._visible is None or self._visible[0] != loaded:
+            leaves = sorted({leaf.chunk_id for node in self.tree.nodes.values() for leaf in node.leaves})
+            digest = hashlib.sha256("\n".join(leaves).encode("utf-8")).hexdigest()[:16]
+            self._visible = (loaded, digest)
+        return self._visible[1]
 
     def close(self) -> None:
         """Close the tree's file (the store and the index stay the caller's)."""
@@ -209,7 +225,7 @@ class RaptorRetriever(NarrativeIndexRetriever):
                 "chunk_ids": [leaf.chunk_id for leaf in node.leaves],
                 "source_locators": [leaf.source_locator for leaf in node.leaves],
                 "summarizer": node.summarizer,
-                "tree_data_version": self.tree.data_version,
+                "tree_data_version": self.visible_version(),
             },
         }  # fmt: skip
 

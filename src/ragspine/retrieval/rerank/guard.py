@@ -5,8 +5,9 @@ to the reranker and keeps its position; with fewer than two open candidates the 
 called; an exception, a run longer than `timeout_s`, or an answer that is not a permutation
 keeps the incoming (fused) order and is logged. `rerank_traced` / `rerank_head` never raise and
 never add, drop or duplicate a result; the `RerankLineage` says which reranker ran, on how many
-candidates, how many were withheld, and whether (and why) the fused order was kept; the why
-(`public_rerank_reason`) never holds a rerank server's URL or a value from its reply.
+candidates, how many were withheld, and whether (and why) the fused order was kept; the why is
+the short public code `http_retry.public_error` gives (`http_error (HTTP 500)`, `TimeoutError`),
+never a rerank server's URL, a value from its reply or an exception's text (those go to the log).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, TypedDict, Unpack
 
-from ragspine.http_retry import EndpointError, public_reason, request_deadline
+from ragspine.http_retry import public_error, request_deadline
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.retrieval.types import RetrievalResult
 from ragspine.secret import redact_text
@@ -101,26 +102,13 @@ def rerank_traced(
     except Exception as exc:  # noqa: BLE001 - any reranker failure keeps the fused order
         ms = (time.perf_counter() - started) * 1000
         _LOG.warning("%s failed (%s); keeping the fused order", name, redact_text(str(exc)))
-        reason = public_rerank_reason(exc)
+        reason = public_error(exc)  # the short public code; the text above went to the log
         return ranked, RerankLineage(name, len(candidates), withheld, True, reason, round(ms, 3))
     ms = (time.perf_counter() - started) * 1000
     reordered = [head[open_slots[j]] for j in permutation]
     for slot, result in zip(open_slots, reordered, strict=True):
         ranked[slot] = result
     return ranked, RerankLineage(name, len(candidates), withheld, False, None, round(ms, 3))
-
-
-def public_rerank_reason(exc: BaseException) -> str:
-    """What a lineage says about a failed reranker: for an upstream (`EndpointError`) its public
-    code and fixed detail only (`http_retry.public_reason`: no URL, no reply content); for an
-    in-process reranker's own exception its type and redacted text (no upstream is involved).
-
-    >>> public_rerank_reason(TimeoutError("no answer within 2 s"))
-    'TimeoutError: no answer within 2 s'
-    """
-    if isinstance(exc, EndpointError):
-        return f"{type(exc).__name__}: {public_reason(exc)}"
-    return f"{type(exc).__name__}: {redact_text(str(exc))}"[:300]
 
 
 def _call(order: Order, query: str, candidates: list[str], timeout_s: float | None) -> list[int]:

@@ -97,16 +97,14 @@ class HttpReranker(RetryingJsonClient):
             pairs = [(item["index"], item[key]) for item in items]
         except (ValueError, KeyError, TypeError):
             log_body("reranker", self.url, response)  # the body to the log only, redacted (docs/security.md)
-            detail = f"malformed {self.api} response (body in the log)"
-            return RerankerError(f"reranker {redact_url(self.url)}: {detail}", detail=detail)
+            return RerankerError(f"reranker {redact_url(self.url)}: malformed {self.api} response (body in the log)")
         scores: dict[int, float] = {}
         for index, score in pairs:
             ok_index = isinstance(index, int) and not isinstance(index, bool) and 0 <= index < n
             ok_score = isinstance(score, int | float) and not isinstance(score, bool) and math.isfinite(score)
             if not ok_index or not ok_score or index in scores:
                 return RerankerError(
-                    f"reranker {redact_url(self.url)}: bad result (index {index!r}, score {score!r}) for {n} documents",
-                    detail=f"bad result for {n} documents",
+                    f"reranker {redact_url(self.url)}: bad result (index {index!r}, score {score!r}) for {n} documents"
                 )
             scores[index] = float(score)
         return scores

@@ -97,6 +97,7 @@ class IndexSnapshot:
         self._predicates: dict[Predicate, np.ndarray] = {}
         self._where_masks: dict[Filter, np.ndarray] = {}  # typed filter → mask over positions
         self._metadata_keys: set[str] | None = None
+        self._active_counts: tuple[int, int] | None = None
         self._row_ids: np.ndarray | None = None
         self._visible: IndexSnapshot | None = None
 
@@ -288,6 +289,15 @@ class IndexSnapshot:
             return np.zeros(0, dtype=np.int64)
         everything = np.arange(self.n_positions, dtype=np.int64)
         return everything if allow is None else everything[allow(everything)]  # type: ignore[operator]
+
+    def active_counts(self) -> tuple[int, int]:
+        """(documents, chunks) among the active positions (of `visible()`: those a caller may
+        see), from the doc_id codes held for filters; worked out once per snapshot."""
+        if self._active_counts is None:
+            _, codes = self._field("doc_id")
+            positions = self.active_positions()
+            self._active_counts = (int(np.unique(codes[positions]).size), int(positions.size))
+        return self._active_counts
 
     def metadata_keys(self) -> set[str]:
         """User metadata keys carried by some active chunk (for validating filter fields)."""
