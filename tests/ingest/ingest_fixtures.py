@@ -86,42 +86,11 @@ def write_mixed_folder(root: Path) -> Path:
     return root
 
 
-
 def write_cjk_pdf(path: Path, pages: list[str]) -> Path:
-    """A PDF with one page per string, Chinese included, written by hand: this machine has no CJK
-    font for fpdf2 to embed, so the text is drawn in Adobe's STSong-Light, which PDF readers know
-    by name (not embedded), with UCS-2 codes (the UniGB-UCS2-H CMap) — how many Chinese reports
-    are made. Spaces in a string are real space glyphs, as in reports whose extraction reads
-    "本 报 告"."""
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        ("<< /Type /Pages /Kids [%s] /Count %d >>" % (" ".join(f"{5 + 2 * i} 0 R" for i in range(len(pages))), len(pages))).encode(),
-        b"<< /Type /Font /Subtype /Type0 /BaseFont /STSong-Light /Encoding /UniGB-UCS2-H /DescendantFonts [4 0 R] >>",
-        b"<< /Type /Font /Subtype /CIDFontType0 /BaseFont /STSong-Light"
-        b" /CIDSystemInfo << /Registry (Adobe) /Ordering (GB1) /Supplement 4 >>"
-        b" /FontDescriptor << /Type /FontDescriptor /FontName /STSong-Light /Flags 6 /FontBBox [0 -200 1000 900]"
-        b" /ItalicAngle 0 /Ascent 880 /Descent -120 /CapHeight 880 /StemV 93 >> >>",
-    ]  # fmt: skip
-    for index, text in enumerate(pages):
-        lines = " ".join(
-            f"1 0 0 1 72 {760 - 20 * row} Tm <{line.encode('utf-16-be').hex()}> Tj"
-            for row, line in enumerate(text.split("\n"))
-        )
-        stream = f"BT /F1 14 Tf {lines} ET".encode()
-        objects.append(
-            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Resources << /Font << /F1 3 0 R >> >>"
-            f" /Contents {6 + 2 * index} 0 R >>".encode()
-        )
-        objects.append(b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream))
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    """A PDF with one page per string, Chinese included (`ragspine.testing.cjk_pdf`: this machine
+    has no CJK font for fpdf2 to embed)."""
+    from ragspine.testing.cjk_pdf import cjk_pdf_bytes
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(bytes(out))
+    path.write_bytes(cjk_pdf_bytes(pages))
     return path

@@ -45,9 +45,12 @@ def pdf_reader_revision() -> int:
     return 2 if pdf_extractor() == "pypdfium2" else 1
 
 
-def read_pdf_pages(data: bytes, path: Path) -> tuple[list[str], str]:
-    """(the cleaned text of every page, the document title or "") of the PDF in `data`."""
-    if pdf_extractor() == "pypdfium2":
+def read_pdf_pages(data: bytes, path: Path, *, extractor: str | None = None) -> tuple[list[str], str]:
+    """(the cleaned text of every page, the document title or "") of the PDF in `data`, read by
+    `extractor` ("pypdfium2" or "pypdf"; by default `pdf_extractor()`)."""
+    if extractor not in (None, "pypdfium2", "pypdf"):
+        raise ValueError(f"unknown PDF extractor {extractor!r}; valid: pypdfium2, pypdf")
+    if (extractor or pdf_extractor()) == "pypdfium2":
         try:
             return _read_pdfium(data)
         except PdfLocked:
