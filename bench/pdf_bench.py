@@ -18,6 +18,7 @@ import argparse
 import random
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from ragspine.ingest.loaders import pdf_text
@@ -52,21 +53,35 @@ def chinese_pdf(path: Path, rng: random.Random, pages: int) -> None:
     path.write_bytes(cjk_pdf_bytes([lines() for _ in range(pages)]))
 
 
-def make_folder(root: Path, files: int, pages: int, seed: int) -> list[Path]:
+def make_folder(root: Path, files: int, pages: int, seed: int, extra: list[Path]) -> list[tuple[str, Path]]:
+    """(group, path) of every PDF written into `root`: generated English and Chinese, then copies
+    of the fixtures' PDFs and of `extra` (files, or folders searched for *.pdf)."""
     rng = random.Random(seed)
-    paths = []
+    out = []
     for i in range(files):
         path = root / f"doc{i:04d}.pdf"
-        (chinese_pdf if i % 3 == 2 else english_pdf)(path, rng, pages)
-        paths.append(path)
-    for fixture in sorted(FIXTURES.rglob("*.pdf")):
-        path = root / f"fixture-{fixture.name}"
-        path.write_bytes(fixture.read_bytes())
-        paths.append(path)
-    return paths
+        chinese = i % 3 == 2
+        (chinese_pdf if chinese else english_pdf)(path, rng, pages)
+        out.append(("generated Chinese (non-embedded STSong-Light)" if chinese else "generated English (fpdf2)", path))
+    found = [*sorted(FIXTURES.rglob("*.pdf")), *(q for e in extra for q in (sorted(e.rglob("*.pdf")) if e.is_dir() else [e]))]
+    for n, source in enumerate(found):
+        path = root / f"real{n:03d}-{source.name}"
+        path.write_bytes(source.read_bytes())
+        out.append(("tests/fixtures and --extra PDFs", path))
+    return out
 
 
-def compare(paths: list[Path], repeat: int) -> dict[str, object]:
+@dataclass
+class Compared:
+    """Per file: the best seconds of each extractor and its page count; pages read alike."""
+
+    seconds: dict[str, list[float]]
+    pages: list[int]
+    same: int
+    cjk: int
+
+
+def compare(paths: list[Path], repeat: int) -> Compared:
     best = {name: [float("inf")] * len(paths) for name in EXTRACTORS}
     texts: dict[str, list[list[str]]] = {name: [] for name in EXTRACTORS}
     for index, path in enumerate(paths):
@@ -79,18 +94,18 @@ def compare(paths: list[Path], repeat: int) -> dict[str, object]:
                 best[name][index] = min(best[name][index], time.perf_counter() - start)
                 if round_ == 0:
                     texts[name].append(pages)
-    page_count = sum(len(pages) for pages in texts["pypdf"])
     same = sum(
         " ".join(a.split()) == " ".join(b.split())
         for doc_a, doc_b in zip(texts["pypdfium2"], texts["pypdf"], strict=True)
         for a, b in zip(doc_a, doc_b, strict=True)
     )
     cjk_pages = sum(bool(CJK_RUN.search(page)) for doc in texts["pypdf"] for page in doc)
-    return {"pages": page_count, "seconds": {n: sum(best[n]) for n in EXTRACTORS}, "same": same, "cjk": cjk_pages}
+    return Compared(best, [len(pages) for pages in texts["pypdf"]], same, cjk_pages)
 
 
-def time_ingest(folder: Path, work: Path) -> dict[str, tuple[float, int, int]]:
-    """Seconds, chunks and failed files of a BM25-only ingest of `folder` into a fresh store, per extractor."""
+def time_ingest(folder: Path, warm: list[Path], work: Path) -> dict[str, tuple[float, int, int]]:
+    """Seconds, chunks and failed files of a BM25-only ingest of `folder` into a fresh store, per
+    extractor, each after an untimed ingest of the `warm` files (imports, first-use costs)."""
     from ragspine.ingest.pipeline import ingest_paths
 
     out = {}
@@ -98,6 +113,7 @@ def time_ingest(folder: Path, work: Path) -> dict[str, tuple[float, int, int]]:
         original = pdf_text.pdf_extractor
         setattr(pdf_text, "pdf_extractor", lambda name=name: name)  # what load_pdf asks, for this run
         try:
+            ingest_paths(warm, str(work / f"warm-{name}.db"))
             start = time.perf_counter()
             report = ingest_paths([folder], str(work / f"{name}.db"))
             out[name] = (time.perf_counter() - start, report.chunks, len(report.failures))
@@ -113,6 +129,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="reads per file and extractor; the best counts")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--ingest", action="store_true", help="also time a BM25-only ingest_paths per extractor")
+    parser.add_argument("--extra", type=Path, nargs="*", default=[], help="more PDFs (files or folders) to read")
     args = parser.parse_args()
     import pypdf
     import pypdfium2
@@ -120,20 +137,26 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "pdfs"
         folder.mkdir()
-        paths = make_folder(folder, args.files, args.pages, args.seed)
+        grouped = make_folder(folder, args.files, args.pages, args.seed, args.extra)
+        paths = [path for _, path in grouped]
         mb = sum(p.stat().st_size for p in paths) / 1e6
         result = compare(paths, args.repeat)
-        pages, seconds = result["pages"], result["seconds"]
-        assert isinstance(pages, int) and isinstance(seconds, dict)
-        print(f"{len(paths)} PDFs, {pages} pages ({result['cjk']} with Chinese), {mb:.2f} MB; "
+        pages = sum(result.pages)
+        print(f"{len(paths)} PDFs, {pages} pages ({result.cjk} with Chinese), {mb:.2f} MB; "
               f"pypdfium2 {pypdfium2.version.PYPDFIUM_INFO}, pypdf {pypdf.__version__}; best of {args.repeat}")  # fmt: skip
-        print("| extractor | seconds | pages/s | × pypdf |")
-        print("|---|---:|---:|---:|")
-        for name in EXTRACTORS:
-            print(f"| {name} | {seconds[name]:.2f} | {pages / seconds[name]:.0f} | {seconds['pypdf'] / seconds[name]:.2f} |")
-        print(f"pages whose text is the same from both (whitespace ignored): {result['same']} of {pages}")
+        print("| PDFs | files | pages | extractor | seconds | pages/s | × pypdf |")
+        print("|---|---:|---:|---|---:|---:|---:|")
+        for group in [*dict.fromkeys(g for g, _ in grouped), "all"]:
+            rows = [i for i, (g, _) in enumerate(grouped) if group in (g, "all")]
+            count = sum(result.pages[i] for i in rows)
+            took = {n: sum(result.seconds[n][i] for i in rows) for n in EXTRACTORS}
+            for name in EXTRACTORS:
+                print(f"| {group} | {len(rows)} | {count} | {name} | {took[name]:.2f} | {count / took[name]:.0f} | "
+                      f"{took['pypdf'] / took[name]:.2f} |")  # fmt: skip
+        print(f"pages whose text is the same from both (whitespace ignored): {result.same} of {pages}")
         if args.ingest:
-            timed = time_ingest(folder, Path(tmp))
+            warm = [next(p for g, p in grouped if g == group) for group in dict.fromkeys(g for g, _ in grouped)]
+            timed = time_ingest(folder, warm, Path(tmp))
             print("| BM25-only ingest_paths | seconds | files/s | chunks | failed | × pypdf |")
             print("|---|---:|---:|---:|---:|---:|")
             for name, (s, chunks, failed) in timed.items():

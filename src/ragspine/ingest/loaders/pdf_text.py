@@ -6,7 +6,8 @@ characters removed (`join_cjk_spaces`); both extractors go through the same clea
 ran changes only what the PDF library finds. PDFium reads first; a file it cannot open (other than
 for a password) is read again by pypdf, which repairs more kinds of damage, so pypdf's error is
 the one reported. A PDF locked by a password is `PdfLocked`; every other failure is ValueError
-"not a readable PDF (...)"; a missing pypdf names the `pdf` extra.
+"not a readable PDF (...)"; a missing pypdf names the `pdf` extra. PDFium runs on one thread
+at a time (it is not thread-safe).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import io
 import logging
 import re
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib.util import find_spec
@@ -28,6 +30,8 @@ from ragspine.retrieval.lexical.tokenize import CJK_RUN
 # text); the page shows a hyphen, so the text keeps one
 _GENERATED_HYPHENS = str.maketrans({"\ufffe": "-", "\x02": "-"})
 _SPACE_RUN = re.compile(" +")
+# PDFium is not thread-safe; the service reads uploads on several threads, so one at a time
+_PDFIUM_LOCK = threading.Lock()
 
 
 class PdfLocked(RagspineError, ValueError):
@@ -87,17 +91,18 @@ def _clean(raw: str) -> str:
 
 def _read_pdfium(data: bytes) -> tuple[list[str], str]:
     pdfium = require("pypdfium2", extra="pdf", purpose="reading .pdf files")
-    try:
-        document = pdfium.PdfDocument(data)
-    except pdfium.PdfiumError as exc:
-        if "password" in str(exc).lower():
-            raise PdfLocked("the PDF is encrypted with a password") from exc
-        raise
-    try:
-        pages = [_pdfium_page_text(document, index) for index in range(len(document))]
-        return pages, _pdfium_title(document)
-    finally:
-        document.close()
+    with _PDFIUM_LOCK:
+        try:
+            document = pdfium.PdfDocument(data)
+        except pdfium.PdfiumError as exc:
+            if "password" in str(exc).lower():
+                raise PdfLocked("the PDF is encrypted with a password") from exc
+            raise
+        try:
+            pages = [_pdfium_page_text(document, index) for index in range(len(document))]
+            return pages, _pdfium_title(document)
+        finally:
+            document.close()
 
 
 def _pdfium_page_text(document: Any, index: int) -> str:
