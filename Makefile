@@ -88,11 +88,12 @@ bench-embed: $(STAMP)
 	PYTHONPATH=. $(BIN)/python -m bench.embed_bench --eval $(EVAL)
 
 # PDF text extraction, pypdfium2 against pypdf on the same generated PDFs, and a BM25-only ingest
-# with each (issue 37; docs/benchmarks.md#pdf-text-extraction).
+# with each (issue 37; docs/benchmarks.md#pdf-text-extraction-make-bench-pdf). PDF_EXTRA: more
+# PDFs (files or folders), e.g. real ones from /usr/share/doc.
 PDF_FILES ?= 60
 PDF_PAGES ?= 8
 bench-pdf: $(STAMP)
-	PYTHONPATH=src:. $(BIN)/python -m bench.pdf_bench --files $(PDF_FILES) --pages $(PDF_PAGES) --ingest
+	PYTHONPATH=src:. $(BIN)/python -m bench.pdf_bench --files $(PDF_FILES) --pages $(PDF_PAGES) --ingest $(if $(PDF_EXTRA),--extra $(PDF_EXTRA))
 
 # Dense channel cold attach at 100k vectors (fresh process per run); BEFORE=<src folder> adds older code.
 bench-attach: $(STAMP)
