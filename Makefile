@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 CORE := $(VENV)/.core
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test docs docs-check bench bench-graph bench-cold bench-rerank bench-query bench-post bench-embed bench-attach bench-visual bench-ann bench-lexical bench-scale bench-startup bench-ray bench-fusion clean
+.PHONY: demo test docs docs-check bench bench-graph bench-cold bench-rerank bench-query bench-post bench-embed bench-attach bench-visual bench-ann bench-lexical bench-scale bench-startup bench-ray bench-fusion bench-pdf clean
 
 # The package alone (what `make demo` needs): quick on a fresh machine.
 $(CORE): pyproject.toml
@@ -86,6 +86,14 @@ bench-post: $(STAMP)
 # on product chunks of SciFact and CMRC2018 read from EVAL (never copied into the project).
 bench-embed: $(STAMP)
 	PYTHONPATH=. $(BIN)/python -m bench.embed_bench --eval $(EVAL)
+
+# PDF text extraction, pypdfium2 against pypdf on the same generated PDFs, and a BM25-only ingest
+# with each (issue 37; docs/benchmarks.md#pdf-text-extraction-make-bench-pdf). PDF_EXTRA: more
+# PDFs (files or folders), e.g. real ones from /usr/share/doc.
+PDF_FILES ?= 60
+PDF_PAGES ?= 8
+bench-pdf: $(STAMP)
+	PYTHONPATH=src:. $(BIN)/python -m bench.pdf_bench --files $(PDF_FILES) --pages $(PDF_PAGES) --ingest $(if $(PDF_EXTRA),--extra $(PDF_EXTRA))
 
 # Dense channel cold attach at 100k vectors (fresh process per run); BEFORE=<src folder> adds older code.
 bench-attach: $(STAMP)

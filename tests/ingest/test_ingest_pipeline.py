@@ -255,6 +255,7 @@ def test_a_missing_extra_fails_only_its_files(
     mixed_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, "pypdf", None)
+    monkeypatch.setitem(sys.modules, "pypdfium2", None)  # the `pdf` extra's extractor (issue 37) as well
     report = ingest_paths([mixed_folder], str(tmp_path / "s.db"))
     assert len(report.ingested) == 5
     assert [f.reason for f in report.failures] == [

@@ -14,6 +14,7 @@ from ragspine.ingest.loaders.base import LoadedDocument, MissingExtraError
 from ragspine.ingest.loaders.docx_loader import load_docx
 from ragspine.ingest.loaders.html_loader import load_html
 from ragspine.ingest.loaders.pdf_loader import load_pdf
+from ragspine.ingest.loaders.pdf_text import pdf_reader_revision
 from ragspine.ingest.loaders.text_loader import load_markdown, load_text
 
 Loader = Callable[[bytes, Path], LoadedDocument]
@@ -32,7 +33,9 @@ SUPPORTED_SUFFIXES: tuple[str, ...] = tuple(LOADERS)
 # A loader's revision, raised when it reads the same bytes differently, so files of that suffix
 # are re-read (part of their ingest key; a suffix not listed adds nothing, so other files' keys,
 # and the eval caches keyed by INGEST_FORMAT, stay). 1: plain text reads its front matter labels.
-READER_REVISIONS: dict[str, int] = {".txt": 1, ".text": 1}
+# .pdf (issue 37): 1 pypdf with spaces between CJK characters removed, 2 pypdfium2 (the extractor
+# when installed), so a PDF is re-read when the text its extractor gives changes.
+READER_REVISIONS: dict[str, int] = {".txt": 1, ".text": 1, ".pdf": pdf_reader_revision()}
 
 __all__ = [
     "LOADERS", "READER_REVISIONS", "SUPPORTED_SUFFIXES", "LoadedDocument", "Loader", "MissingExtraError", "load_document"
