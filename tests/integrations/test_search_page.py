@@ -298,8 +298,9 @@ def test_pages_beyond_fifty_results(page: Any) -> None:
         ids = _doc_ids(page)
         assert len(ids) == 20 and not seen & set(ids)
         seen |= set(ids)
-    assert f"page=3" in page.url and "size=20" in page.url
+    assert "page=3" in page.url and "size=20" in page.url
     assert page.locator(".scores").last.inner_text().startswith("Rank 60")
+    assert page.locator("#results").get_attribute("start") == "41"  # the list numbers follow the rank
     assert len(seen) == KESTRELS and page.get_by_role("button", name="Next").is_disabled()
     page.go_back()
     page.wait_for_selector("#status:has-text('Showing passages 21–40')")
@@ -310,6 +311,7 @@ def test_error_and_empty_states_replace_old_results_and_ask_clears_them(page: An
     assert _search(page, "kestrel hovered")
     assert _search(page, "qqqxyzzy wombatfoo") == []  # nothing matches: the old passages are gone
     assert page.locator("#status").inner_text() == "No passage matched."
+    _shoot(page, "search-page-empty.png")
     assert _search(page, "kestrel hovered")
     page.evaluate("sessionStorage.setItem('ragspine-key', 'wrong-key-0123456789')")
     page.locator("#q").fill("zebrafish")
@@ -360,6 +362,8 @@ def test_relevance_and_dropped_filters_as_the_service_sends_them(page: Any) -> N
         route.fulfill(response=response, json=body)
 
     _use_key(page)
+    page.get_by_label("Value").fill("NOBODY")  # a filter that matches nothing: the service widens
+    page.get_by_role("button", name="Add filter").click()
     page.route("**/search", widen)
     _search(page, "kestrel hovered")
     first = page.locator("#results > li").first
@@ -368,6 +372,7 @@ def test_relevance_and_dropped_filters_as_the_service_sends_them(page: Any) -> N
     assert "-1.39" not in page.locator("main").inner_text()
     notice = page.locator("#notice")
     assert notice.is_visible() and "dropped: Entity" in notice.inner_text()
+    _shoot(page, "search-page-relevance.png")
 
 
 def test_markdown_is_read_not_shown(page: Any) -> None:

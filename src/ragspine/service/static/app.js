@@ -449,6 +449,7 @@ function renderResults(state) {
   const shown = state.snippets.slice(start, start + state.size);
   const more = state.snippets.length > start + state.size;
   $("results").replaceChildren(...shown.map((s, i) => passage(s, state.query, start + i + 1)));
+  $("results").start = start + 1; // the list numbers follow the rank across pages
   droppedNotice(state.dropped, "dropped");
   if (!shown.length) status(filters.length ? t("noneFiltered") : t("none"));
   else status(t("found", start + 1, start + shown.length, more));
