@@ -92,7 +92,8 @@ def passage_context(chunks: list[dict[str, Any]], chunk_id: str, around: int) ->
         return None
     first, last = max(0, index - around), min(len(chunks), index + around + 1)
     keep = ("chunk_id", "seq", "text", "source_locator", "heading")
-    shown = [{**{k: c.get(k, "") for k in keep}, "cited": i == index} for i, c in enumerate(chunks) if first <= i < last]
+    shown = [{**{k: c.get(k, "") for k in keep}, "cited": i == index} for i, c in enumerate(chunks)
+             if first <= i < last]  # fmt: skip
     cited = chunks[index]
     return {
         "doc_id": cited["doc_id"], "title": cited.get("title", ""), "chunk_id": chunk_id,

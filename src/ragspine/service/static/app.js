@@ -23,7 +23,8 @@ const TEXT = {
     prev: "Previous", next: "Next", page: (n) => `Page ${n}`, close: "Close", open: "Open in document",
     loadingDoc: "Opening the document…", before: (n) => `… ${n} passage(s) before`,
     after: (n) => `… ${n} passage(s) after`, docCount: (n) => `${n} visible document(s)`,
-    dropped: (names) => `No passage matched every filter, so these were dropped: ${names}. The passages below ignore them.`,
+    dropped: (names) =>
+      `No passage matched every filter, so these were dropped: ${names}. The passages below ignore them.`,
     answerDropped: (names) => `Filters dropped to find an answer: ${names}.`,
   },
   zh: {
@@ -35,7 +36,8 @@ const TEXT = {
     answer: "回答", results: "段落", upload: "添加文档（需要 API 密钥）", file: "文件",
     docId: "文档编号", sensitivity: "密级", uploadBtn: "上传", searching: "检索中…",
     found: (from, to, more) => `第 ${from}–${to} 段${more ? "（下一页还有）" : ""}`,
-    none: "没有匹配的段落。", noneFiltered: "没有满足这些筛选条件的段落：删除一个条件可扩大范围。",
+    none: "没有匹配的段落。",
+    noneFiltered: "没有满足这些筛选条件的段落：删除一个条件可扩大范围。",
     asking: "回答中…", answered: (mode) => `回答（${mode}）`, why: "为何命中",
     scores: "各通道得分", needKey: "此服务需要 API 密钥：请在上方输入。",
     keySaved: "密钥已保存在此标签页。", uploaded: (d, n) => `已导入 ${d}：${n} 个分块。`,
@@ -44,7 +46,8 @@ const TEXT = {
     prev: "上一页", next: "下一页", page: (n) => `第 ${n} 页`, close: "关闭", open: "在原文中查看",
     loadingDoc: "正在打开文档…", before: (n) => `…… 前面还有 ${n} 段`,
     after: (n) => `…… 后面还有 ${n} 段`, docCount: (n) => `共 ${n} 份可见文档`,
-    dropped: (names) => `没有段落满足全部筛选条件，已放宽以下条件：${names}。下列段落不受其限制。`,
+    dropped: (names) =>
+      `没有段落满足全部筛选条件，已放宽以下条件：${names}。下列段落不受其限制。`,
     answerDropped: (names) => `为找到回答已放宽以下条件：${names}。`,
   },
 };
@@ -88,7 +91,9 @@ function applyLanguage() {
   $("lang").value = lang;
   for (const el of document.querySelectorAll("[data-i18n]")) el.textContent = t(el.dataset.i18n);
   for (const el of document.querySelectorAll("[data-i18n-placeholder]")) el.placeholder = t(el.dataset.i18nPlaceholder);
-  for (const el of document.querySelectorAll("[data-i18n-label]")) el.setAttribute("aria-label", t(el.dataset.i18nLabel));
+  for (const el of document.querySelectorAll("[data-i18n-label]")) {
+    el.setAttribute("aria-label", t(el.dataset.i18nLabel));
+  }
   document.title = t("title");
   renderFieldOptions();
   renderFilters();
@@ -348,7 +353,12 @@ function highlighted(text, query) {
 }
 
 // **strong**, __strong__ (not inside a word: snake__case stays), `code`, *em* (not inside a word).
-const INLINE = /\*\*(\S(?:.*?\S)?)\*\*|(?<![\p{L}\p{N}_])__(\S(?:.*?\S)?)__(?![\p{L}\p{N}_])|`([^`]+)`|(?<![\p{L}\p{N}*])\*([^*\s](?:[^*]*?[^*\s])?)\*(?![\p{L}\p{N}*])/gu;
+const INLINE = new RegExp([
+  String.raw`\*\*(\S(?:.*?\S)?)\*\*`,
+  String.raw`(?<![\p{L}\p{N}_])__(\S(?:.*?\S)?)__(?![\p{L}\p{N}_])`,
+  "`([^`]+)`",
+  String.raw`(?<![\p{L}\p{N}*])\*([^*\s](?:[^*]*?[^*\s])?)\*(?![\p{L}\p{N}*])`,
+].join("|"), "gu");
 
 function inline(text, query) {
   // Markdown emphasis and code as <strong>/<em>/<code> holding text nodes; the markers dropped.
@@ -401,7 +411,8 @@ function scoreLine(snippet, rank) {
   const meter = document.createElement("meter");
   meter.min = 0; meter.max = 1; meter.value = relevance;
   meter.setAttribute("aria-label", `${t("relevance")} ${percent}%`);
-  box.append(document.createTextNode(`${t("relevance")} ${percent}% `), meter, document.createTextNode(` · ${t("rank", rank)}`));
+  box.append(document.createTextNode(`${t("relevance")} ${percent}% `), meter,
+    document.createTextNode(` · ${t("rank", rank)}`));
   return box;
 }
 
@@ -416,7 +427,11 @@ function passage(snippet, query, rank, ref) {
   link.href = stateURL(snippet.chunk_id);
   link.title = t("open");
   link.textContent = (ref ? `[${ref}] ` : "") + (snippet.title || snippet.doc_id);
-  link.addEventListener("click", (event) => { event.preventDefault(); push(snippet.chunk_id); openPassage(snippet.chunk_id); });
+  link.addEventListener("click", (event) => {
+    event.preventDefault();
+    push(snippet.chunk_id);
+    openPassage(snippet.chunk_id);
+  });
   title.append(link);
   const locator = document.createElement("div");
   locator.className = "locator";
