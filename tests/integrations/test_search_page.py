@@ -409,3 +409,19 @@ def test_upload_offers_every_label_level(page: Any) -> None:
     levels = page.locator("#u-sens option").evaluate_all("os => os.map(o => o.value)")
     assert levels == ["PUBLIC", "INTERNAL", "CONFIDENTIAL", "RESTRICTED"]
     assert page.locator("#u-sens").input_value() == "INTERNAL"
+
+
+def test_a_link_to_a_passage_opens_the_document_view_and_escape_closes_it(page: Any, site: str) -> None:
+    from playwright.sync_api import expect
+
+    _use_key(page)
+    results = _search(page, "kestrel hovered")
+    chunk_id = results[2].get_attribute("data-chunk-id")
+    page.goto(f"{site}/?" + urlencode({"q": "kestrel hovered", "passage": chunk_id}))  # a shared link
+    expect(page.locator("#doc-view .doc-chunk.cited")).to_have_attribute("data-chunk-id", chunk_id)
+    assert page.locator("#results > li").count() == len(results)  # the results behind it, too
+    page.evaluate("window.__same_document = true")
+    page.keyboard.press("Escape")
+    page.wait_for_selector("#doc-view:not([open])", state="attached")
+    assert "passage=" not in page.url and "q=kestrel+hovered" in page.url
+    assert page.evaluate("window.__same_document") is True  # closed in place: the page was not left

@@ -75,6 +75,7 @@ let facetData = null;
 let last = null; // {query, snippets, page, size, dropped}: re-rendered when the language changes
 let fieldNames = [];
 let operators = [];
+let pushedPassage = false; // the open document view has its own history entry (Back closes it)
 let latest = 0; // the newest search or ask: an older answer arriving late is dropped
 
 function t(name, ...args) {
@@ -186,6 +187,7 @@ function push(passage) {
 async function restore() {
   // Load, Back and Forward: the URL decides what is shown.
   const passage = readURL();
+  pushedPassage = false; // after Back or Forward, closing the view no longer steps back
   if (last && last.key === searchKey()) { /* the same results: only the document view changed */ }
   else if ($("q").value.trim()) await runSearch();
   else { clearResults(); status(""); }
@@ -430,6 +432,7 @@ function passage(snippet, query, rank, ref) {
   link.addEventListener("click", (event) => {
     event.preventDefault();
     push(snippet.chunk_id);
+    pushedPassage = true;
     openPassage(snippet.chunk_id);
   });
   title.append(link);
@@ -575,8 +578,13 @@ function gap(message) {
 }
 
 function closePassage() {
-  if (new URLSearchParams(location.search).has("passage")) history.back();
-  else $("doc-view").close();
+  // Opened from a result: Back. Opened from a link: the same URL without the passage, in place.
+  if (pushedPassage) history.back();
+  else {
+    if (new URLSearchParams(location.search).has("passage")) history.replaceState(null, "", stateURL());
+    $("doc-view").close();
+  }
+  pushedPassage = false;
 }
 
 // -- upload ----------------------------------------------------------------------------------
