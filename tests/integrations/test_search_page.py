@@ -313,6 +313,7 @@ def test_error_and_empty_states_replace_old_results_and_ask_clears_them(page: An
     assert _search(page, "kestrel hovered")
     assert _search(page, "qqqxyzzy wombatfoo") == []  # nothing matches: the old passages are gone
     assert page.locator("#status").inner_text() == "No passage matched."
+    assert not page.locator("#pager").is_visible()  # no pages to turn
     _shoot(page, "search-page-empty.png")
     assert _search(page, "kestrel hovered")
     page.evaluate("sessionStorage.setItem('ragspine-key', 'wrong-key-0123456789')")
