@@ -23,6 +23,7 @@ from ragspine.settings.config import Settings
 from ragspine.service import models as m
 from ragspine.retrieval.filters import CORE_FIELDS, OPERATORS
 from ragspine.service.errors import GuardMiddleware, SafeJSONResponse, error_response, install_error_handlers
+from ragspine.service.browse import browse_routes
 from ragspine.service.graph_routes import graph_routes
 from ragspine.service.page import page_routes
 from ragspine.service.security import KeyGuard, api_key_dependency
@@ -59,6 +60,7 @@ def create_app(workspace: Workspace) -> FastAPI:
     app.include_router(page_routes(), include_in_schema=False)  # the search page: static, no data
     _mount_mcp(app, workspace)
     app.include_router(_routes(workspace), dependencies=[require_key], responses=_ERRORS)
+    app.include_router(browse_routes(workspace), dependencies=[require_key], responses=_ERRORS)
     app.include_router(graph_routes(workspace, settings.max_top_k), dependencies=[require_key], responses=_ERRORS)
 
     @app.get("/openapi.json", include_in_schema=False, dependencies=[require_key])
