@@ -8,6 +8,8 @@ page's screenshots in both languages there (docs/img holds the ones the README s
 
 from __future__ import annotations
 
+import json
+
 import os
 import re
 import shutil
@@ -375,15 +377,18 @@ def test_facets_operators_in_words_and_no_internal_field(page: Any) -> None:
 
 
 def test_relevance_and_dropped_filters_as_the_service_sends_them(page: Any) -> None:
-    """The bounded `relevance` and top-level `filters_dropped` keys, added to the real response."""
+    """The bounded `relevance` (fixed values set on the real response, so the percentages are
+    known) and the top-level `filters_dropped` the service sends when the request asks it to
+    retry without a filter that matches nothing (the default, strict, would give no passage)."""
 
     def widen(route: Any) -> None:
-        response = route.fetch()
+        asked = json.loads(route.request.post_data)
+        response = route.fetch(post_data=json.dumps({**asked, "filter_fallback": "retry"}))
         body = response.json()
+        assert body["filters_dropped"] == ["entity"] and body["snippets"]  # the service said it
         for i, snippet in enumerate(body["snippets"]):
             snippet["relevance"] = round(0.734 - i * 0.1, 3)
             snippet["scores"]["fused"] = -1.39  # a raw negative fused score never reaches the screen
-        body["filters_dropped"] = ["entity"]
         route.fulfill(response=response, json=body)
 
     _use_key(page)
