@@ -17,7 +17,6 @@ from ragspine.settings.choices import (
     LOCAL_MODEL_PATH,
     QUERY_STAGE,
     REMOTE_EMBEDDINGS,
-    RERANKER_MODEL_FOLDER,
     VISUAL_MODEL_FOLDER,
 )
 from ragspine.settings.errors import ConfigError
@@ -85,10 +84,10 @@ def _check_vector_store(settings: Settings) -> None:
 def _check_reranker(settings: Settings) -> None:
     """A reranker that needs a model folder or a server URL has one; a URL or key without http."""
     name = settings.reranker
-    if name in RERANKER_MODEL_FOLDER and not settings.reranker_model:
+    if name == "colbert" and not settings.reranker_model:
         raise ConfigError(
-            f"RAGSPINE_RERANKER={name!r} needs a model folder (model.onnx + tokenizer.json); set "
-            "RAGSPINE_RERANKER_MODEL (nothing is downloaded), or choose splade or none"
+            "RAGSPINE_RERANKER='colbert' needs a model (model.onnx + tokenizer.json); set "
+            "RAGSPINE_RERANKER_MODEL to a folder or a hub id ORG/NAME[@REVISION], or choose cross_encoder, splade or none"
         )
     if name == "http" and not settings.reranker_url:
         raise ConfigError("RAGSPINE_RERANKER='http' needs RAGSPINE_RERANKER_URL (the rerank endpoint)")
@@ -104,7 +103,7 @@ def _check_visual(settings: Settings) -> None:
     if name in VISUAL_MODEL_FOLDER and not settings.visual_model:
         raise ConfigError(
             f"RAGSPINE_VISUAL_EMBEDDER={name!r} needs RAGSPINE_VISUAL_MODEL: a local folder of the "
-            "model's weights (nothing is downloaded)"
+            "model's weights or a hub id (e.g. vidore/colqwen2-v1.0)"
         )
     if name != "none" and "://" in settings.db:
         raise ConfigError(

