@@ -106,12 +106,14 @@ def list_command(config_file: Path | None, as_json: bool) -> None:
 @config_option
 def pull_command(name: str, slot: str | None, fp32: bool, config_file: Path | None) -> None:
     """Fetch NAME (ORG/NAME[@REVISION]) into the cache, with progress bars, and check it."""
-    from ragspine.models.hub import parse_hub_ref
+    from ragspine.models.hub import hub_offline, parse_hub_ref
     from ragspine.models.resolve import resolve_model
 
     ref = parse_hub_ref(name)
     if ref is None:
         raise click.ClickException(f"{name!r} is not a hub id: ORG/NAME or ORG/NAME@REVISION")
+    if hub_offline():
+        raise click.ClickException(f"cannot pull {ref.name}: HF_HUB_OFFLINE is set; unset it where the hub can be reached")
     setting = configured_models(_settings(config_file)).get(ref.repo_id, "")
     chosen = slot or _slot_for(setting)
     with _model_errors():

@@ -8,7 +8,8 @@ answering the routes `huggingface_hub` calls, pointed to by HF_ENDPOINT.
 
 `.onnx` files are served as LFS files (etag = sha256), the others as git files (etag = the git
 blob sha1), as the hub does. `corrupt` names files whose bytes are changed after the etag was
-computed (a checksum mismatch); `requests` records every (method, path, Range).
+computed (a checksum mismatch), `cut_once` files whose next download stops half-way (the
+connection drops); `requests` records every (method, path, Range).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class LocalHub:
     def __init__(self) -> None:
         self.repos: dict[str, dict[str, Any]] = {}
         self.corrupt: set[str] = set()
+        self.cut_once: set[str] = set()  # files whose next GET stops half-way (the connection drops)
         self.requests: list[tuple[str, str, str]] = []
         self.url = ""
 
@@ -128,7 +130,12 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
         self.send_header("Content-Length", str(len(data) - start))
         self.end_headers()
-        if not head:
+        if not head and name in self.hub.cut_once:
+            self.hub.cut_once.discard(name)
+            self.wfile.write(data[start : start + (len(data) - start) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+        elif not head:
             self.wfile.write(data[start:])
 
     def do_GET(self) -> None:

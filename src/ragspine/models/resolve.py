@@ -80,9 +80,9 @@ def check_slot(folder: Path, slot: str, *, what: str, name: str, int8: bool = Tr
     files = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
     if slot == "onnx":
         graph = pick_onnx(files, int8=int8)
-        for needed, ok in (("model.onnx", graph), ("tokenizer.json", "tokenizer.json" in files)):
+        for file, ok in (("model.onnx", graph), ("tokenizer.json", "tokenizer.json" in files)):
             if not ok:
-                raise FileNotFoundError(f"{what}: {needed} is missing from the model folder {str(folder)!r}")
+                raise FileNotFoundError(f"{what}: {file} is missing from the model folder {str(folder)!r}")
         assert graph is not None
         return ResolvedModel(name, folder, folder / graph)
     needed = _SPLADE_FILES if slot == "splade" else ("config.json",)
