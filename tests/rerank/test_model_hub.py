@@ -22,7 +22,7 @@ from ragspine.errors import DamagedFile  # noqa: E402
 from ragspine.models import ModelNotPulled, resolve_model  # noqa: E402
 from ragspine.retrieval.rerank.cross_encoder import CrossEncoderReranker, make_reranker  # noqa: E402
 
-DEFAULT = "cross-encoder/ms-marco-MiniLM-L-6-v2"
+DEFAULT = "cross-encoder/ms-marco-MiniLM-L6-v2"
 QUERY = "why did revenue fall"
 PASSAGES = ["the weather was sunny all week", "revenue fell because overseas demand weakened"]
 
@@ -51,7 +51,7 @@ def test_the_default_cross_encoder_is_pulled_once_then_served_from_the_cache(hub
     assert isinstance(reranker, CrossEncoderReranker)
     assert reranker.rerank(QUERY, PASSAGES) == [1, 0]
     assert sorted(p.rsplit("/", 1)[1] for p in _downloads(hub)) == ["model.onnx", "tokenizer.json"]
-    folder = tmp_path / "cache" / "models--cross-encoder--ms-marco-MiniLM-L-6-v2"
+    folder = tmp_path / "cache" / "models--cross-encoder--ms-marco-MiniLM-L6-v2"
     assert (folder / "refs" / "main").read_text() == hub.repos[DEFAULT]["refs"]["main"]
     seen = len(hub.requests)
     again = make_reranker("cross_encoder")
@@ -104,7 +104,7 @@ def test_an_interrupted_download_is_resumed(hub: LocalHub, tmp_path: Path, monke
     ranges = [r for method, path, r in hub.requests if method == "GET" and path.endswith("/model.onnx")]
     kept = (len(data) // 2) // 64 * 64  # the whole chunks received before the connection dropped
     assert ranges == ["", f"bytes={kept}-"], "the second request asks only for the missing bytes"
-    blob = tmp_path / "cache" / "models--cross-encoder--ms-marco-MiniLM-L-6-v2" / "blobs" / etag_of("model.onnx", data)
+    blob = tmp_path / "cache" / "models--cross-encoder--ms-marco-MiniLM-L6-v2" / "blobs" / etag_of("model.onnx", data)
     assert blob.read_bytes() == data
 
 
@@ -190,7 +190,7 @@ def test_the_models_command_pulls_lists_verifies_and_removes(hub: LocalHub, tmp_
     assert damaged.exit_code == 1 and "damaged: model.onnx" in damaged.output
     removed = runner.invoke(main, ["models", "remove", DEFAULT])
     assert removed.exit_code == 0 and "removed" in removed.output
-    assert not (tmp_path / "cache" / "models--cross-encoder--ms-marco-MiniLM-L-6-v2").exists()
+    assert not (tmp_path / "cache" / "models--cross-encoder--ms-marco-MiniLM-L6-v2").exists()
     again = runner.invoke(main, ["models", "remove", DEFAULT])
     assert again.exit_code == 1 and "is not in the model cache" in again.output
 

@@ -47,8 +47,8 @@ class HubRef:
 def parse_hub_ref(spec: str) -> HubRef | None:
     """`hub:ORG/NAME@REV`, `ORG/NAME@REV` or `ORG/NAME` → a HubRef; anything else → None.
 
-    >>> parse_hub_ref("cross-encoder/ms-marco-MiniLM-L-6-v2@main")
-    HubRef(repo_id='cross-encoder/ms-marco-MiniLM-L-6-v2', revision='main')
+    >>> parse_hub_ref("cross-encoder/ms-marco-MiniLM-L6-v2@main")
+    HubRef(repo_id='cross-encoder/ms-marco-MiniLM-L6-v2', revision='main')
     >>> parse_hub_ref("hub:BAAI/bge-m3").name, parse_hub_ref("./models/x"), parse_hub_ref("a/b/c")
     ('BAAI/bge-m3', None, None)
     """

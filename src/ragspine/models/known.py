@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-DEFAULT_CROSS_ENCODER = "cross-encoder/ms-marco-MiniLM-L-6-v2"
+# The specification's ms-marco MiniLM cross-encoder (the hub redirects its old id
+# cross-encoder/ms-marco-MiniLM-L-6-v2 here); it ships int8 ONNX graphs under onnx/.
+DEFAULT_CROSS_ENCODER = "cross-encoder/ms-marco-MiniLM-L6-v2"
 
 
 @dataclass(frozen=True)
@@ -26,7 +28,7 @@ KNOWN_MODELS = (
     KnownModel(DEFAULT_CROSS_ENCODER, "RAGSPINE_RERANKER_MODEL", "en", "apache-2.0",
                "the default of RAGSPINE_RERANKER=cross_encoder (ONNX under onnx/)"),
     KnownModel("Xenova/ms-marco-MiniLM-L-6-v2", "RAGSPINE_RERANKER_MODEL", "en", "apache-2.0",
-               "the same model, Transformers.js export with an int8 graph"),
+               "the same model, Transformers.js export (onnx/model_quantized.onnx)"),
     KnownModel("onnx-community/bge-reranker-v2-m3-ONNX", "RAGSPINE_RERANKER_MODEL", "multilingual (zh, en, ...)",
                "apache-2.0", "the multilingual choice for Chinese"),
 )  # fmt: skip
@@ -35,7 +37,7 @@ KNOWN_MODELS = (
 def setting_of(repo_id: str) -> str:
     """The setting a known model is for, or "" when it is not one RAGSpine names.
 
-    >>> setting_of("cross-encoder/ms-marco-MiniLM-L-6-v2"), setting_of("me/mine")
+    >>> setting_of("cross-encoder/ms-marco-MiniLM-L6-v2"), setting_of("me/mine")
     ('RAGSPINE_RERANKER_MODEL', '')
     """
     return next((m.setting for m in KNOWN_MODELS if m.repo_id == repo_id), "")

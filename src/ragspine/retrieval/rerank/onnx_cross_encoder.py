@@ -6,7 +6,7 @@ pair's score does not depend on its batch beyond float rounding); a one-logit he
 two-class head's log-odds (class 1 - class 0), is the relevance score; the order is by
 descending score, ties in the incoming order. The model is a folder or a hub id; with neither
 `model_dir` nor RAGSPINE_RERANKER_MODEL it is the specification's
-cross-encoder/ms-marco-MiniLM-L-6-v2, fetched once into the hub cache (`ragspine models pull`).
+cross-encoder/ms-marco-MiniLM-L6-v2, fetched once into the hub cache (`ragspine models pull`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ DEFAULT_BATCH_SIZE = 16
 class CrossEncoderReranker(ScoredReranker):
     """Scores each (query, passage) pair with an ONNX cross-encoder.
 
-    >>> reranker = CrossEncoderReranker("cross-encoder/ms-marco-MiniLM-L-6-v2")  # doctest: +SKIP
+    >>> reranker = CrossEncoderReranker("cross-encoder/ms-marco-MiniLM-L6-v2")  # doctest: +SKIP
     >>> reranker.rerank("why did revenue fall", ["sunny week", "demand weakened"])  # doctest: +SKIP
     [1, 0]
     """
