@@ -203,3 +203,15 @@ def test_pull_offline_and_a_non_hub_name_are_one_line(hub: LocalHub) -> None:
     assert offline.exit_code == 1 and "HF_HUB_OFFLINE" in offline.output and "Traceback" not in offline.output
     bad = runner.invoke(main, ["models", "pull", "./not/a/hub/id"])
     assert bad.exit_code == 1 and "is not a hub id" in bad.output
+
+
+def test_the_onnx_embedder_takes_a_hub_id_and_binds_its_vectors_to_it(hub: LocalHub, tmp_path: Path) -> None:
+    from ragspine.retrieval.vector.embeddings.factory import make_embedding_backend
+    from ragspine.settings.config import load_settings
+
+    hub.add("me/tiny-embedder", colbert_folder(tmp_path / "built" / "embedder"))
+    backend = make_embedding_backend("onnx", model_dir="me/tiny-embedder", threads=1)
+    (vector,) = backend.embed_texts(["revenue fell"])
+    assert len(vector) == backend.dim and backend.model_id.startswith("onnx:me/tiny-embedder;sha256=")
+    settings = load_settings({"RAGSPINE_EMBEDDING": "onnx", "RAGSPINE_EMBEDDING_MODEL": "me/tiny-embedder"})
+    assert settings.embedding_model == "me/tiny-embedder", "a hub id passes the settings check"

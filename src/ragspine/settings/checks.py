@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from ragspine.models.hub import parse_hub_ref
 from ragspine.settings.choices import (
     EMBEDDING_MODEL_OPTION,
     LEXICAL_MODES,
@@ -167,11 +168,12 @@ def _check_embedding(settings: Settings, sources: Mapping[str, str]) -> None:
     if name in ("st", "sentence-transformers", "qwen3") and settings.embedding_model is None:
         raise ConfigError(f"{named} needs RAGSPINE_EMBEDDING_MODEL: the path of a local model folder")
     model = settings.embedding_model
-    if name in LOCAL_MODEL_PATH and model is not None and not Path(model).exists():
+    hub_ok = name in ("onnx", "fastembed", "minilm") and model is not None and parse_hub_ref(model) is not None
+    if name in LOCAL_MODEL_PATH and model is not None and not Path(model).exists() and not hub_ok:
         raise ConfigError(
             f"RAGSPINE_EMBEDDING_MODEL={model!r} (from "
             f"{sources.get('RAGSPINE_EMBEDDING_MODEL', 'default')}): no such file or folder; "
-            f"{name} reads a local model and never downloads one"
+            f"{name} reads a local model folder (onnx also a hub id ORG/NAME[@REVISION])"
         )
 
 
