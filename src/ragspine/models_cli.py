@@ -113,7 +113,7 @@ def pull_command(name: str, slot: str | None, fp32: bool, config_file: Path | No
     if ref is None:
         raise click.ClickException(f"{name!r} is not a hub id: ORG/NAME or ORG/NAME@REVISION")
     if hub_offline():
-        raise click.ClickException(f"cannot pull {ref.name}: HF_HUB_OFFLINE is set; unset it where the hub can be reached")
+        raise click.ClickException(f"cannot pull {ref.name}: HF_HUB_OFFLINE is set; unset it where the hub is reachable")
     setting = configured_models(_settings(config_file)).get(ref.repo_id, "")
     chosen = slot or _slot_for(setting)
     with _model_errors():

@@ -215,3 +215,12 @@ def test_the_onnx_embedder_takes_a_hub_id_and_binds_its_vectors_to_it(hub: Local
     assert len(vector) == backend.dim and backend.model_id.startswith("onnx:me/tiny-embedder;sha256=")
     settings = load_settings({"RAGSPINE_EMBEDDING": "onnx", "RAGSPINE_EMBEDDING_MODEL": "me/tiny-embedder"})
     assert settings.embedding_model == "me/tiny-embedder", "a hub id passes the settings check"
+
+
+def test_config_show_names_the_model_each_reranker_runs(tmp_path: Path) -> None:
+    from ragspine.assembly import describe_reranker
+    from ragspine.settings.config import load_settings
+
+    assert describe_reranker(load_settings({"RAGSPINE_RERANKER": "cross_encoder"})) == f"cross_encoder ({DEFAULT})"
+    pinned = load_settings({"RAGSPINE_RERANKER": "ce", "RAGSPINE_RERANKER_MODEL": f"{DEFAULT}@v1"})
+    assert describe_reranker(pinned) == f"ce ({DEFAULT}@v1)"

@@ -137,15 +137,19 @@ def pull_model(ref: HubRef, slot: str, *, what: str, setting: str, int8: bool = 
     except (ModelNotPulled, ImportError):
         raise
     except Exception as exc:  # the hub client's connection, HTTP and not-found errors
-        if type(exc).__name__ in ("RepositoryNotFoundError", "RevisionNotFoundError", "GatedRepoError"):
-            raise FileNotFoundError(f"{what}: the hub at {hub_endpoint()} has no model {ref.name!r} ({setting}): "
-                                    f"{type(exc).__name__}") from exc  # fmt: skip
-        raise not_pulled(ref, what=what, setting=setting,
-                         why=f"the hub at {hub_endpoint()} cannot be reached ({type(exc).__name__})") from exc  # fmt: skip
+        kind = type(exc).__name__
+        if kind in ("RepositoryNotFoundError", "RevisionNotFoundError", "GatedRepoError"):
+            raise FileNotFoundError(
+                f"{what}: the hub at {hub_endpoint()} has no model {ref.name!r} ({setting}): {kind}"
+            ) from exc
+        why = f"the hub at {hub_endpoint()} cannot be reached ({kind})"
+        raise not_pulled(ref, what=what, setting=setting, why=why) from exc
     wanted = slot_files(files, slot, int8=int8)
     if not wanted:
-        raise FileNotFoundError(f"{what}: the hub model {ref.name!r} ({setting}) has none of the files a {slot} "
-                                "model needs (an ONNX export with tokenizer.json for ONNX slots)")  # fmt: skip
+        raise FileNotFoundError(
+            f"{what}: the hub model {ref.name!r} ({setting}) has none of the files a {slot} model needs "
+            "(an ONNX export with tokenizer.json for ONNX slots)"
+        )
     return download(ref, wanted)
 
 

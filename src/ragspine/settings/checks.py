@@ -88,7 +88,8 @@ def _check_reranker(settings: Settings) -> None:
     if name == "colbert" and not settings.reranker_model:
         raise ConfigError(
             "RAGSPINE_RERANKER='colbert' needs a model (model.onnx + tokenizer.json); set "
-            "RAGSPINE_RERANKER_MODEL to a folder or a hub id ORG/NAME[@REVISION], or choose cross_encoder, splade or none"
+            "RAGSPINE_RERANKER_MODEL to a folder or a hub id ORG/NAME[@REVISION], or choose "
+            "cross_encoder, splade or none"
         )
     if name == "http" and not settings.reranker_url:
         raise ConfigError("RAGSPINE_RERANKER='http' needs RAGSPINE_RERANKER_URL (the rerank endpoint)")

@@ -3,9 +3,9 @@
 
 Invariants: the weights are a folder, or a hub id resolved by `ragspine.models.resolve_model`
 (fetched once into the hub cache after the extra's imports succeed; loading itself is
-`local_files_only=True`); a path that is neither is a ValueError before any import; torch and colpali-engine are imported when the first embedder is
-built, so a bare install never imports them, and their absence is a MissingExtraError naming
-`[colpali]`; only the vectors of real positions (attention mask 1) are kept, each L2-normalised
+`local_files_only=True`); a path that is neither is a ValueError before any import; torch and
+colpali-engine are imported when the first embedder is built, so a bare install never imports
+them, and their absence is a MissingExtraError naming `[colpali]`; only the vectors of real positions (attention mask 1) are kept, each L2-normalised
 (the models' own projections are already unit length; normalising again only removes rounding);
 `device` is `cpu`, `cuda`, `cuda:N` or `auto` (cuda when available).
 """
