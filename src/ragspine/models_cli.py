@@ -63,8 +63,12 @@ def _settings(config_file: Path | None) -> Settings | None:
         return load_settings(config_file=config_file)
 
 
-def _slot_for(setting: str) -> str:
-    return "visual" if setting == "RAGSPINE_VISUAL_MODEL" else "onnx"
+def _slot_for(setting: str, settings: Settings | None) -> str:
+    """The files a model needs, from the setting naming it (SPLADE when the reranker is splade)."""
+    if setting == "RAGSPINE_VISUAL_MODEL":
+        return "visual"
+    splade = setting == "RAGSPINE_RERANKER_MODEL" and settings is not None and settings.reranker == "splade"
+    return "splade" if splade else "onnx"
 
 
 @click.group("models")
@@ -114,8 +118,9 @@ def pull_command(name: str, slot: str | None, fp32: bool, config_file: Path | No
         raise click.ClickException(f"{name!r} is not a hub id: ORG/NAME or ORG/NAME@REVISION")
     if hub_offline():
         raise click.ClickException(f"cannot pull {ref.name}: HF_HUB_OFFLINE is set; unset it where the hub is reachable")
-    setting = configured_models(_settings(config_file)).get(ref.repo_id, "")
-    chosen = slot or _slot_for(setting)
+    settings = _settings(config_file)
+    setting = configured_models(settings).get(ref.repo_id, "")
+    chosen = slot or _slot_for(setting, settings)
     with _model_errors():
         model = resolve_model(ref.name, slot=chosen, what="ragspine models pull", setting=setting or "--slot",
                               int8=not fp32)  # fmt: skip
