@@ -250,3 +250,19 @@ def test_splade_and_visual_slots_fetch_only_their_files(hub: LocalHub, tmp_path:
     model = resolve_model("me/colqwen-ish", slot="visual", what="colqwen2", setting="RAGSPINE_VISUAL_MODEL")
     assert sorted(p.name for p in model.folder.iterdir()) == [
         "adapter_config.json", "adapter_model.safetensors", "config.json", "preprocessor_config.json"]  # fmt: skip
+
+
+def test_a_hub_embedder_of_a_known_family_gets_its_conventions(hub: LocalHub, tmp_path: Path) -> None:
+    from ragspine.retrieval.vector.embeddings.factory import make_embedding_backend
+
+    built = colbert_folder(tmp_path / "built" / "family")
+    hub.add("me/multilingual-e5-tiny", built)
+    hub.add("me/bge-m3-tiny", built)
+    e5 = make_embedding_backend("onnx", model_dir="me/multilingual-e5-tiny", threads=1)
+    assert (e5.query_prefix, e5.passage_prefix, e5.pooling) == ("query: ", "passage: ", "mean")
+    assert "qp='query: ';pp='passage: '" in e5.model_id
+    assert e5.embed_queries(["revenue"]) != e5.embed_texts(["revenue"]), "the prefixes reach the model"
+    m3 = make_embedding_backend("onnx", model_dir="me/bge-m3-tiny", threads=1)
+    assert (m3.query_prefix, m3.pooling) == ("", "cls")
+    mine = make_embedding_backend("onnx", model_dir="me/multilingual-e5-tiny", query_prefix="", threads=1)
+    assert mine.query_prefix == "" and mine.passage_prefix == "passage: ", "what is given wins"

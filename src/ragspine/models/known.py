@@ -41,3 +41,32 @@ def setting_of(repo_id: str) -> str:
     ('RAGSPINE_RERANKER_MODEL', '')
     """
     return next((m.setting for m in KNOWN_MODELS if m.repo_id == repo_id), "")
+
+
+@dataclass(frozen=True)
+class EmbeddingConvention:
+    """How an embedding family is meant to be used: its query / passage prefixes and pooling."""
+
+    query_prefix: str
+    passage_prefix: str
+    pooling: str
+
+
+# Matched against the hub repo's name (lower case), first match wins: E5 models want "query: " /
+# "passage: " and mean pooling (intfloat's model cards); BGE-M3's dense vector is the [CLS] token.
+EMBEDDING_CONVENTIONS = (
+    ("e5-", EmbeddingConvention("query: ", "passage: ", "mean")),
+    ("bge-m3", EmbeddingConvention("", "", "cls")),
+)
+
+
+def embedding_convention(repo_id: str) -> EmbeddingConvention | None:
+    """The convention of a hub embedding model by its name, or None.
+
+    >>> embedding_convention("Xenova/multilingual-e5-base").query_prefix, embedding_convention("BAAI/bge-m3").pooling
+    ('query: ', 'cls')
+    >>> embedding_convention("sentence-transformers/all-MiniLM-L6-v2") is None
+    True
+    """
+    name = repo_id.rsplit("/", 1)[-1].lower()
+    return next((c for key, c in EMBEDDING_CONVENTIONS if key in name), None)
