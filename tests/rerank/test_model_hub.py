@@ -266,3 +266,15 @@ def test_a_hub_embedder_of_a_known_family_gets_its_conventions(hub: LocalHub, tm
     assert (m3.query_prefix, m3.pooling) == ("", "cls")
     mine = make_embedding_backend("onnx", model_dir="me/multilingual-e5-tiny", query_prefix="", threads=1)
     assert mine.query_prefix == "" and mine.passage_prefix == "passage: ", "what is given wins"
+
+
+def test_a_hub_id_without_huggingface_hub_names_the_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from ragspine.extras import MissingExtraError
+
+    monkeypatch.setitem(sys.modules, "huggingface_hub", None)  # as if it were not installed
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    with pytest.raises(MissingExtraError, match=r"pip install 'ragspine\[hub\]'"):
+        resolve_model("me/anything", slot="onnx", what="test", setting="RAGSPINE_RERANKER_MODEL")
