@@ -10,6 +10,8 @@ blob's name and exits 1 on a mismatch; errors are one line, exit 1.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -169,14 +171,12 @@ def remove_command(name: str) -> None:
     click.echo(f"removed {ref.repo_id}: {_size(freed)} freed from {hub_cache()}")
 
 
-class _model_errors:
-    """The resolver's errors (a model not pulled, a damaged file, a missing file) as one line."""
+@contextmanager
+def _model_errors() -> Iterator[None]:
+    """The resolver's errors (not pulled, damaged, missing, gated, no extra) as one line, exit 1."""
+    from ragspine.errors import RagspineError
 
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
-        from ragspine.errors import RagspineError
-
-        if exc is not None and isinstance(exc, RagspineError | FileNotFoundError | ValueError | ImportError):
-            raise click.ClickException(str(exc)) from exc
+    try:
+        yield
+    except (RagspineError, FileNotFoundError, PermissionError, ValueError, ImportError) as exc:
+        raise click.ClickException(str(exc)) from exc

@@ -138,9 +138,15 @@ def pull_model(ref: HubRef, slot: str, *, what: str, setting: str, int8: bool = 
         raise
     except Exception as exc:  # the hub client's connection, HTTP and not-found errors
         kind = type(exc).__name__
-        if kind in ("RepositoryNotFoundError", "RevisionNotFoundError", "GatedRepoError"):
+        if kind == "GatedRepoError":
+            raise PermissionError(
+                f"{what}: {ref.name!r} ({setting}) is gated on the hub: accept its terms there and log in "
+                "(HF_TOKEN or `hf auth login`)"
+            ) from exc
+        if kind in ("RepositoryNotFoundError", "RevisionNotFoundError"):
             raise FileNotFoundError(
-                f"{what}: the hub at {hub_endpoint()} has no model {ref.name!r} ({setting}): {kind}"
+                f"{what}: the hub at {hub_endpoint()} has no model {ref.name!r} ({setting}), and there is no "
+                f"folder of that name here: {kind}"
             ) from exc
         why = f"the hub at {hub_endpoint()} cannot be reached ({kind})"
         raise not_pulled(ref, what=what, setting=setting, why=why) from exc
