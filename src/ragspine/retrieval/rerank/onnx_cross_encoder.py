@@ -4,8 +4,9 @@ run by ONNX Runtime over a model folder. The `[rerank]` extra.
 Invariants: each (query, passage) pair is scored on its own (pairs are batched by length, and a
 pair's score does not depend on its batch beyond float rounding); a one-logit head's logit, or a
 two-class head's log-odds (class 1 - class 0), is the relevance score; the order is by
-descending score, ties in the incoming order. The model folder is the user's: nothing is
-downloaded.
+descending score, ties in the incoming order. The model is a folder or a hub id; with neither
+`model_dir` nor RAGSPINE_RERANKER_MODEL it is the specification's
+cross-encoder/ms-marco-MiniLM-L6-v2, fetched once into the hub cache (`ragspine models pull`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ragspine.models.known import DEFAULT_CROSS_ENCODER
 from ragspine.retrieval.rerank.models import OnnxModel, ScoredReranker
 
 DEFAULT_MAX_LENGTH = 512
@@ -23,7 +25,7 @@ DEFAULT_BATCH_SIZE = 16
 class CrossEncoderReranker(ScoredReranker):
     """Scores each (query, passage) pair with an ONNX cross-encoder.
 
-    >>> reranker = CrossEncoderReranker("models/ms-marco-MiniLM-L-6-v2-onnx")  # doctest: +SKIP
+    >>> reranker = CrossEncoderReranker("cross-encoder/ms-marco-MiniLM-L6-v2")  # doctest: +SKIP
     >>> reranker.rerank("why did revenue fall", ["sunny week", "demand weakened"])  # doctest: +SKIP
     [1, 0]
     """
@@ -39,7 +41,7 @@ class CrossEncoderReranker(ScoredReranker):
         threads: int | None = None,
     ) -> None:
         self._model = OnnxModel(model_dir, what="CrossEncoderReranker", extra="rerank", max_length=max_length,
-                                batch_size=batch_size, threads=threads)  # fmt: skip
+                                batch_size=batch_size, threads=threads, default=DEFAULT_CROSS_ENCODER)  # fmt: skip
 
     def scores(self, query: str, candidates: list[str]) -> list[float]:
         """The relevance score of each candidate for `query`."""
@@ -50,7 +52,7 @@ class CrossEncoderReranker(ScoredReranker):
         return out.tolist()
 
     def __repr__(self) -> str:
-        return f"CrossEncoderReranker({str(self._model.folder)!r})"
+        return f"CrossEncoderReranker({self._model.name!r})"
 
 
 def _relevance(logits: np.ndarray, model: Path) -> np.ndarray:

@@ -1,10 +1,11 @@
 """`ColPaliEmbedder`: ColPali or ColQwen2 page and query vectors through colpali-engine (the
-`[colpali]` extra: colpali-engine, transformers, PyTorch), weights from a folder the user names.
+`[colpali]` extra: colpali-engine, transformers, PyTorch), weights from a folder or a hub id.
 
-Invariants: nothing is downloaded (`local_files_only=True`; a folder that is not there is a
-ValueError before any import); torch and colpali-engine are imported when the first embedder is
-built, so a bare install never imports them, and their absence is a MissingExtraError naming
-`[colpali]`; only the vectors of real positions (attention mask 1) are kept, each L2-normalised
+Invariants: the weights are a folder, or a hub id resolved by `ragspine.models.resolve_model`
+(fetched once into the hub cache after the extra's imports succeed; loading itself is
+`local_files_only=True`); a path that is neither is a ValueError before any import; torch and
+colpali-engine are imported when the first embedder is built, so a bare install never imports
+them, and their absence is a MissingExtraError naming `[colpali]`; only the vectors of real positions (attention mask 1) are kept, each L2-normalised
 (the models' own projections are already unit length; normalising again only removes rounding);
 `device` is `cpu`, `cuda`, `cuda:N` or `auto` (cuda when available).
 """
@@ -18,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ragspine.extras import require
+from ragspine.models import parse_hub_ref, resolve_model
 from ragspine.retrieval.vector.arrays import unit_rows
 
 # family → (model class, processor class) in colpali_engine.models
@@ -45,15 +47,18 @@ class ColPaliEmbedder:
         if family not in FAMILIES:
             raise ValueError(f"unknown visual model family {family!r}; valid: {', '.join(FAMILIES)}")
         folder = Path(model_dir).expanduser()
-        if not folder.is_dir():
+        ref = None if folder.is_dir() else parse_hub_ref(str(model_dir))
+        if ref is None and not folder.is_dir():
             raise ValueError(
-                f"{family}: no model folder at {folder}; download the weights yourself (e.g. "
-                "vidore/colqwen2-v1.0 with its base model) and name the folder in RAGSPINE_VISUAL_MODEL"
+                f"{family}: no model folder at {folder}; name a folder or a hub id (e.g. "
+                "vidore/colqwen2-v1.0) in RAGSPINE_VISUAL_MODEL"
             )
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         self.torch = require("torch", extra="colpali", purpose=f"RAGSPINE_VISUAL_EMBEDDER={family}")
         models = require("colpali_engine.models", extra="colpali", purpose=f"RAGSPINE_VISUAL_EMBEDDER={family}")
+        if ref is not None:  # fetched once into the hub cache (the extras are checked first)
+            folder = resolve_model(ref.name, slot="visual", what=family, setting="RAGSPINE_VISUAL_MODEL").folder
         self.device = _device(self.torch, device)
         torch_dtype = _dtype(self.torch, dtype, self.device)
         model_cls, processor_cls = (getattr(models, name) for name in FAMILIES[family])
@@ -63,7 +68,7 @@ class ColPaliEmbedder:
         self.processor = processor_cls.from_pretrained(str(folder), local_files_only=True)
         self.family, self.folder, self.batch_size = family, folder, batch_size
         self.dim = int(getattr(self.model, "dim", 128))
-        self.model_id = f"{family}:{folder.name}"
+        self.model_id = f"{family}:{ref.repo_id}@{folder.name[:12]}" if ref else f"{family}:{folder.name}"
 
     def embed_pages(self, images: Sequence[np.ndarray]) -> list[np.ndarray]:
         image_mod = require("PIL.Image", extra="colpali", purpose="ColPali page images")

