@@ -66,3 +66,27 @@ def test_a_second_ingest_brings_the_files_up_to_date(tmp_path: Path) -> None:
     finally:
         retriever.index.close()
         store.close()
+
+
+def test_a_reader_holding_the_old_files_is_safe_while_ingest_rewrites_them(tmp_path: Path) -> None:
+    """A search process that mapped the index files keeps reading its snapshot while a later
+    `ragspine ingest` writes new ones (new names, the manifest replaced atomically), then moves
+    to the new version without distrusting any file."""
+    db = str(tmp_path / "s.db")
+    settings = load_settings({"RAGSPINE_DB": db, "RAGSPINE_EMBEDDING": "none"})
+    docs = _folder(tmp_path / "docs", 20)
+    ingest_files([docs], settings, progress=False)
+    retriever, store = build_retriever(settings)
+    try:
+        index = retriever.index
+        old = index.retriever()  # the reader's snapshot, over the mapped files
+        for i in range(20):  # every document replaced: the index step rebuilds
+            (docs / f"doc{i}.md").write_text(f"# Report {i}\n\nA harbour crane at unit {i} collapsed.\n", "utf-8")
+        report, _ = ingest_files([docs], settings, progress=False)
+        assert len(report.ingested) == 20 and report.lexical_index in ("built", "caught_up")
+        assert old.search("shipping delay unit 3", top_k=1)  # the old snapshot still reads its files
+        assert index.rank("harbour crane unit 3", top_k=1)[0].chunk.doc_id == "doc3.md"
+        assert index.lexical_index.stats["changed_files"] == 0 and index.lexical_index.stats["builds"] == 0
+    finally:
+        retriever.index.close()
+        store.close()
