@@ -57,7 +57,7 @@ bench-graph: $(STAMP)
 	PYTHONPATH=src:. $(BIN)/python -m bench.graph_bench --chunks 10000 100000
 
 bench-cold: $(STAMP)
-	PYTHONPATH=. $(BIN)/python -m bench.cold_search $(if $(BEFORE),--before $(BEFORE)) $(if $(SCALE),--scale $(SCALE))
+	PYTHONPATH=. $(BIN)/python -m bench.cold_search $(if $(BEFORE),--before $(BEFORE)) $(if $(SCALE),--scale $(SCALE)) $(if $(AFTER_INGEST),--after-ingest $(AFTER_INGEST))
 
 # Reranker quality and cost on the product path (docs/benchmarks.md, "Rerankers"): the product's search
 # without and with RERANK_SPEC over the top 20 and 50 fused results. RERANK_SETS: BEIR folders.

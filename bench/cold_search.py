@@ -2,6 +2,7 @@
 
     python -m bench.cold_search [--runs 5] [--work DIR] [--before SRC] [--embedding auto]
     python -m bench.cold_search --scale 100k [--runs 5] [--work DIR]
+    python -m bench.cold_search --after-ingest 3000 [--runs 3] [--work DIR] [--before SRC]
 
 Two stores are built with `ragspine ingest` (this checkout's code, the dense channel on: the
 default `auto` embedding, multilingual-e5 where `[embed-e5]` is installed): "one-chunk" (one
@@ -28,6 +29,16 @@ unit vectors (fixed seed: their values do not change the cost); each query is st
 the real model. A check process then searches through the product path and asserts that the
 dense channel covered every chunk. The timed runs interleave hybrid (the `--embedding` backend)
 and BM25 alone (RAGSPINE_EMBEDDING=none) on the same store.
+
+`--after-ingest N` times what a user times after `ragspine ingest`: the first search on a fresh
+store. A generated Markdown corpus of about N chunks (fixed seed, Zipf-distributed words, 10
+1000-character paragraphs per file) is ingested BM25-only (RAGSPINE_EMBEDDING=none) into a new
+store per side and round; then one `ragspine search` process (the first search) and a second
+one are timed. "before": the store as an ingest without the index step leaves it (its
+`<db>.bm25/` folder removed: the first search builds the lexical index), or, with `--before
+SRC`, that code's ingest and searches; "after": this checkout's ingest (its index step builds
+the files) and searches. The sides alternate round by round; medians are printed, with the
+ingest wall time (the index step moves the build into it).
 """
 
 from __future__ import annotations
@@ -226,6 +237,51 @@ def _time_scale(db: Path, scale: str, runs: int, env: dict[str, str], before: di
     return figures
 
 
+def _generated(folder: Path, chunks: int) -> Path:
+    """About `chunks` 1000-character paragraphs of Zipf-distributed words in Markdown files (10 each)."""
+    import numpy as np
+
+    rng = np.random.default_rng(37)
+    vocab = [f"w{i:x}" + "abcdefgh"[i % 8] * (i % 4) for i in range(20_000)]
+    folder.mkdir(parents=True, exist_ok=True)
+    for f in range(max(1, chunks // 10)):
+        paragraphs = []
+        for _ in range(10):
+            words = [vocab[min(int(z), len(vocab)) - 1] for z in rng.zipf(1.2, 200)]
+            paragraphs.append(" ".join(words)[:990].rsplit(" ", 1)[0] + ".")
+        (folder / f"doc{f:05d}.md").write_text(f"# Document {f}\n\n" + "\n\n".join(paragraphs) + "\n", "utf-8")
+    return folder
+
+
+def _time_after_ingest(work: Path, chunks: int, runs: int, before: Path | None) -> dict[str, object]:
+    """First and second cold search after a fresh BM25-only ingest, before/after, alternated."""
+    folder = _generated(work / f"generated-{chunks}", chunks)
+    sides = {"before": _env(before.resolve() if before else ROOT / "src", "none"), "after": _env(ROOT / "src", "none")}
+    times: dict[str, list[dict[str, float]]] = {side: [] for side in sides}
+    for i in range(runs):
+        for side, env in sides.items():
+            db = work / f"first-{side}.db"
+            start = time.perf_counter()
+            line = _ingest(folder, db, env)
+            ingest_s = time.perf_counter() - start
+            if side == "before":  # the state an ingest without the index step leaves
+                shutil.rmtree(Path(str(db) + ".bm25"), ignore_errors=True)
+            first = _search(db, QUERIES[i % len(QUERIES)], env)
+            second = _search(db, QUERIES[(i + 1) % len(QUERIES)], env)
+            times[side].append({"ingest_s": ingest_s, "first_s": first["wall_s"], "second_s": second["wall_s"]})
+            print(f"  round {i + 1} {side:6}: ingest {ingest_s:.2f} s, first search {first['wall_s']:.2f} s, "
+                  f"second {second['wall_s']:.2f} s ({line})", flush=True)  # fmt: skip
+    figures: dict[str, object] = {}
+    for side in sides:
+        figures[side] = {key: round(_median(times[side], key), 3) for key in ("ingest_s", "first_s", "second_s")}
+        print(f"  {side:6} median of {runs}: {figures[side]}", flush=True)
+    b, a = figures["before"], figures["after"]
+    figures["before/after first search"] = round(b["first_s"] / a["first_s"], 2)  # type: ignore[index]
+    print(f"  first search before/after: {figures['before/after first search']}x; "
+          f"load average at the end: {os.getloadavg()}", flush=True)  # fmt: skip
+    return figures
+
+
 def _median(runs: list[dict[str, float]], key: str) -> float:
     return statistics.median(r[key] for r in runs)
 
@@ -238,6 +294,7 @@ def main() -> None:
     parser.add_argument("--embedding", default="auto", help="RAGSPINE_EMBEDDING for ingest and search")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     parser.add_argument("--scale", default=None, help="time one bench.prepare corpus of this size (e.g. 100k)")
+    parser.add_argument("--after-ingest", type=int, default=None, help="first search after ingest, ~N chunks")
     parser.add_argument("--write-vectors", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--check-dense", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -249,6 +306,11 @@ def main() -> None:
         return
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
+    if args.after_ingest is not None:
+        first = _time_after_ingest(work, args.after_ingest, args.runs, args.before)
+        if args.json is not None:
+            args.json.write_text(json.dumps({"after_ingest": first}, indent=2), encoding="utf-8")
+        return
     if args.scale is not None:
         env = _env(ROOT / "src", args.embedding)
         db = _scale_store(work, args.scale, env)

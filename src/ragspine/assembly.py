@@ -655,8 +655,8 @@ def ingest_files(
     try:
         visual = make_visual_embedder_for(settings) if "://" not in settings.db else None  # fails before any write
         report = ingest_paths(
-            list(paths), settings.db, force=force or remake, progress=progress,
-            embedding_backend=backend if shared else None, max_chars=settings.chunk_chars,
+            list(paths), settings.db, force=force or remake, progress=progress, max_chars=settings.chunk_chars,
+            embedding_backend=backend if shared else None, lexical_analyzer=make_analyzer(settings.analyzer),
             overlap_chars=settings.chunk_overlap, chunker=make_chunker_for(settings, backend),
             levels=tuple(settings.sensitivity_levels.split(",")), index_text=make_index_text_for(settings),
             vectors=make_vector_store_for(settings, backend) if shared else None, **options,

@@ -275,6 +275,18 @@ class Workspace(Closeable):
             chunker=self.retriever.index.chunker,
         )  # fmt: skip
 
+    def warm_lexical_index(self) -> bool:
+        """Bring the lexical index (and its files beside the store) up to date now when no
+        search has loaded it yet, so the next search does not build it (the HTTP ingest routes
+        run this after answering); False when it was loaded already (a write then updates it at
+        once). Safe beside searches: the index and its files are brought up to date under their
+        locks, the manifest replaced atomically."""
+        index = self.retriever.index
+        if index.lexical_index.loaded:
+            return False
+        index.refresh()
+        return True
+
     def _pipeline(self) -> IngestPipeline:
         """The ingest pipeline over this workspace's index, with the registry beside its store
         (opened at the first write: a workspace that only reads never creates it)."""

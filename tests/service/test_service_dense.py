@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
 from typing import Any
 
 from service_helpers import ADMIN, doc
@@ -100,3 +102,16 @@ def test_raptor_nodes_over_http_search_ask_and_stats(serve: Any) -> None:
     answer = served.client.post("/ask", json={"question": "exports Europe revenue", "top_k": 3}).json()
     assert answer["citations"] and {c["doc_id"] for c in answer["citations"]} <= {"a", "b"}
     assert not any(c.get("is_synthesis") for c in answer["citations"])
+
+
+def test_a_posted_document_is_indexed_in_the_background_before_any_search(serve: Any) -> None:
+    served = serve(embedding="deterministic")
+    assert served.client.post("/documents", json=doc("en", "Borealis gross margin fell.")).status_code == 201
+    lexical = served.ws.retriever.index.lexical_index
+    deadline = time.monotonic() + 20
+    while not lexical.loaded and time.monotonic() < deadline:  # the task runs after the answer
+        time.sleep(0.05)
+    assert lexical.loaded and lexical.last_action == "built"
+    assert list(Path(served.ws.settings.db + ".bm25").glob("*/manifest.json"))  # its files, for the next process
+    found = served.client.post("/search", json={"query": "gross margin", "top_k": 1}).json()
+    assert found["snippets"][0]["doc_id"] == "en" and lexical.stats["builds"] == 1  # the search built nothing

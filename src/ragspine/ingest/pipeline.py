@@ -18,8 +18,10 @@ The steps, in order:
    entries) goes through `NarrativeIndex.ingest`, the specification's chunk-and-replace
    primitive, which this step calls: `ragspine.retrieval` never imports this package.
 5. index: the lexical index follows the store: an index already loaded (a long-lived
-   workspace) is updated by the write at once; one never loaded (a CLI run) catches up from
-   the store's change log at the first search.
+   workspace) is updated by the write at once; a folder run given the searches' analyzer
+   (`ragspine ingest`) builds or catches up the index files beside the store once all files
+   are written, before embedding, so its first search loads them; otherwise the first search
+   catches up from the store's change log.
 6. embed: an index that embeds on write (a workspace) embeds each document's chunks as they
    are written; otherwise (a folder run, eval) the closing `embed` step embeds, in one
    `embed_pending` pass, every active chunk that has no vector.
@@ -54,7 +56,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -94,6 +96,7 @@ from ragspine.retrieval.chunking.chunking import (
     DEFAULT_OVERLAP_CHARS,
 )
 from ragspine.retrieval.chunking.protocol import Chunker, IndexTextFn
+from ragspine.retrieval.lexical.index.store_index import build_beside
 from ragspine.retrieval.model import DocumentMeta
 from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex
 from ragspine.retrieval.store.factory import open_chunk_store
@@ -126,6 +129,7 @@ class IngestRunReport(IngestReport):
 
     embedding: EmbedReport | None = None
     visual: VisualIngestReport | None = None  # the page index pass (RAGSPINE_VISUAL_EMBEDDER)
+    lexical_index: str = ""  # the index step: "built", "caught_up", "loaded"; "": not run here
 
     def headline(self) -> str:
         line = super().headline()
@@ -425,6 +429,7 @@ def ingest_paths(
     levels: Sequence[str] | None = None,
     index_text: IndexTextFn | None = None,
     vectors: ChunkVectorStore | None = None,
+    lexical_analyzer: Callable[[str], list[str]] | None = None,
 ) -> IngestRunReport:
     """Ingest every supported file under `paths` into the store at `db` (a SQLite path or a
     `postgresql://` URL: the registry lives in the same database); see the module docstring.
@@ -445,6 +450,10 @@ def ingest_paths(
     `ragspine.assembly.make_index_text_for(settings)`) is what the embedding pass embeds.
     `vectors` (e.g. `ragspine.assembly.make_vector_store_for(settings, backend)`: pgvector,
     Qdrant) is where it writes them; None: the vectors file beside a SQLite store.
+    `lexical_analyzer` (e.g. `make_analyzer(settings.analyzer)`, the one searches use): once
+    the files are written, and before the embed step, the lexical index files beside the store
+    are built (or brought up to date) with it and `index_text`, so the store is BM25-searchable
+    without a build at the first search (`report.lexical_index`); None: the first search does it.
     """
     given = {
         "entity": entity, "period": period, "topic": topic, "geography": geography, "language": language
@@ -467,8 +476,8 @@ def ingest_paths(
     with open_chunk_store(db) as store:
         store.init_schema()
         # The writing index: no dense channel (the embed step opens the vectors) and no lexical
-        # index files (the persisted index catches up from the store at the first search); the
-        # chunks are cut by `settings`, so its own chunker is never used.
+        # index files (the index step below, or else the first search, builds them from the
+        # store); the chunks are cut by `settings`, so its own chunker is never used.
         index = NarrativeIndex(store, persist_index=False)
         with IngestPipeline(index, registry=DocumentRegistry(db), embedding=embedding) as pipeline:
             run = FolderRun(
@@ -485,6 +494,8 @@ def ingest_paths(
                 run.stop(full, left=len(found.files) - run.attempted)
                 return report
             run.record_failures()
+            if lexical_analyzer is not None:  # BM25-searchable now, before the embed step
+                report.lexical_index = build_beside(store, lexical_analyzer, index_text=index_text)
             report.embedding = pipeline.embed() if embedding is not None else None
     return report
 

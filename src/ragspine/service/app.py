@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter, Depends, FastAPI, File, Form, HTTPException, UploadFile
+from fastapi import APIRouter, BackgroundTasks, Depends, FastAPI, File, Form, HTTPException, UploadFile
 
 from ragspine import __version__
 from ragspine.settings.config import Settings
@@ -127,7 +127,7 @@ def _routes(ws: Workspace) -> APIRouter:
 
     @router.post("/documents", status_code=201, response_model=m.IngestOut, tags=["documents"],
                  dependencies=writer, responses=_TAKEN)  # fmt: skip
-    def ingest(doc: m.DocumentIn) -> dict[str, Any]:
+    def ingest(doc: m.DocumentIn, background: BackgroundTasks) -> dict[str, Any]:
         """Ingest a text as a new document (a write key). A `doc_id` that already has an active
         version is a 409, whatever its label, unless `replace` is set and the document has no
         RESTRICTED chunk: then the text becomes its new active version (atomically)."""
@@ -135,11 +135,13 @@ def _routes(ws: Workspace) -> APIRouter:
         text, doc_id, valid_as_of = fields.pop("text"), fields.pop("doc_id"), fields.pop("valid_as_of")
         existing = _existing(fields.pop("replace"))
         result = ws.ingest_text(text, doc_id, valid_as_of=valid_as_of, existing=existing, **fields)
+        background.add_task(ws.warm_lexical_index)  # once answered: the next search need not build the index
         return vars(result)
 
     @router.post("/documents/upload", status_code=201, response_model=m.IngestOut, tags=["documents"],
                  dependencies=writer, responses=_TAKEN)  # fmt: skip
     def upload(
+        background: BackgroundTasks,
         file: UploadFile = File(description="The document file (.txt, .md, and the formats whose loaders are installed)"),
         doc_id: str | None = Form(None, max_length=512),
         title: str | None = Form(None, max_length=m.MAX_META_CHARS),
@@ -162,6 +164,7 @@ def _routes(ws: Workspace) -> APIRouter:
         meta: dict[str, Any] = dict(title=title, topic=topic, entity=entity, geography=geography, period=period,
                     language=language, sensitivity=sensitivity)  # fmt: skip
         result = ws.ingest_bytes(name, file.file.read(), doc_id=doc_id or name, existing=_existing(replace), **meta)
+        background.add_task(ws.warm_lexical_index)  # as POST /documents
         return vars(result)
 
     @router.delete("/documents/{doc_id:path}", response_model=m.WithdrawOut, tags=["documents"], dependencies=writer,

@@ -386,13 +386,18 @@ class HybridRetriever:
         chunk_id = self.index.chunk_id
         channels = [("lexical", runs.lexical)] + ([("dense", runs.dense)] if runs.dense is not None else [])
         channels += [(name, run) for name, _, run in runs.extra]
-        return {
+        decisions: dict[str, Any] = {
             "variants": plan.variants,
             "depth": plan.depth,
             **{name: {"ranked": [len(r) for r in run.rankings],
                       "top": [chunk_id(p) for p in (run.rankings[0][:5] if run.rankings else [])]}
                for name, run in channels},
         }  # fmt: skip
+        if "dense" in decisions and self._dense is not None:  # searchable before embedding ends: say how far
+            coverage = self._dense.dense.coverage()
+            vectors = {"with_vector": coverage.with_vector, "active": coverage.active}
+            decisions["dense"] = {"vectors": vectors, **decisions["dense"]}
+        return decisions
 
     def lexical_match(self, tokens: Sequence[str], best_score: float) -> float:
         """How well the lexical channel matched: best BM25 score / Σ idf over the query's tokens

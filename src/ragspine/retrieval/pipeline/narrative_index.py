@@ -124,6 +124,7 @@ class NarrativeIndex:
         self.analyzer = analyzer
         self._lock = threading.Lock()
         self._snapshot: IndexSnapshot | None = None
+        self._attached_vectors: int | None = None  # `_vectors_version` when the retrievers were made
         # per include_restricted, over _snapshot; each made on first use
         self._retrievers: dict[bool, HybridRetriever] = {}
         self._row_cache: dict[int, Chunk] = {}
@@ -291,13 +292,29 @@ class NarrativeIndex:
         RESTRICTED ones masked out unless `include_restricted`."""
         with self._lock:
             snapshot = self.lexical_index.snapshot()
-            if snapshot is not self._snapshot:
+            vectors_version = self._vectors_version()
+            if snapshot is not self._snapshot or vectors_version != self._attached_vectors:
                 self._retrievers.clear()
                 self._snapshot = snapshot
             retriever = self._retrievers.get(include_restricted)
             if retriever is None:
+                self._attached_vectors = vectors_version
                 retriever = self._retrievers[include_restricted] = self._over(snapshot, include_restricted)
             return retriever
+
+    def _vectors_version(self) -> int | None:
+        """While some active chunks have no vector (an embed job may be writing them, e.g.
+        `ragspine embed` in another process), the vectors file's version: when it moves, the
+        dense channel is attached again and ranks the vectors written so far (read
+        incrementally). None when every chunk the channel saw had a vector, or there is no
+        vectors file (a vector store is asked per query): nothing is read then."""
+        dense = self.dense
+        if dense is None or not isinstance(dense.vectors, ChunkVectors) or dense.coverage().missing <= 0:
+            return None
+        try:
+            return dense.vectors.version()
+        except (sqlite3.DatabaseError, VectorStoreError):  # the attach says why (coverage().problem)
+            return None
 
     def _over(self, snapshot: IndexSnapshot, include_restricted: bool) -> HybridRetriever:
         return HybridRetriever.over_snapshot(

@@ -383,3 +383,18 @@ class StoreIndex:
         stored = self.store.chunks_by_row_ids([row[0] for row in rows])
         index_text = self.index_text
         return [row[2] if chunk is None else index_text(chunk) for row, chunk in zip(rows, stored, strict=True)]
+
+
+def build_beside(
+    store: ChangeLog, analyzer: Callable[[str], list[str]], *, index_text: IndexTextFn | None = None
+) -> str:
+    """Bring the index files beside `store` up to date with it now (`ragspine ingest`'s index
+    step: the first search then loads them instead of building them), under the same lock and
+    atomic manifest as any search's catch-up. Returns how ("built", "caught_up", "loaded"), or
+    "" when this store keeps no index files (in memory, a server store without a local cache,
+    an analyzer or index text without an identity)."""
+    index = StoreIndex(store, analyzer, index_text=index_text)
+    if index.folder is None:
+        return ""
+    index.snapshot()
+    return index.last_action
