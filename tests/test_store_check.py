@@ -94,7 +94,7 @@ def test_damaged_derived_files_and_vector_records_are_repaired(store: Path) -> N
     code, files = _check(store)  # repaired for good
     assert code == 0 and {f["status"] for f in files.values()} == {"ok"}, files
     result = CliRunner().invoke(main, ["search", "zq0007", "--db", str(store), "--json", "--top-k", "1"])
-    assert json.loads(result.stdout)[0]["doc_id"] == "d7.txt"
+    assert json.loads(result.stdout)["snippets"][0]["doc_id"] == "d7.txt"
 
 
 def test_a_damaged_chunk_store_is_reported_and_the_exit_code_is_1(store: Path) -> None:
