@@ -50,7 +50,7 @@ def test_duplicates_failures_and_an_older_registry_in_postgres(pg_url: str, tmp_
     assert copy.status == DUPLICATE and copy.duplicate_of == "law/archive_rules.txt"
     code, out = _run("search", "借阅登记表", "--db", pg_url, "--json")
     assert code == 0, out
-    snippets = json.loads(out)
+    snippets = json.loads(out)["snippets"]
     law = [s for s in snippets if "借阅登记表" in s["text"]]
     assert len(law) == 1
     assert law[0]["lineage"]["duplicates"] == ["law/archive_rules.txt", "saved/archive_rules (copy).txt"]
