@@ -1,0 +1,93 @@
+"""Exact identifier matches: a rare code the query names verbatim is never hidden by the fusion.
+
+A query term is an *exact term* when it is identifier-like (`identifier_like`: Latin letters
+mixed with digits such as ``zmk0004`` or ``q4``, a number of three or more digits such as a year
+or a case number, or a word the query writes in capitals such as a ticker ``AAPL``) and occurs in
+at most `EXACT_MAX_DF` visible chunks. An embedding model has no meaning for such a token (its
+vector neighbours are whatever the rest of the query, or noise, points at, often passages in
+another language, which then makes the cross-language rule drop BM25), and one BM25 hit has no
+spread for a z-score to reward. So the chunks holding an exact term are lifted above every other
+fused candidate (`lift_exact`), keeping their own fused order among themselves.
+
+Invariants: only the query's own tokens are read (never a rewritten variant's), rarity is counted
+over the visible corpus (the metadata filter never changes which terms are exact, only which
+chunks are scored), the lift only adds to fused scores, so the order among the lifted chunks and
+among the others is the fusion's own; with no exact term the fused scores are returned unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TypeVar
+
+K = TypeVar("K")
+
+# "Few chunks": a term in more chunks than this is ranked by the fusion like any other (a code
+# a whole manual repeats is a topic word there, and BM25 orders those chunks by itself).
+EXACT_MAX_DF = 5
+# A lifted chunk stands this far above the best other fused score (any positive gap would do).
+EXACT_MARGIN = 1.0
+
+_LETTER_AND_DIGIT = re.compile(r"(?=.*[a-z])(?=.*[0-9])[a-z0-9]+")
+_LONG_NUMBER = re.compile(r"[0-9]{3,}")
+
+
+def identifier_like(token: str, query: str = "") -> bool:
+    """Whether an analyzed token looks like a code, not a word: Latin letters mixed with digits,
+    a number of 3 or more digits, or (given the raw `query`) a Latin word of 2 or more letters
+    that the query writes in capitals (a ticker).
+
+    >>> [identifier_like(t) for t in ("zmk0004", "2023", "q4", "19", "margin", "营收")]
+    [True, True, True, False, False, False]
+    >>> identifier_like("aapl", "AAPL 的营收"), identifier_like("aapl", "aapl revenue")
+    (True, False)
+    """
+    if _LETTER_AND_DIGIT.fullmatch(token) or _LONG_NUMBER.fullmatch(token):
+        return True
+    if query and len(token) >= 2 and token.isascii() and token.isalpha():
+        return re.search(rf"(?<![A-Za-z]){re.escape(token.upper())}(?![A-Za-z])", query) is not None
+    return False
+
+
+def exact_terms(tokens: Sequence[str], df: Callable[[str], int], query: str = "") -> list[str]:
+    """The query's distinct identifier-like tokens that occur in 1 to `EXACT_MAX_DF` chunks
+    (`df`: a term's visible chunk count), in query order.
+
+    >>> exact_terms(["zmk0004", "2023", "zmk0004", "pump"], {"zmk0004": 1, "2023": 90}.get)
+    ['zmk0004']
+    """
+    found: list[str] = []
+    for token in dict.fromkeys(tokens):
+        if identifier_like(token, query) and 0 < (df(token) or 0) <= EXACT_MAX_DF:
+            found.append(token)
+    return found
+
+
+def lift_exact(fused: Mapping[K, float], exact: Iterable[K]) -> dict[K, float]:
+    """`fused` with every `exact` item above every other one by at least `EXACT_MARGIN` (an
+    exact item the fusion did not score enters at the lowest fused score first); the order
+    within each group is unchanged.
+
+    >>> lift_exact({"a": 3.0, "b": 1.0, "c": 0.5}, ["c"])
+    {'a': 3.0, 'b': 1.0, 'c': 4.0}
+    >>> lift_exact({"a": 3.0}, [])
+    {'a': 3.0}
+    """
+    lifted = dict(fused)
+    items = list(dict.fromkeys(exact))
+    if not items:
+        return lifted
+    floor = min(lifted.values(), default=0.0)
+    for item in items:
+        lifted.setdefault(item, floor)
+    wanted = set(items)
+    others = [v for k, v in lifted.items() if k not in wanted]
+    if not others:
+        return lifted
+    gap = max(others) + EXACT_MARGIN - min(lifted[k] for k in items)
+    if gap <= 0:
+        return lifted
+    for item in items:
+        lifted[item] += gap
+    return lifted
