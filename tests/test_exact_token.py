@@ -79,7 +79,7 @@ def test_a_code_no_passage_holds_leaves_the_rule_as_it_was(retriever: NarrativeI
 @pytest.mark.parametrize(
     ("token", "expected"),
     [("zmk0004", True), ("2023", True), ("a1", True), ("covid19", True), ("q4", True), ("19", False),
-     ("7", False), ("margin", False), ("营收", False)],
+     ("384", False), ("7", False), ("12th", False), ("3rd", False), ("margin", False), ("营收", False)],
 )  # fmt: skip
 def test_identifier_like(token: str, expected: bool) -> None:
     assert identifier_like(token) is expected

@@ -1,8 +1,8 @@
 """Exact identifier matches: a rare code the query names verbatim is never hidden by the fusion.
 
 A query term is an *exact term* when it is identifier-like (`identifier_like`: Latin letters
-mixed with digits such as ``zmk0004`` or ``q4``, a number of three or more digits such as a year
-or a case number, or a word the query writes in capitals such as a ticker ``AAPL``) and occurs in
+mixed with digits such as ``zmk0004`` or ``q4``, not an ordinal such as ``12th``; or a number of
+four or more digits such as a year, a case or an order number) and occurs in
 at most `EXACT_MAX_DF` visible chunks. An embedding model has no meaning for such a token (its
 vector neighbours are whatever the rest of the query, or noise, points at, often passages in
 another language, which then makes the cross-language rule drop BM25), and one BM25 hit has no
@@ -30,27 +30,26 @@ EXACT_MAX_DF = 5
 EXACT_MARGIN = 1.0
 
 _LETTER_AND_DIGIT = re.compile(r"(?=.*[a-z])(?=.*[0-9])[a-z0-9]+")
-_LONG_NUMBER = re.compile(r"[0-9]{3,}")
+_ORDINAL = re.compile(r"[0-9]+(?:st|nd|rd|th)")
+_LONG_NUMBER = re.compile(r"[0-9]{4,}")
 
 
-def identifier_like(token: str, query: str = "") -> bool:
-    """Whether an analyzed token looks like a code, not a word: Latin letters mixed with digits,
-    a number of 3 or more digits, or (given the raw `query`) a Latin word of 2 or more letters
-    that the query writes in capitals (a ticker).
+def identifier_like(token: str) -> bool:
+    """Whether an analyzed token looks like a code, not a word: Latin letters mixed with digits
+    (not an ordinal), or a number of 4 or more digits. Measured on the cross-language set's dev
+    split (docs/benchmarks.md, "Exact identifier terms"): shorter numbers there are quantities
+    ("600万", "£120 million") written differently across languages, and words in capitals
+    ("TV", "MP") are common words, so neither counts.
 
-    >>> [identifier_like(t) for t in ("zmk0004", "2023", "q4", "19", "margin", "营收")]
-    [True, True, True, False, False, False]
-    >>> identifier_like("aapl", "AAPL 的营收"), identifier_like("aapl", "aapl revenue")
-    (True, False)
+    >>> [identifier_like(t) for t in ("zmk0004", "2023", "q4", "12th", "384", "margin", "营收")]
+    [True, True, True, False, False, False, False]
     """
-    if _LETTER_AND_DIGIT.fullmatch(token) or _LONG_NUMBER.fullmatch(token):
-        return True
-    if query and len(token) >= 2 and token.isascii() and token.isalpha():
-        return re.search(rf"(?<![A-Za-z]){re.escape(token.upper())}(?![A-Za-z])", query) is not None
-    return False
+    if _LETTER_AND_DIGIT.fullmatch(token):
+        return _ORDINAL.fullmatch(token) is None
+    return _LONG_NUMBER.fullmatch(token) is not None
 
 
-def exact_terms(tokens: Sequence[str], df: Callable[[str], int], query: str = "") -> list[str]:
+def exact_terms(tokens: Sequence[str], df: Callable[[str], int | None]) -> list[str]:
     """The query's distinct identifier-like tokens that occur in 1 to `EXACT_MAX_DF` chunks
     (`df`: a term's visible chunk count), in query order.
 
@@ -59,7 +58,7 @@ def exact_terms(tokens: Sequence[str], df: Callable[[str], int], query: str = ""
     """
     found: list[str] = []
     for token in dict.fromkeys(tokens):
-        if identifier_like(token, query) and 0 < (df(token) or 0) <= EXACT_MAX_DF:
+        if identifier_like(token) and 0 < (df(token) or 0) <= EXACT_MAX_DF:
             found.append(token)
     return found
 

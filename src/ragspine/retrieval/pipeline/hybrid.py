@@ -348,7 +348,7 @@ class HybridRetriever:
         fused = self.fusion.fuse((lexical, runs.lexical.scores), dense, extra, weights,
                                  vector_only=self.channels == "vector", window=WINDOW)  # fmt: skip
         if self.channels != "vector":
-            runs.exact = exact_terms(runs.tokens[0], self.index.df, query)
+            runs.exact = exact_terms(runs.tokens[0], self.index.df)
             if runs.exact:
                 held, _ = self.index.scores(runs.exact, k1=plan.k1, b=self.b, filters=request.filters, where=request.where)
                 fused = lift_exact(fused, held.tolist())
