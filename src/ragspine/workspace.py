@@ -51,6 +51,7 @@ from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever
 from ragspine.retrieval.pipeline.otel import export_trace
 from ragspine.retrieval.pipeline.request import SearchRequest, check_top_k, check_where
 from ragspine.retrieval.pipeline.trace import Trace
+from ragspine.retrieval.relevance import above
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.retrieval.snippet import Snippet
 from ragspine.retrieval.vector.dense.chunk_vectors import BatchEmbedder, EmbedReport
@@ -316,24 +317,29 @@ class Workspace(Closeable):
         top_k: int = DEFAULT_SEARCH_TOP_K,
         mode: str | None = None,
         trace: Trace | None = None,
+        min_score: float | None = None,
     ) -> list[Snippet]:
         """Ranked, cited, RESTRICTED-free snippet dicts (`ragspine.retrieval.snippet.Snippet`).
         `where`: exact matches on the five metadata fields ({"entity": "ACME_CN"}), the typed
         filter language (docs/filters.md), or its string form ("period>=2024 and
         entity=ACME_CN"); `query`, `where` and `top_k` are checked as on every surface
         (`SearchRequest`). `mode` must be one the workspace can run. `trace`: receives one step
-        per pipeline stage (`ragspine search --explain`)."""
+        per pipeline stage (`ragspine search --explain`). `min_score`: the least `relevance` a
+        snippet needs (None: RAGSPINE_MIN_SCORE); relevance never increases down the list, so
+        this is the one place every surface's results are cut."""
         self.check_mode(mode)
-        request = SearchRequest(query, where=where, top_k=top_k)
+        request = SearchRequest(query, where=where, top_k=top_k, min_score=min_score)
         query, where, top_k = request.query, request.where, request.top_k
+        floor = self.settings.min_score if request.min_score is None else request.min_score
         if trace is None and self.settings.otel == "on":
             trace = Trace()  # RAGSPINE_OTEL: recorded only to be exported
         if trace is None:
-            return self.retriever.retrieve(query, filters=where, top_k=top_k)
-        snippets = self.retriever.retrieve_run(query, filters=where, top_k=top_k, trace=trace).snippets
-        if self.settings.otel == "on":
-            export_trace(trace)
-        return snippets
+            snippets = self.retriever.retrieve(query, filters=where, top_k=top_k)
+        else:
+            snippets = self.retriever.retrieve_run(query, filters=where, top_k=top_k, trace=trace).snippets
+            if self.settings.otel == "on":
+                export_trace(trace)
+        return above(snippets, floor)
 
     def ask(self, question: str, *, where: Any = None, top_k: int = DEFAULT_ASK_TOP_K) -> Answer:
         """A cited answer: from the LLM when one is configured, else extractive. `where` and

@@ -34,7 +34,7 @@ HTTP_TIMEOUT_S = 60.0
 class Searcher(Protocol):
     """What an adapter searches: a `ragspine.open(...)` workspace or a `RemoteWorkspace`."""
 
-    def search(self, query: str, *, where: Any = None, top_k: int = ...) -> list[Snippet]: ...
+    def search(self, query: str, *, where: Any = None, top_k: int = ..., min_score: float | None = None) -> list[Snippet]: ...
 
 
 def passages(snippets: Iterable[Mapping[str, Any]]) -> list[Snippet]:
@@ -45,7 +45,8 @@ def passages(snippets: Iterable[Mapping[str, Any]]) -> list[Snippet]:
 def snippet_metadata(snippet: Mapping[str, Any]) -> dict[str, Any]:
     """A framework document's metadata for `snippet`: the citation (doc_id, title,
     source_locator, chunk_id, version, valid_as_of), the labels, the per-channel `scores`,
-    the `lineage` (filters, fallbacks) and any user metadata; never the text."""
+    `relevance` (in [0, 1], what `min_score` cuts on), the `lineage` (filters, fallbacks) and
+    any user metadata; never the text."""
     known = {"text", *CITATION_FIELDS, *LABEL_FIELDS, "scores", "lineage"}
     meta: dict[str, Any] = {k: snippet[k] for k in (*CITATION_FIELDS, *LABEL_FIELDS) if k in snippet}
     meta["scores"] = dict(snippet.get("scores") or {})
@@ -54,12 +55,14 @@ def snippet_metadata(snippet: Mapping[str, Any]) -> dict[str, Any]:
     return meta
 
 
-async def search_async(searcher: Searcher, query: str, *, where: Any, top_k: int) -> list[Snippet]:
+async def search_async(
+    searcher: Searcher, query: str, *, where: Any, top_k: int, min_score: float | None = None
+) -> list[Snippet]:
     """`searcher.search` without blocking the event loop: a remote searcher's own async call,
     a local one in a worker thread (the workspace is thread-safe)."""
     if isinstance(searcher, RemoteWorkspace):
-        return await searcher.asearch(query, where=where, top_k=top_k)
-    return await asyncio.to_thread(searcher.search, query, where=where, top_k=top_k)
+        return await searcher.asearch(query, where=where, top_k=top_k, min_score=min_score)
+    return await asyncio.to_thread(searcher.search, query, where=where, top_k=top_k, min_score=min_score)
 
 
 class RemoteWorkspace(Closeable):
@@ -95,15 +98,17 @@ class RemoteWorkspace(Closeable):
         if client is not None:
             client.close()
 
-    def search(self, query: str, *, where: Any = None, top_k: int = 10) -> list[Snippet]:
-        """Ranked, cited snippets from POST /search."""
-        body = _answer(self._pool().post("/search", json=_search_body(query, where, top_k)))
+    def search(self, query: str, *, where: Any = None, top_k: int = 10, min_score: float | None = None) -> list[Snippet]:
+        """Ranked, cited snippets from POST /search (`min_score` None: the service's setting)."""
+        body = _answer(self._pool().post("/search", json=_search_body(query, where, top_k, min_score)))
         return passages(body["snippets"])
 
-    async def asearch(self, query: str, *, where: Any = None, top_k: int = 10) -> list[Snippet]:
+    async def asearch(
+        self, query: str, *, where: Any = None, top_k: int = 10, min_score: float | None = None
+    ) -> list[Snippet]:
         """`search` on an async HTTP client."""
         async with self._httpx.AsyncClient(base_url=self.url, headers=self._headers, timeout=self._timeout) as client:
-            body = _answer(await client.post("/search", json=_search_body(query, where, top_k)))
+            body = _answer(await client.post("/search", json=_search_body(query, where, top_k, min_score)))
         return passages(body["snippets"])
 
     def ask(self, question: str, *, where: Any = None, top_k: int = 5) -> dict[str, Any]:
@@ -114,10 +119,11 @@ class RemoteWorkspace(Closeable):
         return dict(body)
 
 
-def _search_body(query: str, where: Any, top_k: int) -> dict[str, Any]:
+def _search_body(query: str, where: Any, top_k: int, min_score: float | None = None) -> dict[str, Any]:
     """The POST /search body of a request checked as every surface checks it."""
-    request = SearchRequest(query, where=where, top_k=top_k)
-    return {"query": request.query, "top_k": request.top_k, "where": _where_object(request.where)}
+    request = SearchRequest(query, where=where, top_k=top_k, min_score=min_score)
+    body = {"query": request.query, "top_k": request.top_k, "where": _where_object(request.where)}
+    return body if request.min_score is None else {**body, "min_score": request.min_score}
 
 
 def _where_object(where: Any) -> dict[str, Any] | str | None:

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 from ragspine.extras import require
 from ragspine.integrations.common import Searcher, passages, search_async, snippet_metadata
-from ragspine.retrieval.pipeline.request import check_top_k
+from ragspine.retrieval.pipeline.request import check_relevance_floor, check_top_k
 
 _core = require("langchain_core.retrievers", extra="langchain", purpose="RAGSpineRetriever (LangChain)")
 _documents = require("langchain_core.documents", extra="langchain", purpose="RAGSpineRetriever (LangChain)")
@@ -37,19 +37,25 @@ class RAGSpineRetriever(_core.BaseRetriever):  # type: ignore[name-defined]
 
     `searcher`: a `ragspine.open(...)` workspace or a `RemoteWorkspace`; `where`: a filter
     applied to every query (any form, the string form included: docs/filters.md); `top_k`:
-    documents per query, a whole number (checked as on every surface: `check_top_k`).
+    documents per query, a whole number (checked as on every surface: `check_top_k`);
+    `min_score`: the least `relevance` (metadata["relevance"]) a document needs (None: the
+    workspace's RAGSPINE_MIN_SCORE).
     """
 
     model_config = _pydantic.ConfigDict(arbitrary_types_allowed=True)
     searcher: Any
     where: Any = None
     top_k: Annotated[int, _pydantic.BeforeValidator(check_top_k)] = 5
+    min_score: Annotated[float | None, _pydantic.BeforeValidator(check_relevance_floor)] = None
 
     def _get_relevant_documents(self, query: str, *, run_manager: Any) -> list[Any]:
-        return to_documents(_searcher(self.searcher).search(query, where=self.where, top_k=self.top_k))
+        found = _searcher(self.searcher).search(query, where=self.where, top_k=self.top_k, min_score=self.min_score)
+        return to_documents(found)
 
     async def _aget_relevant_documents(self, query: str, *, run_manager: Any) -> list[Any]:
-        found = await search_async(_searcher(self.searcher), query, where=self.where, top_k=self.top_k)
+        found = await search_async(
+            _searcher(self.searcher), query, where=self.where, top_k=self.top_k, min_score=self.min_score
+        )
         return to_documents(found)
 
 

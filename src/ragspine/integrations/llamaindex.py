@@ -16,7 +16,7 @@ from typing import Any
 
 from ragspine.extras import require
 from ragspine.integrations.common import Searcher, passages, search_async, snippet_metadata
-from ragspine.retrieval.pipeline.request import check_top_k
+from ragspine.retrieval.pipeline.request import check_relevance_floor, check_top_k
 
 _retrievers = require("llama_index.core.retrievers", extra="llamaindex", purpose="RAGSpineRetriever (LlamaIndex)")
 _schema = require("llama_index.core.schema", extra="llamaindex", purpose="RAGSpineRetriever (LlamaIndex)")
@@ -35,7 +35,7 @@ def to_nodes(snippets: Iterable[Mapping[str, Any]]) -> list[Any]:
             id_=s["chunk_id"], text=s["text"], metadata=meta, excluded_embed_metadata_keys=list(meta),
             excluded_llm_metadata_keys=[k for k in meta if k not in LLM_VISIBLE],
         )  # fmt: skip
-        nodes.append(_schema.NodeWithScore(node=node, score=float((s.get("scores") or {}).get("fused") or 0.0)))
+        nodes.append(_schema.NodeWithScore(node=node, score=float(s.get("relevance") or 0.0)))
     return nodes
 
 
@@ -44,18 +44,26 @@ class RAGSpineRetriever(_retrievers.BaseRetriever):  # type: ignore[name-defined
 
     `searcher`: a `ragspine.open(...)` workspace or a `RemoteWorkspace`; `where`: a filter
     applied to every query (any form, the string form included: docs/filters.md); `top_k`:
-    nodes per query, a whole number (checked as on every surface: `check_top_k`).
+    nodes per query, a whole number (checked as on every surface: `check_top_k`); `min_score`:
+    the least `relevance` (each node's `score`) a node needs (None: the workspace's
+    RAGSPINE_MIN_SCORE).
     """
 
-    def __init__(self, searcher: Searcher, *, where: Any = None, top_k: int = 5, **kwargs: Any) -> None:
+    def __init__(
+        self, searcher: Searcher, *, where: Any = None, top_k: int = 5, min_score: float | None = None, **kwargs: Any
+    ) -> None:
         if not isinstance(searcher, Searcher):
             raise TypeError(f"searcher must be a ragspine workspace or RemoteWorkspace, got {type(searcher).__name__}")
         self.searcher, self.where, self.top_k = searcher, where, check_top_k(top_k)
+        self.min_score = check_relevance_floor(min_score)
         super().__init__(**kwargs)
 
     def _retrieve(self, query_bundle: Any) -> list[Any]:
-        return to_nodes(self.searcher.search(query_bundle.query_str, where=self.where, top_k=self.top_k))
+        found = self.searcher.search(query_bundle.query_str, where=self.where, top_k=self.top_k, min_score=self.min_score)
+        return to_nodes(found)
 
     async def _aretrieve(self, query_bundle: Any) -> list[Any]:
-        found = await search_async(self.searcher, query_bundle.query_str, where=self.where, top_k=self.top_k)
+        found = await search_async(
+            self.searcher, query_bundle.query_str, where=self.where, top_k=self.top_k, min_score=self.min_score
+        )
         return to_nodes(found)

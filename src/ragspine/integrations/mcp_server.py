@@ -27,7 +27,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from ragspine import __version__
 from ragspine.extras import MissingExtraError, require
 from ragspine.integrations.common import passages
-from ragspine.retrieval.pipeline.request import check_top_k
+from ragspine.retrieval.pipeline.request import MIN_SCORE_HELP, check_relevance_floor, check_top_k
 from ragspine.retrieval.snippet import Snippet
 from ragspine.retrieval.typed_model import model_from_typeddict
 from ragspine.search_libraries import LibrarySpec
@@ -57,6 +57,7 @@ Library = Annotated[str | None, Field(description="A library name from list_libr
 _CHECK_TOP_K = BeforeValidator(lambda value: check_top_k(value, MAX_TOP_K))
 SearchTopK = Annotated[int, Field(ge=1, le=MAX_TOP_K, description="How many passages"), _CHECK_TOP_K]
 AskTopK = Annotated[int, Field(ge=1, le=MAX_TOP_K, description="Passages to answer from"), _CHECK_TOP_K]
+MinScore = Annotated[float | None, BeforeValidator(check_relevance_floor), Field(description=MIN_SCORE_HELP)]
 
 
 # A ranked, cited passage (never RESTRICTED): the snippet, with its rank and citation first; its
@@ -156,10 +157,11 @@ def build_mcp_server(
         where: Where = None,
         top_k: SearchTopK = DEFAULT_SEARCH_TOP_K,
         library: Library = None,
+        min_score: MinScore = None,
     ) -> SearchResult:
         """Ranked, cited passages for a query (BM25 + dense fused; RESTRICTED never returned)."""
         lib = pick(library)
-        found = guarded(lambda: lib.workspace.search(query, where=where, top_k=top_k))
+        found = guarded(lambda: lib.workspace.search(query, where=where, top_k=top_k, min_score=min_score))
         return SearchResult(library=lib.name, query=query, passages=_passages(found))
 
     @server.tool(title="Ask", annotations=_read_only())

@@ -169,7 +169,8 @@ def _routes(ws: Workspace) -> APIRouter:
         given: Any = body  # the model class is built at run time (its top_k bound)
         mode = ws.check_mode(given.mode)
         where = _where(given)
-        return {"mode": mode, "snippets": ws.search(given.query, where=where, top_k=given.top_k, mode=given.mode)}
+        found = ws.search(given.query, where=where, top_k=given.top_k, mode=given.mode, min_score=given.min_score)
+        return {"mode": mode, "snippets": found}
 
     @router.post("/ask", response_model=m.AskOut, tags=["retrieval"])
     def ask(body: AskIn) -> dict[str, Any]:  # type: ignore[valid-type]
