@@ -143,8 +143,12 @@ def fit(folder: Path) -> None:
         fitted[mode] = Calibration(shipped.features, tuple(round(float(c), 4) for c in coef), round(intercept, 4))
         print(f"    {mode!r}: {fitted[mode]!r},  # sets: {', '.join(sorted(by_set))}")
     for mode, calibration in fitted.items():
-        floor = suggest_floor(_load(folder, TUNING_SPLITS, mode), calibration, mode)
-        print(f"{mode}: suggested min_score {floor:.2f}")
+        by_set = _load(folder, TUNING_SPLITS, mode)
+        print(f"{mode}: floor -> per set (off-topic queries with no passage, on-topic relevant passages kept)")
+        for step in range(1, 13):
+            figures = {name: cut_figures(rows, calibration, mode, step * 0.05) for name, rows in by_set.items()}
+            print(f"  {step * 0.05:.2f}: " + "; ".join(f"{n} {a:.1%} / {b:.1%}" for n, (a, b) in figures.items()))
+        print(f"{mode}: suggested min_score {suggest_floor(by_set, calibration, mode):.2f}")
 
 
 def _rated(rows: Sequence[dict[str, Any]], calibration: Any, mode: str) -> list[tuple[dict[str, Any], float]]:
