@@ -38,7 +38,8 @@ RELEVANCE_MODES = ("hybrid", "vector", "bm25")
 @dataclass(frozen=True)
 class Calibration:
     """P(relevant) = 1 / (1 + exp(-(intercept + Σ coef · feature))) over the named features of a
-    snippet's scores: `fused`, `vector` (the cosine), `log_bm25` (log(1 + BM25))."""
+    snippet's scores: `fused`, `vector` (the cosine), `log_bm25` (log(1 + BM25)), `inv_fused`
+    (1 / fused: under a rank fusion, k + the rank, so the map sees the rank)."""
 
     features: tuple[str, ...]
     coef: tuple[float, ...]
@@ -63,18 +64,23 @@ def feature_values(names: Sequence[str], scores: Mapping[str, Any]) -> list[floa
     """
     out: list[float] = []
     for name in names:
-        raw = scores.get("bm25" if name == "log_bm25" else name)
+        raw = scores.get({"log_bm25": "bm25", "inv_fused": "fused"}.get(name, name))
         if isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(raw):
             return None
-        out.append(math.log1p(max(0.0, float(raw))) if name == "log_bm25" else float(raw))
+        if name == "inv_fused":
+            if raw <= 0:
+                return None
+            out.append(1.0 / float(raw))
+        else:
+            out.append(math.log1p(max(0.0, float(raw))) if name == "log_bm25" else float(raw))
     return out
 
 
 # Fitted by `python -m bench.relevance_fit fit` (docs/benchmarks.md, "Relevance score").
 CALIBRATIONS: dict[str, Calibration] = {
-    "hybrid": Calibration(("fused", "vector", "log_bm25"), (0.0, 0.0, 0.0), 0.0),
-    "vector": Calibration(("vector",), (0.0,), 0.0),
-    "bm25": Calibration(("log_bm25",), (1.0,), -2.0),
+    "hybrid": Calibration(("fused", "vector", "log_bm25"), (0.5697, 2.3822, -0.7912), -7.136),
+    "vector": Calibration(("vector", "inv_fused"), (0.0, 0.0), 0.0),
+    "bm25": Calibration(("log_bm25", "inv_fused"), (1.0, 0.0), -2.0),
 }
 
 
