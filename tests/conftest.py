@@ -3,7 +3,8 @@
 The product's default embedding (RAGSPINE_EMBEDDING=auto) is multilingual-e5 when installed,
 which embeds a few dozen passages per second on a small machine. Tests run with
 RAGSPINE_EMBEDDING=none unless they set it themselves (monkeypatch.setenv/delenv), so only the
-tests about the dense channel pay for it; those name their backend explicitly.
+tests about the dense channel pay for it; those name their backend explicitly. They run with
+RAGSPINE_MIN_SCORE=0 too (every ranked snippet), except those about the floor.
 
 Every test gets one tier marker from what it uses (`pytest -m unit` is the fast subset; `make test`
 runs all three):
@@ -96,6 +97,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(autouse=True)
 def _bm25_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RAGSPINE_EMBEDDING", "none")
+    # every ranked snippet, unless a test is about the relevance floor (tests/test_relevance.py,
+    # tests/integrations/test_min_score.py set it themselves)
+    monkeypatch.setenv("RAGSPINE_MIN_SCORE", "0")
 
 
 @pytest.fixture

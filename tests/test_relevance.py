@@ -69,8 +69,8 @@ def test_a_real_stores_snippets_are_rated_by_their_modes_map(backend: Any) -> No
         mode = "bm25" if backend is None else "hybrid"
         assert retriever.relevance_mode == mode and found
         expected, running = [], 1.0
-        for s in found:
-            running = min(running, CALIBRATIONS[mode](s["scores"]) or 0.0)
+        for rank, s in enumerate(found, start=1):
+            running = min(running, CALIBRATIONS[mode](s["scores"], rank) or 0.0)
             expected.append(round(running, 4))
         assert [s["relevance"] for s in found] == expected
     finally:

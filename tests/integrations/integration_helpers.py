@@ -12,7 +12,7 @@ from ragspine.workspace import Workspace
 
 API_KEY = "integration-key-0123456789"
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
-ENV = {"RAGSPINE_EMBEDDING": "none"}  # BM25 alone: the adapters, not the dense channel, are tested
+ENV = {"RAGSPINE_EMBEDDING": "none", "RAGSPINE_MIN_SCORE": "0"}  # BM25 alone, every ranked snippet: the adapters are tested
 MEMO = "internal_memo_restructuring"
 
 

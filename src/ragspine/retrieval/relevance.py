@@ -39,22 +39,24 @@ RELEVANCE_MODES = ("hybrid", "vector", "bm25")
 class Calibration:
     """P(relevant) = 1 / (1 + exp(-(intercept + Σ coef · feature))) over the named features of a
     snippet's scores: `fused`, `vector` (the cosine), `log_bm25` (log(1 + BM25)), `inv_fused`
-    (1 / fused: under a rank fusion, k + the rank, so the map sees the rank)."""
+    (1 / fused: under a rank fusion, k + the rank) and `log_rank` (log of its place in the list,
+    from 1)."""
 
     features: tuple[str, ...]
     coef: tuple[float, ...]
     intercept: float
 
-    def __call__(self, scores: Mapping[str, Any]) -> float | None:
-        """The probability for these scores, or None when one of the features is missing."""
-        values = feature_values(self.features, scores)
+    def __call__(self, scores: Mapping[str, Any], rank: int = 1) -> float | None:
+        """The probability for these scores at this place (from 1), or None when one of the
+        features is missing."""
+        values = feature_values(self.features, scores, rank)
         if values is None:
             return None
         z = self.intercept + sum(c * v for c, v in zip(self.coef, values, strict=True))
         return 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
 
 
-def feature_values(names: Sequence[str], scores: Mapping[str, Any]) -> list[float] | None:
+def feature_values(names: Sequence[str], scores: Mapping[str, Any], rank: int = 1) -> list[float] | None:
     """The named features of a snippet's `scores` (None when one is missing or not finite).
 
     >>> feature_values(("fused", "vector", "log_bm25"), {"fused": 1.5, "vector": 0.8, "bm25": 0.0})
@@ -64,6 +66,9 @@ def feature_values(names: Sequence[str], scores: Mapping[str, Any]) -> list[floa
     """
     out: list[float] = []
     for name in names:
+        if name == "log_rank":
+            out.append(math.log(max(1, rank)))
+            continue
         raw = scores.get({"log_bm25": "bm25", "inv_fused": "fused"}.get(name, name))
         if isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(raw):
             return None
@@ -79,8 +84,8 @@ def feature_values(names: Sequence[str], scores: Mapping[str, Any]) -> list[floa
 # Fitted by `python -m bench.relevance_fit fit` (docs/benchmarks.md, "Relevance score").
 CALIBRATIONS: dict[str, Calibration] = {
     "hybrid": Calibration(("fused", "vector", "log_bm25"), (0.5697, 2.3822, -0.7912), -7.136),
-    "vector": Calibration(("vector", "inv_fused"), (0.0, 0.0), 0.0),
-    "bm25": Calibration(("log_bm25", "inv_fused"), (1.0, 0.0), -2.0),
+    "vector": Calibration(("vector", "inv_fused"), (2.0745, -0.1256), 4.1332),
+    "bm25": Calibration(("log_rank",), (-4.8153,), 0.7327),
 }
 
 
@@ -107,7 +112,8 @@ def rate(snippets: list[Snippet], mode: str, calibrations: Mapping[str, Calibrat
     """
     calibration = calibrations[mode]
     raw: list[float | None] = [
-        None if s.get("is_synthesis") or s.get("is_visual") else calibration(s["scores"]) for s in snippets
+        None if s.get("is_synthesis") or s.get("is_visual") else calibration(s["scores"], rank)
+        for rank, s in enumerate(snippets, start=1)
     ]
     following: float | None = None
     for i in range(len(raw) - 1, -1, -1):  # an unrated snippet takes the next rated one's value
