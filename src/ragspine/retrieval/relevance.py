@@ -5,8 +5,9 @@ logistic map (`Calibration`) of its scores, one per retrieval mode, fitted on th
 sets' train/dev splits (never test) with the multilingual-e5-small default embedding and
 constants shipped here (`CALIBRATIONS`); `python -m bench.relevance_fit fit` (`make
 relevance-fit`) refits them and prints the table to paste. The fused score alone is relative to
-its query (a z-score sum, or a reciprocal rank), so the map also reads the channels' absolute
-scores: the cosine and BM25 (their logarithm).
+its query (a z-score sum, or a reciprocal rank), so hybrid's map also reads the cosine and
+log(1 + BM25); vector's reads the cosine and the rank; BM25's reads the rank alone (a BM25 score
+grows with the store's size: a map of it would rate a small store's good match as irrelevant).
 
 Invariants:
 - `rate` never reorders: down a result list the relevance never increases (a snippet whose map
@@ -38,9 +39,8 @@ RELEVANCE_MODES = ("hybrid", "vector", "bm25")
 @dataclass(frozen=True)
 class Calibration:
     """P(relevant) = 1 / (1 + exp(-(intercept + Σ coef · feature))) over the named features of a
-    snippet's scores: `fused`, `vector` (the cosine), `log_bm25` (log(1 + BM25)), `inv_fused`
-    (1 / fused: under a rank fusion, k + the rank) and `log_rank` (log of its place in the list,
-    from 1)."""
+    snippet's scores: `fused`, `vector` (the cosine), `log_bm25` (log(1 + BM25)), and of its place
+    in the list: `log_rank` (log of the rank, from 1)."""
 
     features: tuple[str, ...]
     coef: tuple[float, ...]
@@ -69,22 +69,17 @@ def feature_values(names: Sequence[str], scores: Mapping[str, Any], rank: int = 
         if name == "log_rank":
             out.append(math.log(max(1, rank)))
             continue
-        raw = scores.get({"log_bm25": "bm25", "inv_fused": "fused"}.get(name, name))
+        raw = scores.get("bm25" if name == "log_bm25" else name)
         if isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(raw):
             return None
-        if name == "inv_fused":
-            if raw <= 0:
-                return None
-            out.append(1.0 / float(raw))
-        else:
-            out.append(math.log1p(max(0.0, float(raw))) if name == "log_bm25" else float(raw))
+        out.append(math.log1p(max(0.0, float(raw))) if name == "log_bm25" else float(raw))
     return out
 
 
 # Fitted by `python -m bench.relevance_fit fit` (docs/benchmarks.md, "Relevance score").
 CALIBRATIONS: dict[str, Calibration] = {
     "hybrid": Calibration(("fused", "vector", "log_bm25"), (0.5697, 2.3822, -0.7912), -7.136),
-    "vector": Calibration(("vector", "inv_fused"), (2.0745, -0.1256), 4.1332),
+    "vector": Calibration(("vector", "log_rank"), (1.427, -3.5282), -0.7275),
     "bm25": Calibration(("log_rank",), (-4.8153,), 0.7327),
 }
 
