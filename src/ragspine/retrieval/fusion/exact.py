@@ -7,7 +7,8 @@ at most `EXACT_MAX_DF` visible chunks. An embedding model has no meaning for suc
 vector neighbours are whatever the rest of the query, or noise, points at, often passages in
 another language, which then makes the cross-language rule drop BM25), and one BM25 hit has no
 spread for a z-score to reward. So the chunks holding an exact term are lifted above every other
-fused candidate (`lift_exact`), keeping their own fused order among themselves.
+fused candidate (`lift_exact`), keeping their own fused order among themselves, by no more than
+`EXACT_MARGIN` above the best other one.
 
 Invariants: only the query's own tokens are read (never a rewritten variant's), rarity is counted
 over the visible corpus (the metadata filter never changes which terms are exact, only which
@@ -26,7 +27,7 @@ K = TypeVar("K")
 # "Few chunks": a term in more chunks than this is ranked by the fusion like any other (a code
 # a whole manual repeats is a topic word there, and BM25 orders those chunks by itself).
 EXACT_MAX_DF = 5
-# A lifted chunk stands this far above the best other fused score (any positive gap would do).
+# The lifted chunks sit at most this far above the best other fused score (in z units under zscore).
 EXACT_MARGIN = 1.0
 
 _LETTER_AND_DIGIT = re.compile(r"(?=.*[a-z])(?=.*[0-9])[a-z0-9]+")
@@ -64,14 +65,16 @@ def exact_terms(tokens: Sequence[str], df: Callable[[str], int | None]) -> list[
 
 
 def lift_exact(fused: Mapping[K, float], exact: Iterable[K]) -> dict[K, float]:
-    """`fused` with every `exact` item above every other one by at least `EXACT_MARGIN` (an
-    exact item the fusion did not score enters at the lowest fused score first); the order
-    within each group is unchanged.
+    """`fused` with every `exact` item above every other one, in their own fused order, lifted
+    no further than needed: the i-th of n exact items (best first) gets at least the best other
+    score + `EXACT_MARGIN` · (n − i) / n, and keeps its own score when that is higher (so a lift
+    never makes a passage look far better than the best other one: the relevance map reads
+    the fused score). An exact item the fusion did not score enters at the lowest fused score.
 
-    >>> lift_exact({"a": 3.0, "b": 1.0, "c": 0.5}, ["c"])
-    {'a': 3.0, 'b': 1.0, 'c': 4.0}
-    >>> lift_exact({"a": 3.0}, [])
-    {'a': 3.0}
+    >>> lift_exact({"a": 3.0, "b": 1.0, "c": 0.5, "d": -2.0}, ["c", "d"])
+    {'a': 3.0, 'b': 1.0, 'c': 4.0, 'd': 3.5}
+    >>> lift_exact({"a": 3.0, "c": 9.0}, ["c"]), lift_exact({"a": 3.0}, [])
+    ({'a': 3.0, 'c': 9.0}, {'a': 3.0})
     """
     lifted = dict(fused)
     items = list(dict.fromkeys(exact))
@@ -84,9 +87,8 @@ def lift_exact(fused: Mapping[K, float], exact: Iterable[K]) -> dict[K, float]:
     others = [v for k, v in lifted.items() if k not in wanted]
     if not others:
         return lifted
-    gap = max(others) + EXACT_MARGIN - min(lifted[k] for k in items)
-    if gap <= 0:
-        return lifted
-    for item in items:
-        lifted[item] += gap
+    best_other, n = max(others), len(items)
+    ranked = sorted(items, key=lambda item: -lifted[item])  # stable: ties keep their given order
+    for i, item in enumerate(ranked):
+        lifted[item] = max(lifted[item], best_other + EXACT_MARGIN * (n - i) / n)
     return lifted
