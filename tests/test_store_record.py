@@ -29,7 +29,7 @@ from ragspine.store_record import (
 )
 
 LAW = (Path(__file__).parent / "fixtures/chunking/law_zh.txt").read_text("utf-8")
-DENSE = {"RAGSPINE_EMBEDDING": "deterministic", "RAGSPINE_RETRIEVAL_MODE": "hybrid"}
+DENSE = {"RAGSPINE_EMBEDDING": "deterministic", "RAGSPINE_RETRIEVAL_MODE": "hybrid", "RAGSPINE_MIN_SCORE": "0"}
 BUILT = {"RAGSPINE_CHUNKER": "laws", "RAGSPINE_ANALYZER": "spec", "RAGSPINE_CONTEXTUAL": "none", **DENSE}
 # every variable of the record, so a value in the test process's environment cannot leak in
 UNSET = ["RAGSPINE_CHUNKER", "RAGSPINE_ANALYZER", "RAGSPINE_CONTEXTUAL", "RAGSPINE_CHUNK_CHARS",

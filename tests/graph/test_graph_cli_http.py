@@ -17,7 +17,7 @@ from ragspine.cli import main
 from ragspine.service import running_server
 from ragspine.testing.graph_corpus import SECRET, GraphCorpus, graph_corpus
 
-ENV = {"RAGSPINE_EMBEDDING": "none"}
+ENV = {"RAGSPINE_EMBEDDING": "none", "RAGSPINE_MIN_SCORE": "0"}
 KEY = "gR4ph-t3st-K9xQ-7wLm-2Zp"
 
 

@@ -13,7 +13,7 @@ import ragspine
 from ragspine.testing.graph_corpus import SECRET, GraphCorpus, graph_corpus
 from ragspine.workspace import Workspace
 
-ENV = {"RAGSPINE_EMBEDDING": "none"}
+ENV = {"RAGSPINE_EMBEDDING": "none", "RAGSPINE_MIN_SCORE": "0"}
 
 
 @pytest.fixture(scope="module")
