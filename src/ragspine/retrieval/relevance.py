@@ -78,7 +78,7 @@ def feature_values(names: Sequence[str], scores: Mapping[str, Any], rank: int = 
 
 # Fitted by `python -m bench.relevance_fit fit` (docs/benchmarks.md, "Relevance score").
 CALIBRATIONS: dict[str, Calibration] = {
-    "hybrid": Calibration(("fused", "vector", "log_bm25"), (0.5697, 2.3822, -0.7912), -7.136),
+    "hybrid": Calibration(("fused", "vector", "log_bm25"), (0.5806, 2.2317, -0.7771), -7.1561),
     "vector": Calibration(("vector", "log_rank"), (1.427, -3.5282), -0.7275),
     "bm25": Calibration(("log_rank",), (-4.8153,), 0.7327),
 }
