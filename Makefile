@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 CORE := $(VENV)/.core
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test docs docs-check bench bench-graph bench-cold bench-rerank bench-query bench-post bench-embed bench-attach bench-visual bench-ann bench-lexical bench-scale bench-startup bench-ray bench-fusion bench-pdf clean
+.PHONY: demo test docs docs-check bench bench-graph bench-cold bench-rerank bench-query bench-post bench-embed bench-attach bench-visual bench-ann bench-lexical bench-scale bench-startup bench-ray bench-fusion bench-pdf relevance-fit clean
 
 # The package alone (what `make demo` needs): quick on a fresh machine.
 $(CORE): pyproject.toml
@@ -161,6 +161,19 @@ bench-fusion: $(STAMP)
 	PYTHONPATH=src:. $(BIN)/python -m bench.fusion_learn variants $(FUSION_DIR)
 	PYTHONPATH=src:. $(BIN)/python -m bench.fusion_learn speed $(EVAL)/drcd_simplified --split dev --cache $(FUSION_DIR)/ws --queries 200 --fusion adaptive,zscore,rrf
 	PYTHONPATH=src:. $(BIN)/python -m bench.fusion_learn latency $(EVAL)/drcd_simplified --split dev --cache $(FUSION_DIR)/ws --queries 100
+
+# The relevance score's calibration (docs/dense.md#relevance, docs/benchmarks.md#relevance-score):
+# record every set's train/dev and test snippets in each mode (hybrid and vector share a cached
+# workspace, bm25 has its own), fit on train/dev (paste the printed constants into
+# src/ragspine/retrieval/relevance.py), then report calibration and the off-topic cut on test.
+RELEVANCE_DIR ?= /tmp/ragspine-relevance
+RELEVANCE_SETS ?= $(FUSION_SETS)
+relevance-fit: $(STAMP)
+	for mode in hybrid vector bm25; do for set in $(RELEVANCE_SETS); do for split in $${set##*:} test; do \
+		PYTHONPATH=src:. $(BIN)/python -m bench.relevance_fit record $(EVAL) --sets $${set%%:*}:$$split --mode $$mode \
+		--cache $(RELEVANCE_DIR)/ws-$$( [ $$mode = bm25 ] && echo bm25 || echo dense ) --out $(RELEVANCE_DIR) || exit 1; done; done; done
+	PYTHONPATH=src:. $(BIN)/python -m bench.relevance_fit fit $(RELEVANCE_DIR)
+	for mode in hybrid vector bm25; do PYTHONPATH=src:. $(BIN)/python -m bench.relevance_fit report $(RELEVANCE_DIR) --mode $$mode; done
 
 clean:
 	rm -rf $(VENV) .ragspine build src/*.egg-info .pytest_cache .hypothesis

@@ -195,8 +195,9 @@ def test_a_store_from_before_the_record_behaves_as_before_until_its_next_ingest(
         store.replace_doc_chunks("d", [Chunk("d:0", "d", 0, "old text about kelp", "d#p1@0-19")])
     resolved = resolve_settings(DENSE, flags={"RAGSPINE_DB": str(db)})
     assert "store" not in resolved.sources.values()
+    # min_score 0: every ranked snippet (the relevance floor is tested in tests/integrations/test_min_score.py)
     with ragspine.open(db, env=DENSE, chunk_chars=480, chunk_overlap=80, chunker="paragraph", analyzer="spec",
-                       contextual="none") as workspace:  # fmt: skip
+                       contextual="none", min_score="0") as workspace:  # fmt: skip
         assert workspace.search("kelp")[0]["doc_id"] == "d"
     assert RECORD_KEY not in _meta(db)  # opening records nothing new in a store with chunks
     folder = tmp_path / "docs"

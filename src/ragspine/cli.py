@@ -30,6 +30,7 @@ from ragspine.cli_common import user_errors as _user_errors
 from ragspine.secret import redact_url
 from ragspine.settings.config import QUERY_STAGE
 from ragspine.render import dropped_note, format_embed_report, format_ingest_report, format_snippets
+from ragspine.cli_options import check_visual, min_score_option
 from ragspine.retrieval.model import FILTER_FIELDS
 
 
@@ -137,7 +138,7 @@ def ingest(
     defaults: dict[str, Any] = dict(meta)
     with _user_errors():
         settings = load_settings(config_file=config_file, flags={"RAGSPINE_DB": db})
-        _check_visual(settings, visual)
+        check_visual(settings, visual)
         asked = index_settings_for(settings)
         report, withdrawn = ingest_files(
             list(paths), settings, rebuild=rebuild, force=force, include=include, exclude=exclude,
@@ -295,6 +296,7 @@ def _ray_pool(settings: Any, address: str | None, workers: int | None) -> Iterat
                    "`ragspine ingest --visual`): page pointers fused with the text results.")  # fmt: skip
 @_config_option
 @_query_stage_options
+@min_score_option
 def search(
     query: str,
     db: str | None,
@@ -326,7 +328,7 @@ def search(
             raise ValueError("--explain traces one store's pipeline; drop --library/--libraries")
         specs = read_libraries(libraries, libraries_file)  # libraries: RAGSPINE_DB's record is not theirs
         settings = load_settings(config_file=config_file, flags={"RAGSPINE_DB": db, **query_flags}, adopt=not specs)
-        _check_visual(settings, visual, libraries=bool(specs))
+        check_visual(settings, visual, libraries=bool(specs))
         if specs:
             snippets = search_libraries(settings, specs, query, where=where, top_k=top_k)
         else:
@@ -343,13 +345,6 @@ def search(
         click.echo(json.dumps(trace.to_dict(), ensure_ascii=False, indent=2) if as_json else trace.render(), err=True)
 
 
-def _check_visual(settings: Any, visual: bool, *, libraries: bool = False) -> None:
-    """--visual needs RAGSPINE_VISUAL_EMBEDDER, and one store."""
-    if visual and settings.visual_embedder == "none":
-        raise ValueError("--visual needs RAGSPINE_VISUAL_EMBEDDER: colpali or colqwen2 (with RAGSPINE_VISUAL_MODEL, "
-                         "a local weights folder; pip install 'ragspine[colpali]'), or tiny to try the path")  # fmt: skip
-    if visual and libraries:
-        raise ValueError("--visual searches one store; drop --library/--libraries")
 
 
 @main.command()

@@ -19,6 +19,7 @@ from ragspine.secret import redact_text, redact_url
 from ragspine.settings.config import Settings
 from ragspine.retrieval.link.multi_index import LibraryIndex, MultiIndexRetriever
 from ragspine.retrieval.pipeline.snippets import SearchResults
+from ragspine.retrieval.relevance import above
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,8 @@ def search_libraries(
     settings: Settings, specs: Sequence[LibrarySpec], query: str, *, where: Any, top_k: int
 ) -> SearchResults:
     """Search the libraries RAGSPINE_ROUTER picks (every library when it picks none or fails);
-    snippets carry `library_id`, the results `filters_dropped` (RAGSPINE_FILTER_FALLBACK)."""
+    snippets carry `library_id`, the results `filters_dropped` (RAGSPINE_FILTER_FALLBACK);
+    RAGSPINE_MIN_SCORE cuts them as `Workspace.search` does."""
     from ragspine.assembly import make_provider, make_router_for
     from ragspine.workspace import Workspace
 
@@ -82,4 +84,5 @@ def search_libraries(
         if provider is not None:
             stack.callback(getattr(provider, "close", lambda: None))
         multi = MultiIndexRetriever(libraries, make_router_for(settings, libraries, provider))
-        return multi.retrieve(query, filters=where, top_k=top_k)
+        found = multi.retrieve(query, filters=where, top_k=top_k)
+        return SearchResults(above(found, settings.min_score), filters_dropped=found.filters_dropped)

@@ -57,6 +57,7 @@ from ragspine.retrieval.pipeline.otel import export_trace
 from ragspine.retrieval.pipeline.request import SearchRequest, check_filter_fallback, check_top_k, check_where
 from ragspine.retrieval.pipeline.snippets import SearchResults
 from ragspine.retrieval.pipeline.trace import Trace
+from ragspine.retrieval.relevance import above
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.retrieval.vector.dense.chunk_vectors import BatchEmbedder, EmbedReport
 from ragspine.retrieval.vector.errors import VectorStoreError
@@ -366,6 +367,7 @@ class Workspace(Closeable):
         mode: str | None = None,
         trace: Trace | None = None,
         filter_fallback: str | None = None,
+        min_score: float | None = None,
     ) -> SearchResults:
         """Ranked, cited, RESTRICTED-free snippet dicts (`ragspine.retrieval.snippet.Snippet`),
         as a list with `filters_dropped`: the filter fields that matched nothing and were
@@ -377,16 +379,19 @@ class Workspace(Closeable):
         (`SearchRequest`). `mode` must be one the workspace can run. `trace`: receives one step
         per pipeline stage (`ragspine search --explain`). A result whose document has recorded
         copies (duplicates a folder run did not store again) names them all in
-        `lineage["duplicates"]` (`ingest.copies`)."""
+        `lineage["duplicates"]` (`ingest.copies`). `min_score`: the least `relevance` a snippet
+        needs (None: RAGSPINE_MIN_SCORE); relevance never increases down the list, so this is
+        the one place every surface's results are cut."""
         self.check_mode(mode)
-        request = SearchRequest(query, where=where, top_k=top_k, filter_fallback=filter_fallback)
+        request = SearchRequest(query, where=where, top_k=top_k, filter_fallback=filter_fallback, min_score=min_score)
+        floor = self.settings.min_score if request.min_score is None else request.min_score
         if trace is None and self.settings.otel == "on":
             trace = Trace()  # RAGSPINE_OTEL: recorded only to be exported
         run = self.retriever.retrieve_run(request.query, filters=request.where, top_k=request.top_k, trace=trace,
                                           filter_fallback=request.filter_fallback)  # fmt: skip
         if self.settings.otel == "on" and trace is not None:
             export_trace(trace)
-        results = run.results()
+        results = SearchResults(above(run.snippets, floor), filters_dropped=run.filters_dropped)
         self._copies.annotate(results)  # a copy of a document is stored once: lineage names them all
         return results
 

@@ -13,7 +13,7 @@ from ragspine.workspace import Workspace
 
 API_KEY = "integration-key-0123456789"
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
-ENV = {"RAGSPINE_EMBEDDING": "none"}  # BM25 alone: the adapters, not the dense channel, are tested
+ENV = {"RAGSPINE_EMBEDDING": "none"}  # BM25 alone, every ranked snippet: the adapters are tested
 MEMO = "internal_memo_restructuring"
 
 

@@ -33,7 +33,7 @@ def test_local_retriever_sync_async(demo_ws: Workspace) -> None:
     assert nodes and all(isinstance(n, NodeWithScore) for n in nodes)
     expected = demo_ws.search("为什么营收下滑", where={"entity": "ACME_CN"}, top_k=3)
     assert [n.node.get_content() for n in nodes] == [s["text"] for s in expected]
-    assert [n.score for n in nodes] == [s["scores"]["fused"] for s in expected]
+    assert [n.score for n in nodes] == [s["relevance"] for s in expected]  # issue 35: the bounded relevance
     first = nodes[0].node
     assert first.node_id == expected[0]["chunk_id"] and first.metadata["doc_id"] == "acme_cn_2024_annual_report"
     assert {"source_locator", "scores_json", "lineage_json", "title", "filters_dropped"} <= set(first.metadata)

@@ -15,7 +15,8 @@ ROLE_KEYS = [API_KEY, f"admin:{ADMIN_KEY}", f"read:{READ_KEY}"]
 STUB_ANSWER = "Revenue fell because export orders dropped [1]."
 LLM_KEY = "sk-stub-secret-value"
 # An environment with nothing set but the dense channel off: `env={}` would resolve
-# RAGSPINE_EMBEDDING=auto to e5 where it is installed (slow, and not what these tests are about).
+# RAGSPINE_EMBEDDING=auto to e5 where it is installed (slow, and not what these tests are about);
+# and every ranked snippet (no relevance floor: tests/integrations/test_min_score.py is about it).
 BM25_ENV = {"RAGSPINE_EMBEDDING": "none"}
 # The chunking every store made by the library API (build_narrative_retriever) or before issue 15 has.
 SPEC_CHUNKING = {"RAGSPINE_CHUNKER": "paragraph", "RAGSPINE_CHUNK_CHARS": "480", "RAGSPINE_CONTEXTUAL": "none"}

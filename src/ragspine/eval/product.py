@@ -65,6 +65,9 @@ class ProductOptions:
     # called with each search's text and its detailed pipeline trace (benchmarks read the fusion
     # stage's inputs from it, e.g. `bench.fusion_learn record`); None: searches are not traced
     on_trace: Callable[[str, Trace], None] | None = None
+    # called with each search's text and its snippets, best first (`bench.relevance_fit` reads
+    # their scores); None: not called
+    on_snippets: Callable[[str, list[Any]], None] | None = None
 
     def flags(self) -> dict[str, object]:
         return {
@@ -157,6 +160,7 @@ def run_product_eval(
                 stats["documents"],
                 options.progress,
                 options.on_trace,
+                options.on_snippets,
             )
             mode = workspace.retrieval_mode
             dense = workspace.retriever.index.dense
@@ -267,20 +271,24 @@ def _query_all(
     docs: int,
     progress: bool,
     on_trace: Callable[[str, Trace], None] | None = None,
+    on_snippets: Callable[[str, list[Any]], None] | None = None,
 ) -> tuple[dict[str, list[tuple[str, float]]], float, list[float]]:
-    """Rank corpus entries for each query by their best snippet (`Workspace.search`, best first);
+    """Rank corpus entries for each query by their best snippet (`Workspace.search`, best first,
+    with no relevance floor: the ranking is measured, `min_score`'s cut is reported apart);
     a blank query gets an empty ranking. The first query runs once before the clock starts.
     Returns (run, seconds, each non-blank query's milliseconds). `on_trace`: each search is
-    traced in detail and handed to it with its text."""
+    traced in detail and handed to it with its text; `on_snippets`: each search's snippets."""
     from ragspine.eval.runner import _progress, chunk_depth
 
     depth = chunk_depth(top_k, chunks, docs)
 
     def search(text: str, k: int) -> list[tuple[str, float]]:
         trace = Trace(detail=True) if on_trace is not None else None
-        snippets = workspace.search(text, top_k=k, trace=trace)
+        snippets = workspace.search(text, top_k=k, trace=trace, min_score=0.0)
         if on_trace is not None and trace is not None:
             on_trace(text, trace)
+        if on_snippets is not None:
+            on_snippets(text, snippets)
         return [(doc_id_of(s["doc_id"]), float(s["scores"]["fused"])) for s in snippets]
 
     warm = next((q for q in queries.values() if q.strip()), None)

@@ -87,13 +87,16 @@ def dropped_of(snippets: Iterable[Any]) -> list[str]:
 
 
 async def search_async(
-    searcher: Searcher, query: str, *, where: Any, top_k: int, filter_fallback: str | None = None
+    searcher: Searcher, query: str, *, where: Any, top_k: int, filter_fallback: str | None = None,
+    min_score: float | None = None,
 ) -> list[Snippet]:
     """`searcher.search` without blocking the event loop: a remote searcher's own async call,
     a local one in a worker thread (the workspace is thread-safe)."""
     if isinstance(searcher, RemoteWorkspace):
-        return await searcher.asearch(query, where=where, top_k=top_k, filter_fallback=filter_fallback)
-    return await asyncio.to_thread(searcher.search, query, where=where, top_k=top_k, **fallback_kw(filter_fallback))
+        return await searcher.asearch(query, where=where, top_k=top_k, filter_fallback=filter_fallback,
+                                      min_score=min_score)  # fmt: skip
+    return await asyncio.to_thread(searcher.search, query, where=where, top_k=top_k,
+                                   **optional_kw(filter_fallback=filter_fallback, min_score=min_score))  # fmt: skip
 
 
 class RemoteWorkspace(Closeable):
@@ -130,18 +133,21 @@ class RemoteWorkspace(Closeable):
             client.close()
 
     def search(
-        self, query: str, *, where: Any = None, top_k: int = 10, filter_fallback: str | None = None
+        self, query: str, *, where: Any = None, top_k: int = 10, filter_fallback: str | None = None,
+        min_score: float | None = None,
     ) -> SearchResults:
-        """Ranked, cited snippets from POST /search, with its `filters_dropped`."""
-        body = _answer(self._pool().post("/search", json=_search_body(query, where, top_k, filter_fallback)))
+        """Ranked, cited snippets from POST /search, with its `filters_dropped` (`min_score` None: the
+        service's setting)."""
+        body = _answer(self._pool().post("/search", json=_search_body(query, where, top_k, filter_fallback, min_score)))
         return SearchResults(passages(body["snippets"]), filters_dropped=body.get("filters_dropped", []))
 
     async def asearch(
-        self, query: str, *, where: Any = None, top_k: int = 10, filter_fallback: str | None = None
+        self, query: str, *, where: Any = None, top_k: int = 10, filter_fallback: str | None = None,
+        min_score: float | None = None,
     ) -> SearchResults:
         """`search` on an async HTTP client."""
         async with self._httpx.AsyncClient(base_url=self.url, headers=self._headers, timeout=self._timeout) as client:
-            body = _answer(await client.post("/search", json=_search_body(query, where, top_k, filter_fallback)))
+            body = _answer(await client.post("/search", json=_search_body(query, where, top_k, filter_fallback, min_score)))
         return SearchResults(passages(body["snippets"]), filters_dropped=body.get("filters_dropped", []))
 
     def ask(
@@ -149,24 +155,26 @@ class RemoteWorkspace(Closeable):
     ) -> dict[str, Any]:
         """The answer of POST /ask: {question, answer, mode, note, filters_dropped, citations}."""
         payload = {"question": question, "top_k": check_top_k(top_k), "where": _where_object(where),
-                   **fallback_kw(check_filter_fallback(filter_fallback))}  # fmt: skip
+                   **optional_kw(filter_fallback=check_filter_fallback(filter_fallback))}  # fmt: skip
         body = _answer(self._pool().post("/ask", json=payload))
         body["citations"] = passages(body["citations"])
         return dict(body)
 
 
-def _search_body(query: str, where: Any, top_k: int, filter_fallback: str | None = None) -> dict[str, Any]:
+def _search_body(
+    query: str, where: Any, top_k: int, filter_fallback: str | None = None, min_score: float | None = None
+) -> dict[str, Any]:
     """The POST /search body of a request checked as every surface checks it."""
-    request = SearchRequest(query, where=where, top_k=top_k, filter_fallback=filter_fallback)
+    request = SearchRequest(query, where=where, top_k=top_k, filter_fallback=filter_fallback, min_score=min_score)
     return {"query": request.query, "top_k": request.top_k, "where": _where_object(request.where),
-            **fallback_kw(request.filter_fallback)}  # fmt: skip
+            **optional_kw(filter_fallback=request.filter_fallback, min_score=request.min_score)}  # fmt: skip
 
 
-def fallback_kw(filter_fallback: str | None) -> dict[str, str]:
-    """`filter_fallback` as a keyword argument or a request body's field, absent when None (the
-    searcher's, or the service's, RAGSPINE_FILTER_FALLBACK; a searcher of one's own that
-    takes no `filter_fallback` keeps working)."""
-    return {} if filter_fallback is None else {"filter_fallback": filter_fallback}
+def optional_kw(**given: Any) -> dict[str, Any]:
+    """The keyword arguments (or request body fields) given: a None is left out, so the
+    searcher's, or the service's, setting applies (RAGSPINE_FILTER_FALLBACK, RAGSPINE_MIN_SCORE)
+    and a searcher of one's own that takes neither keeps working."""
+    return {key: value for key, value in given.items() if value is not None}
 
 
 def _where_object(where: Any) -> dict[str, Any] | str | None:

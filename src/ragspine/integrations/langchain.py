@@ -20,12 +20,12 @@ from ragspine.extras import require
 from ragspine.integrations.common import (
     Searcher,
     dropped_of,
-    fallback_kw,
+    optional_kw,
     passages,
     search_async,
     snippet_metadata,
 )
-from ragspine.retrieval.pipeline.request import check_filter_fallback, check_top_k
+from ragspine.retrieval.pipeline.request import check_filter_fallback, check_relevance_floor, check_top_k
 
 _core = require("langchain_core.retrievers", extra="langchain", purpose="RAGSpineRetriever (LangChain)")
 _documents = require("langchain_core.documents", extra="langchain", purpose="RAGSpineRetriever (LangChain)")
@@ -52,6 +52,8 @@ class RAGSpineRetriever(_core.BaseRetriever):  # type: ignore[name-defined]
     applied to every query (any form, the string form included: docs/filters.md); `top_k`:
     documents per query, a whole number (checked as on every surface: `check_top_k`);
     `filter_fallback`: "strict" or "retry" (None: the searcher's RAGSPINE_FILTER_FALLBACK).
+    `min_score`: the least `relevance` (metadata["relevance"]) a document needs (None: the
+    workspace's RAGSPINE_MIN_SCORE).
     """
 
     model_config = _pydantic.ConfigDict(arbitrary_types_allowed=True)
@@ -59,15 +61,18 @@ class RAGSpineRetriever(_core.BaseRetriever):  # type: ignore[name-defined]
     where: Any = None
     top_k: Annotated[int, _pydantic.BeforeValidator(check_top_k)] = 5
     filter_fallback: Annotated[str | None, _pydantic.BeforeValidator(check_filter_fallback)] = None
+    min_score: Annotated[float | None, _pydantic.BeforeValidator(check_relevance_floor)] = None
 
     def _get_relevant_documents(self, query: str, *, run_manager: Any) -> list[Any]:
-        found = _searcher(self.searcher).search(query, where=self.where, top_k=self.top_k,
-                                                **fallback_kw(self.filter_fallback))  # fmt: skip
+        found = _searcher(self.searcher).search(
+            query, where=self.where, top_k=self.top_k,
+            **optional_kw(filter_fallback=self.filter_fallback, min_score=self.min_score),
+        )  # fmt: skip
         return to_documents(found)
 
     async def _aget_relevant_documents(self, query: str, *, run_manager: Any) -> list[Any]:
         found = await search_async(_searcher(self.searcher), query, where=self.where, top_k=self.top_k,
-                                   filter_fallback=self.filter_fallback)  # fmt: skip
+                                   filter_fallback=self.filter_fallback, min_score=self.min_score)  # fmt: skip
         return to_documents(found)
 
 

@@ -21,14 +21,14 @@ from ragspine.extras import require
 from ragspine.integrations.common import (
     Searcher,
     dropped_of,
-    fallback_kw,
+    optional_kw,
     passages,
     search_async,
     snippet_metadata,
 )
 from ragspine.integrations.metadata_filters import TO_LLAMAINDEX, from_metadata_filters
 from ragspine.retrieval.filters import And, Filter, Or, Predicate, parse_filter
-from ragspine.retrieval.pipeline.request import check_filter_fallback, check_top_k, check_where
+from ragspine.retrieval.pipeline.request import check_filter_fallback, check_relevance_floor, check_top_k, check_where
 
 _retrievers = require("llama_index.core.retrievers", extra="llamaindex", purpose="RAGSpineRetriever (LlamaIndex)")
 _schema = require("llama_index.core.schema", extra="llamaindex", purpose="RAGSpineRetriever (LlamaIndex)")
@@ -48,7 +48,7 @@ def to_nodes(snippets: Iterable[Mapping[str, Any]]) -> list[Any]:
             id_=s["chunk_id"], text=s["text"], metadata=meta, excluded_embed_metadata_keys=list(meta),
             excluded_llm_metadata_keys=[k for k in meta if k not in LLM_VISIBLE],
         )  # fmt: skip
-        nodes.append(_schema.NodeWithScore(node=node, score=float((s.get("scores") or {}).get("fused") or 0.0)))
+        nodes.append(_schema.NodeWithScore(node=node, score=float(s.get("relevance") or 0.0)))
     return nodes
 
 
@@ -59,7 +59,8 @@ class RAGSpineRetriever(_retrievers.BaseRetriever):  # type: ignore[name-defined
     applied to every query (any form, the string form included: docs/filters.md); `filters`:
     a LlamaIndex `MetadataFilters`, AND-ed with `where`; `top_k`: nodes per query, a whole
     number (checked as on every surface: `check_top_k`); `filter_fallback`: "strict" or
-    "retry" (None: the searcher's RAGSPINE_FILTER_FALLBACK).
+    "retry" (None: the searcher's RAGSPINE_FILTER_FALLBACK); `min_score`: the least `relevance`
+    (each node's `score`) a node needs (None: the workspace's RAGSPINE_MIN_SCORE).
     """
 
     def __init__(
@@ -70,6 +71,7 @@ class RAGSpineRetriever(_retrievers.BaseRetriever):  # type: ignore[name-defined
         filters: Any = None,
         top_k: int = 5,
         filter_fallback: str | None = None,
+        min_score: float | None = None,
         **kwargs: Any,
     ) -> None:
         if not isinstance(searcher, Searcher):
@@ -79,15 +81,16 @@ class RAGSpineRetriever(_retrievers.BaseRetriever):  # type: ignore[name-defined
         self.where = [w for w in (where, translated) if w] if translated else where
         self.searcher, self.top_k = searcher, check_top_k(top_k)
         self.filter_fallback = check_filter_fallback(filter_fallback)
+        self.min_score = check_relevance_floor(min_score)
         super().__init__(**kwargs)
 
     def _retrieve(self, query_bundle: Any) -> list[Any]:
         return to_nodes(self.searcher.search(query_bundle.query_str, where=self.where, top_k=self.top_k,
-                                             **fallback_kw(self.filter_fallback)))  # fmt: skip
+                                             **optional_kw(filter_fallback=self.filter_fallback, min_score=self.min_score)))  # fmt: skip
 
     async def _aretrieve(self, query_bundle: Any) -> list[Any]:
         found = await search_async(self.searcher, query_bundle.query_str, where=self.where, top_k=self.top_k,
-                                   filter_fallback=self.filter_fallback)  # fmt: skip
+                                   filter_fallback=self.filter_fallback, min_score=self.min_score)  # fmt: skip
         return to_nodes(found)
 
 

@@ -38,7 +38,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from ragspine.integrations import mcp_text  # noqa: E402
 from ragspine.integrations.common import passages  # noqa: E402
-from ragspine.retrieval.pipeline.request import SearchRequest, check_top_k  # noqa: E402
+from ragspine.retrieval.pipeline.request import MIN_SCORE_HELP, SearchRequest, check_relevance_floor, check_top_k  # noqa: E402
 from ragspine.retrieval.snippet import Snippet  # noqa: E402
 from ragspine.retrieval.typed_model import model_from_typeddict  # noqa: E402
 from ragspine.search_libraries import LibrarySpec  # noqa: E402
@@ -76,6 +76,7 @@ Library = Annotated[str | None, Field(description="A library name from list_libr
 _CHECK_TOP_K = BeforeValidator(lambda value: check_top_k(value, MAX_TOP_K))
 SearchTopK = Annotated[int, Field(ge=1, le=MAX_TOP_K, description="How many passages"), _CHECK_TOP_K]
 AskTopK = Annotated[int, Field(ge=1, le=MAX_TOP_K, description="Passages to answer from"), _CHECK_TOP_K]
+MinScore = Annotated[float | None, BeforeValidator(check_relevance_floor), Field(description=MIN_SCORE_HELP)]
 
 
 # A ranked, cited passage (never RESTRICTED): the snippet, with its rank and citation first; its
@@ -188,14 +189,16 @@ def build_mcp_server(
         top_k: SearchTopK = DEFAULT_SEARCH_TOP_K,
         library: Library = None,
         filter_fallback: FilterFallback = None,
+        min_score: MinScore = None,
     ) -> Annotated[CallToolResult, SearchResult]:
         """Ranked, cited passages for a query (BM25 + dense fused; RESTRICTED never returned).
         The first line of the text says whether the filters held or were dropped."""
         lib = pick(library)
         request = guarded(lambda: SearchRequest(query, where=where, top_k=top_k, max_top_k=MAX_TOP_K,
-                                                filter_fallback=filter_fallback))  # fmt: skip
+                                                filter_fallback=filter_fallback, min_score=min_score))  # fmt: skip
         found = guarded(lambda: lib.workspace.search(request.query, where=request.where, top_k=request.top_k,
-                                                     filter_fallback=request.filter_fallback))  # fmt: skip
+                                                     filter_fallback=request.filter_fallback,
+                                                     min_score=request.min_score))  # fmt: skip
         result = SearchResult(library=lib.name, query=query, where=where or None,
                               filters_dropped=found.filters_dropped, passages=_passages(found))  # fmt: skip
         return _answer(result, mcp_text.search_text)

@@ -10,7 +10,8 @@ Invariants: the required keys are in every snippet any code path returns (a text
 visual page pointer's, a RAPTOR node's and a node's or pointer's members); the `NotRequired` keys
 appear only on the snippets that say what they name (none is ever None when present); a
 `Scores` carries the declared keys and, under their own names, the scores of any extra channel
-(sparse, ...) or fusion step (`library_fused`) that ranked it. This module imports nothing from
+(sparse, ...) or fusion step (`library_fused`) that ranked it; `relevance` is set once, at the
+retriever's exit (`ragspine.retrieval.relevance.rate`: 0.0 until then). This module imports nothing from
 ragspine and no third-party package. (No `from __future__ import annotations` here: `TypedDict`
 reads `NotRequired` from the evaluated annotations.)
 
@@ -49,6 +50,9 @@ class Snippet(TypedDict):
     version: int | None
     valid_as_of: NotRequired[str]  # a visual page pointer has none
     scores: Scores
+    relevance: Annotated[float, "The estimated probability that the passage is relevant, in [0, 1]: calibrated per "
+                               "retrieval mode, comparable across queries, never increasing down the list "
+                               "(`min_score` cuts on it)"]
     lineage: dict[str, Any]
     # generation-only expansion (post-processors, parent sections / sentence windows)
     prompt_text: NotRequired[str]

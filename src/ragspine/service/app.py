@@ -194,7 +194,7 @@ def _routes(ws: Workspace) -> APIRouter:
         mode = ws.check_mode(given.mode)
         where = _where(given)
         found = ws.search(given.query, where=where, top_k=given.top_k, mode=given.mode,
-                          filter_fallback=given.filter_fallback)  # fmt: skip
+                          filter_fallback=given.filter_fallback, min_score=given.min_score)  # fmt: skip
         return {"mode": mode, **found.to_dict()}
 
     @router.post("/ask", response_model=m.AskOut, tags=["retrieval"])

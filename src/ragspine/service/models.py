@@ -14,7 +14,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 from ragspine.retrieval import snippet as core
 from ragspine.retrieval.model import FILTER_FIELDS
-from ragspine.retrieval.pipeline.request import FILTER_FALLBACKS, check_top_k
+from ragspine.retrieval.pipeline.request import FILTER_FALLBACKS, MIN_SCORE_HELP, check_relevance_floor, check_top_k
 from ragspine.retrieval.typed_model import model_from_typeddict
 from ragspine.settings.config import RETRIEVAL_MODES
 
@@ -34,6 +34,7 @@ Text = Annotated[str, AfterValidator(_unicode)]
 Meta = Annotated[str, Field(max_length=MAX_META_CHARS), AfterValidator(_unicode)]
 DocId = Annotated[str, Field(min_length=1, max_length=512), AfterValidator(_unicode)]
 Mode = Literal[RETRIEVAL_MODES]  # type: ignore[valid-type]
+MinScore = Annotated[float | None, BeforeValidator(check_relevance_floor), Field(description=MIN_SCORE_HELP)]
 
 WHERE_HELP = (
     "Typed filter, AND-ed with `filters`: {field: value}, {field: {op: value}} with op in eq, ne, "
@@ -222,6 +223,7 @@ def query_models(max_top_k: int) -> tuple[type[BaseModel], type[BaseModel]]:
         top_k: TopK = min(10, max_top_k)
         mode: Mode | None = Field(None, description="auto (default), or a preset the service can run")
         filter_fallback: FilterFallback | None = Field(None, description=FALLBACK_HELP)
+        min_score: MinScore = None
 
     class AskIn(BaseModel):
         """A question, answered from the store with numbered citations."""

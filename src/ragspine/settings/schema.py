@@ -278,6 +278,15 @@ class Settings:
         "(shown by `ragspine config show`).",
         float_list(7, "DENSE_LOW,DENSE_MID,DENSE_HIGH,MATCH_LOW,MATCH_HIGH,GAP_HIGH,LEXICAL_LOW", minimum=0.0),
     )
+    min_score: float = setting(
+        "0",
+        "Least relevance a snippet needs to be returned (every surface; a request's `min_score` "
+        "overrides it). Relevance is in [0, 1], calibrated on the shared sets' train/dev splits "
+        "and never increasing down a result list, so the floor keeps a prefix. 0 (the default, as "
+        "Elasticsearch's min_score and Qdrant's score_threshold are unset): no cut. 0.05 leaves most "
+        "off-topic questions with no passage, at a cost measured in docs/dense.md#relevance.",
+        float_range(0.0, 1.0),
+    )
     chunker: str = setting(
         "auto",
         "How documents are cut into chunks at ingest (`make_chunker`; docs/chunking.md). "

@@ -35,6 +35,8 @@ from ragspine.retrieval.rerank.guard import DEFAULT_TOP_N
 from ragspine.retrieval.rerank.llm_judge import ProviderListwiseJudge
 from ragspine.retrieval.rerank.protocol import Reranker
 from ragspine.retrieval.sensitivity import RESTRICTED_SENSITIVITY
+from ragspine.retrieval.relevance import rate, relevance_mode
+from ragspine.retrieval.snippet import Snippet
 from ragspine.retrieval.store.factory import open_chunk_store
 from ragspine.retrieval.store.protocol import ChunkStoreProtocol
 from ragspine.retrieval.types import EmbeddingBackend, QueryRewriter
@@ -147,7 +149,15 @@ class NarrativeIndexRetriever:
         filters, where, top_k = request.get("filters"), request.get("where"), request.get("top_k", DEFAULT_TOP_K)
         run = self.pipeline().run(query, filters=filters, where=where, top_k=top_k, trace=trace,
                                   filter_fallback=request.get("filter_fallback"))  # fmt: skip
-        return self.finish(query, run, filters, where, top_k)
+        run = self.finish(query, run, filters, where, top_k)
+        rate(run.snippets, self.relevance_mode)  # the one place a snippet's relevance is set
+        return run
+
+    @property
+    def relevance_mode(self) -> str:
+        """Which calibration rates this retriever's snippets (`relevance.relevance_mode`)."""
+        index = self.index
+        return relevance_mode(index.dense is not None, index.channels, index.fusion.fuses_scores)
 
     def finish(self, query: str, run: SnippetRun, filters: Any, where: Any, top_k: int) -> SnippetRun:
         """What a subclass adds after the pipeline's run (`RaptorRetriever`: the tree's nodes);

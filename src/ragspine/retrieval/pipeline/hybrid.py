@@ -46,6 +46,7 @@ import numpy as np
 from ragspine.retrieval.model import RESERVED_FIELDS, Chunk, FieldFilters, field_filters, index_field_values
 from ragspine.retrieval.filters import CORE_FIELDS, Filter, fields_of, parse_filter
 from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1, bm25_idf
+from ragspine.retrieval.fusion.exact import exact_terms, lift_exact
 from ragspine.retrieval.fusion.rrf import DEFAULT_RRF_K, TIE_WEIGHT, Fusion
 from ragspine.retrieval.fusion.signals import CROSS_DEPTH, QuerySignals, top_overlap
 from ragspine.retrieval.fusion.zscore import WINDOW
@@ -98,6 +99,7 @@ class _Runs:
     vector_scores: dict[int, float] | None = None
     extra: list[tuple[str, float, ChannelRanking]] = field(default_factory=list)
     signals: QuerySignals | None = None  # set when the fusion's weights read them
+    exact: list[str] = field(default_factory=list)  # the query's exact terms (`fusion.exact`) that lifted chunks
 
     def ranked(self) -> set[int]:
         """Every position some channel ranked."""
@@ -293,12 +295,13 @@ class HybridRetriever:
         if trace is not None:
             trace.add("channels", went_out=len(runs.ranked()), ms=_ms_since(started), **self._channels_decisions(runs, plan))
         started = time.perf_counter()
-        fused, order, weights = self._fuse(query, runs, plan)
+        fused, order, weights = self._fuse(query, runs, plan, request)
         if trace is not None:
             step = trace.add("fusion", came_in=len(fused), went_out=len(order), ms=_ms_since(started),
                              method="rrf (one ranking)" if plan.single else self.fusion.method, top_k=plan.k,
                              weights={"lexical": weights[0], "dense": weights[1]}, bm25_k1=plan.k1,
                              **({"signals": _signal_summary(runs.signals)} if runs.signals is not None else {}),
+                             **({"exact": runs.exact} if runs.exact else {}),
                              top=[self.index.chunk_id(i) for i in order[:5]])  # fmt: skip
             if trace.detail:
                 step.data = _fusion_inputs(runs, weights, self.index.chunk_id)
@@ -328,8 +331,13 @@ class HybridRetriever:
         runs.extra = [(name, weight, ranker.rank(request)) for name, weight, ranker in fused_extra]
         return runs
 
-    def _fuse(self, query: str, runs: _Runs, plan: _Plan) -> tuple[dict[int, float], list[int], tuple[float, float]]:
-        """(fused score per position, the best `plan.k` positions by (-fused, chunk_id), weights)."""
+    def _fuse(
+        self, query: str, runs: _Runs, plan: _Plan, request: ChannelQuery
+    ) -> tuple[dict[int, float], list[int], tuple[float, float]]:
+        """(fused score per position, the best `plan.k` positions by (-fused, chunk_id), weights).
+        The chunks holding one of the query's exact terms (`fusion.exact`) are lifted above the
+        rest, whatever the weights (the cross-language rule included), except in
+        channels="vector" (the dense channel alone)."""
         lexical = runs.lexical.rankings
         if plan.single:
             order = lexical[0][: plan.k]
@@ -339,6 +347,11 @@ class HybridRetriever:
         extra = [(weight, (run.rankings, run.scores)) for _, weight, run in runs.extra]
         fused = self.fusion.fuse((lexical, runs.lexical.scores), dense, extra, weights,
                                  vector_only=self.channels == "vector", window=WINDOW)  # fmt: skip
+        if self.channels != "vector":
+            runs.exact = exact_terms(runs.tokens[0], self.index.df)
+            if runs.exact:
+                held, _ = self.index.scores(runs.exact, k1=plan.k1, b=self.b, filters=request.filters, where=request.where)
+                fused = lift_exact(fused, held.tolist())
         positions = np.fromiter(fused, dtype=np.int64, count=len(fused))
         values = np.fromiter(fused.values(), dtype=np.float64, count=len(fused))
         order = [i for i, _ in best_k(positions, values, plan.k, self.index.chunk_id)]  # by (-fused, chunk_id)

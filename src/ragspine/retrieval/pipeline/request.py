@@ -16,6 +16,8 @@ Invariants:
 - `filter_fallback` is None (the surface's setting, RAGSPINE_FILTER_FALLBACK) or one of
   FILTER_FALLBACKS: "retry" (a filter that matches nothing is searched once without filters,
   and the response's `filters_dropped` names the dropped fields) or "strict" (no result).
+- `min_score` is None (the surface's setting, RAGSPINE_MIN_SCORE) or a number from 0 to 1 (not a
+  bool or a string): the least `relevance` a snippet needs (`relevance.check_min_score`).
 - A bad request is an `InvalidRequest` (a `RagspineError` and a `ValueError`: HTTP 400, an MCP
   tool error, a CLI usage error); the HTTP and MCP schemas run `check_top_k` themselves, so
   there a bad `top_k` is their validation error (HTTP 422) with the same message.
@@ -30,16 +32,31 @@ from typing import Any
 from ragspine.errors import RagspineError
 from ragspine.retrieval.filters import And, Or, Predicate, parse_filter
 from ragspine.retrieval.pipeline.stages import check_query
+from ragspine.retrieval.relevance import check_min_score
 
-__all__ = ["FILTER_FALLBACKS", "InvalidRequest", "SearchRequest", "check_filter_fallback", "check_top_k",
-           "check_where"]  # fmt: skip
+__all__ = ["FILTER_FALLBACKS", "MIN_SCORE_HELP", "InvalidRequest", "SearchRequest", "check_filter_fallback",
+           "check_relevance_floor", "check_top_k", "check_where"]  # fmt: skip
 
 FILTER_FALLBACKS = ("strict", "retry")  # settings.choices.FilterFallback: the same two, in this order
+MIN_SCORE_HELP = ("Least relevance (0 to 1) a passage needs to be returned; relevance never increases down the "
+                  "list, so this keeps a prefix. Unset: the service's RAGSPINE_MIN_SCORE")  # fmt: skip
 
 
 class InvalidRequest(RagspineError, ValueError):
     """A search request no surface runs: blank query, a `top_k` that is not a whole number in
-    range, a filter of an unknown shape or a string filter that does not parse."""
+    range, a filter of an unknown shape or a string filter that does not parse, a `min_score`
+    outside [0, 1]."""
+
+
+def check_relevance_floor(value: object) -> float | None:
+    """`value` as a request's `min_score`: None (the setting decides) or a number from 0 to 1;
+    `InvalidRequest` otherwise."""
+    if value is None:
+        return None
+    try:
+        return check_min_score(value)
+    except ValueError as exc:
+        raise InvalidRequest(str(exc)) from exc
 
 
 def check_top_k(value: object, maximum: int | None = None) -> int:
@@ -93,6 +110,10 @@ class SearchRequest:
     Traceback (most recent call last):
     ...
     ragspine.retrieval.pipeline.request.InvalidRequest: filter_fallback must be one of strict, retry, got 'widen'
+    >>> SearchRequest("revenue", min_score=1.5)
+    Traceback (most recent call last):
+    ...
+    ragspine.retrieval.pipeline.request.InvalidRequest: min_score must be a number from 0 to 1, got 1.5 (float)
     """
 
     query: str
@@ -100,7 +121,7 @@ class SearchRequest:
     top_k: int = 10
     max_top_k: int | None = None
     filter_fallback: str | None = None
-    # min_score: the next field (a floor under the fused score), checked here like top_k
+    min_score: float | None = None  # the least relevance (None: the setting, RAGSPINE_MIN_SCORE)
 
     def __post_init__(self) -> None:
         try:
@@ -110,3 +131,4 @@ class SearchRequest:
         object.__setattr__(self, "top_k", check_top_k(self.top_k, self.max_top_k))
         object.__setattr__(self, "where", check_where(self.where))
         check_filter_fallback(self.filter_fallback)
+        object.__setattr__(self, "min_score", check_relevance_floor(self.min_score))

@@ -114,6 +114,7 @@ def to_snippet(result: RetrievalResult, lineage: dict[str, Any]) -> Snippet:
         "version": getattr(chunk, "version", None),
         "valid_as_of": getattr(chunk, "valid_as_of", ""),
         "scores": scores,
+        "relevance": 0.0,  # rated at the retriever's exit (`relevance.rate`)
         "lineage": dict(lineage),
     }
     if result.prompt_text is not None:  # what a prompt shows instead of `text`, and its spans into `text`

@@ -97,6 +97,7 @@ def _pointer(
         **{name: record.fields.get(name, "") for name in FILTER_FIELDS},
         "members": members,
         "scores": {"visual": score, "bm25": None, "vector": None, "fused": fused},
+        "relevance": 0.0,  # rated at the retriever's exit (`relevance.rate`)
         "lineage": {**lineage, "channel": CHANNEL},
     })
 

@@ -220,6 +220,7 @@ class RaptorRetriever(NarrativeIndexRetriever):
             "level": node.level,
             "members": [_member(chunks[c], node.node_id) for c in node.sources if c in chunks],
             "scores": {"bm25": 0.0, "vector": score, "fused": score},  # nodes are ranked by vector only
+            "relevance": 0.0,  # rated at the retriever's exit (`relevance.rate`)
             "lineage": {
                 "doc_ids": docs,
                 "chunk_ids": [leaf.chunk_id for leaf in node.leaves],
@@ -247,7 +248,7 @@ def _member(c: Chunk, node_id: str) -> Snippet:
         "chunk_id": c.chunk_id, "topic": c.topic, "entity": c.entity, "geography": c.geography,
         "period": c.period, "language": c.language, "sensitivity": c.sensitivity,
         "version": getattr(c, "version", None), "valid_as_of": getattr(c, "valid_as_of", ""), "via": node_id,
-        "scores": {"bm25": 0.0, "vector": None, "fused": 0.0},
+        "scores": {"bm25": 0.0, "vector": None, "fused": 0.0}, "relevance": 0.0,  # its node's, at the exit
         "lineage": {"via_synthesis_node": node_id},
     }  # fmt: skip
 
