@@ -40,6 +40,13 @@ def test_a_key_spec_names_its_role_and_a_bare_key_is_a_write_key() -> None:
     assert "key 2 repeats an earlier key" in str(twice.value) and READ_KEY not in str(twice.value)
 
 
+
+@pytest.mark.parametrize("spec", ["READ:{k}", "Read:{k}", "read :{k}", "read: {k}", " Admin :{k}"])
+def test_a_role_prefix_misspelt_is_refused_not_made_a_write_key(spec: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        load_settings({"RAGSPINE_API_KEYS": spec.format(k=READ_KEY)})
+    assert "lowercase with no space" in str(refused.value) and READ_KEY not in str(refused.value)
+
 def test_each_route_needs_its_role(serve: Any) -> None:
     served = serve()
     read = httpx.Client(base_url=served.url, headers=READ, timeout=30)
