@@ -92,6 +92,23 @@ def test_stats_and_graph_internals_only_for_admin_keys(serve: Any, tmp_path: Pat
     assert shown["path"].endswith(".graph.json") and shown["stale"] is False and "data_version" in shown["meta"]
 
 
+
+def test_graph_counts_move_with_nothing_a_read_key_cannot_see(serve: Any) -> None:
+    """GET /graph's counts (non-admin) are those the queries show: a document relabelled
+    RESTRICTED after the build is no longer counted (they were the build's, 1 document and
+    1 entity, while every query already hid both)."""
+    served = serve()
+    served.client.post("/documents", json=doc("a.md", "Borealis margin fell.", entity="BOREALIS"))
+    assert served.client.post("/graph/build", json={}).status_code == 200
+    before = served.client.get("/graph", headers=READ).json()
+    assert (before["nodes"], before["edges"]) == ({"document": 1, "entity": 1}, {"mentions": 1})
+    served.ws.ingest_text("Borealis margin fell, now restricted.", "a.md", entity="BOREALIS", sensitivity="RESTRICTED")
+    after = served.client.get("/graph", headers=READ).json()
+    assert (after["nodes"], after["edges"], after.get("stale")) == ({}, {}, None)
+    assert served.client.get("/graph/entities", headers=READ).json()["total"] == 0
+    operator = served.client.get("/graph", headers=ADMIN).json()
+    assert operator["stale"] is True and operator["nodes"] == {"document": 1, "entity": 1}
+
 def test_a_post_onto_a_taken_doc_id_answers_the_same_whatever_its_label(serve: Any) -> None:
     served = serve()
     _owner_restricted(served)
