@@ -158,3 +158,18 @@ def test_an_original_relabelled_stricter_takes_its_duplicates_with_it(folder: Pa
     assert failure.path == folder / LAW_COPY and "labelled RESTRICTED" in failure.reason
     with ragspine.open(str(db)) as ws:
         assert ws.search("借阅登记表", top_k=5) == []
+
+
+def test_an_original_replaced_through_the_workspace_no_longer_names_its_copies(folder: Path, tmp_path: Path) -> None:
+    """A copy is listed only while its content equals its document's: after `ingest_text` replaces
+    the original (as POST /documents with `replace` does), the copy is no copy of the new text."""
+    db = tmp_path / "s.db"
+    ingest_paths([folder], str(db))
+    with ragspine.open(str(db)) as ws:
+        before = [s for s in ws.search("借阅登记表", top_k=5) if s["doc_id"] == LAW]
+        assert before[0]["lineage"]["duplicates"] == [LAW, LAW_COPY]
+        label = before[0]["sensitivity"]
+        ws.ingest_text("Kestrel widgets note, replaced.", LAW, existing="replace_visible", sensitivity=label)
+        after = [s for s in ws.search("Kestrel widgets note", top_k=5) if s["doc_id"] == LAW]
+        assert after and after[0]["sensitivity"] == label
+        assert "duplicates" not in after[0]["lineage"]

@@ -26,3 +26,26 @@ def test_post_documents_reads_front_matter_and_refuses_restricted_content_lower(
     body = copy.text
     assert "stored at a stricter label" in body and "'fm'" not in body and "RESTRICTED" not in body
     assert list(served.ws.store.iter_chunks(doc_id="copy")) == []
+
+
+def test_an_unread_sensitivity_key_is_refused_with_a_readable_message(serve: Any) -> None:
+    """The refusal reaches the client whole: the error redactor once masked its word after
+    "top-level key:" (`key: value` looks like a secret), answering "…top-level key: **** rather…"."""
+    nested = "---\nmeta:\n  sensitivity: RESTRICTED\n---\n" + SECRET
+    refused = serve().client.post("/documents", json=doc("nested", nested, sensitivity="PUBLIC"))
+    assert refused.status_code == 400, refused.text
+    message = refused.json()["message"]
+    assert "line 3:" in message and "****" not in message
+    assert "is not read as a top-level key (refused rather than ingested at a lower label)" in message
+
+
+def test_a_posted_text_is_cleaned_as_a_file_is(serve: Any) -> None:
+    """POST /documents reads front matter with Windows line ends (it was refused) and stores no
+    NUL or CR, as `ragspine ingest` of the same file does."""
+    served = serve()
+    crlf = "---\r\nsensitivity: RESTRICTED\r\n---\r\n" + SECRET.replace("\n", "\r\n")
+    assert served.client.post("/documents", json=doc("win", crlf, sensitivity="PUBLIC")).status_code == 201
+    assert {c.sensitivity for c in served.ws.store.iter_chunks(doc_id="win")} == {"RESTRICTED"}
+    plain = served.client.post("/documents", json=doc("nul", "Kestrel alpha\u0000beta\r\nsecond line", sensitivity="PUBLIC"))
+    assert plain.status_code == 201, plain.text
+    assert [c.text for c in served.ws.store.iter_chunks(doc_id="nul")] == ["Kestrel alphabeta\nsecond line"]

@@ -256,3 +256,19 @@ def test_search_and_ask_take_typed_where_filters(serve: Any) -> None:
     assert "unknown operator 'like'" in err["message"]
     err = _is_error(client.post("/search", json={"query": "x", "where": {"nosuchfield": "1"}}), 400)
     assert "nosuchfield" in err["message"]
+
+
+def test_every_route_in_the_schema_needs_a_key(serve: Any) -> None:
+    """Every route the app serves (the live schema, so a route a later change adds is covered
+    too), /mcp included, is a 401 without a key; only /health is open."""
+    served = serve()
+    bare = httpx.Client(base_url=served.url, timeout=10)
+    paths = served.client.get("/openapi.json").json()["paths"]
+    calls = [(method, path.replace("{doc_id}", "a")) for path, ops in paths.items() for method in ops]
+    assert ("get", "/graph/entities") in calls and len(calls) >= 15
+    for method, path in [*calls, ("post", "/mcp")]:
+        response = bare.request(method.upper(), path, json={})
+        if path == "/health":
+            assert response.status_code == 200
+        else:
+            assert _is_error(response, 401), (method, path)

@@ -40,6 +40,13 @@ def test_a_key_spec_names_its_role_and_a_bare_key_is_a_write_key() -> None:
     assert "key 2 repeats an earlier key" in str(twice.value) and READ_KEY not in str(twice.value)
 
 
+
+@pytest.mark.parametrize("spec", ["READ:{k}", "Read:{k}", "read :{k}", "read: {k}", " Admin :{k}"])
+def test_a_role_prefix_misspelt_is_refused_not_made_a_write_key(spec: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        load_settings({"RAGSPINE_API_KEYS": spec.format(k=READ_KEY)})
+    assert "lowercase with no space" in str(refused.value) and READ_KEY not in str(refused.value)
+
 def test_each_route_needs_its_role(serve: Any) -> None:
     served = serve()
     read = httpx.Client(base_url=served.url, headers=READ, timeout=30)
@@ -84,6 +91,23 @@ def test_stats_and_graph_internals_only_for_admin_keys(serve: Any, tmp_path: Pat
     shown = served.client.get("/graph", headers=ADMIN).json()
     assert shown["path"].endswith(".graph.json") and shown["stale"] is False and "data_version" in shown["meta"]
 
+
+
+def test_graph_counts_move_with_nothing_a_read_key_cannot_see(serve: Any) -> None:
+    """GET /graph's counts (non-admin) are those the queries show: a document relabelled
+    RESTRICTED after the build is no longer counted (they were the build's, 1 document and
+    1 entity, while every query already hid both)."""
+    served = serve()
+    served.client.post("/documents", json=doc("a.md", "Borealis margin fell.", entity="BOREALIS"))
+    assert served.client.post("/graph/build", json={}).status_code == 200
+    before = served.client.get("/graph", headers=READ).json()
+    assert (before["nodes"], before["edges"]) == ({"document": 1, "entity": 1}, {"mentions": 1})
+    served.ws.ingest_text("Borealis margin fell, now restricted.", "a.md", entity="BOREALIS", sensitivity="RESTRICTED")
+    after = served.client.get("/graph", headers=READ).json()
+    assert (after["nodes"], after["edges"], after.get("stale")) == ({}, {}, None)
+    assert served.client.get("/graph/entities", headers=READ).json()["total"] == 0
+    operator = served.client.get("/graph", headers=ADMIN).json()
+    assert operator["stale"] is True and operator["nodes"] == {"document": 1, "entity": 1}
 
 def test_a_post_onto_a_taken_doc_id_answers_the_same_whatever_its_label(serve: Any) -> None:
     served = serve()

@@ -269,9 +269,22 @@ class GraphQueries:
                         refs.append(ChunkRef(chunk.chunk_id, chunk.doc_id, chunk.source_locator))
         return self._cite(refs[:limit], seen)
 
-    def show(self) -> dict[str, Any]:
-        """Counts of nodes per kind and edges per type, and what the graph was built from."""
+    def show(self, *, visible_only: bool = False) -> dict[str, Any]:
+        """Counts of nodes per kind and edges per type, and what the graph was built from.
+        `visible_only` (a caller who may not see the store's internals): no file path, metadata
+        or staleness, and, when the store changed since the build, only what the other queries
+        would show is counted (an edge `_edge`
+        shows, a document still visible, another node with a shown edge or none at all), so a
+        document relabelled RESTRICTED or withdrawn since moves no count."""
         graph = self.graph.graph()
+        if visible_only:  # without the file path, build metadata and staleness
+            seen = self._visibility()
+            edges = [e for e in self.graph.edges() if self._visible(e, seen)]
+            shown = {end for e in edges for end in (e.source, e.target)}
+            nodes = [n for n in graph.nodes.values() if n.id in shown or (
+                seen.document(n.key) if n.kind == "document" else not self.graph.neighbors(n.id))]  # fmt: skip
+            return {"built": self.graph.is_built(), "nodes": _count(n.kind for n in nodes),
+                    "edges": _count(e.type for e in edges)}  # fmt: skip
         kinds: Mapping[str, int] = _count(n.kind for n in graph.nodes.values())
         types: Mapping[str, int] = _count(key[2] for key in graph.edges)
         return {"built": self.graph.is_built(), "path": self.graph.path, "meta": graph.meta,

@@ -6,7 +6,8 @@ before duplicates were recorded, has no copies (never an error); a snippet gains
 `lineage["duplicates"]` (its own doc_id first, then the duplicates' doc_ids, sorted) only when
 its document has a copy. A duplicate carries its document's label and metadata
 (`ingest.content.duplicate_of`), so a caller who may see the snippet may see its copies' names;
-a copy whose recorded label differs from its document's (relabelled since) is not listed.
+a copy whose recorded label differs from its document's (relabelled since), or whose content no
+longer equals its document's (replaced since through `Workspace.ingest_text`/HTTP), is not listed.
 """
 
 from __future__ import annotations
@@ -77,7 +78,9 @@ class CopyLookup(Closeable):
         marks = ", ".join(mark for _ in wanted)
         sql = (
             f"SELECT d.duplicate_of, d.doc_id, o.metadata, d.metadata FROM {TABLE} d JOIN {TABLE} o "
-            f"ON o.doc_id = d.duplicate_of WHERE d.status = {mark} AND d.duplicate_of IN ({marks})"
+            f"ON o.doc_id = d.duplicate_of WHERE d.status = {mark} AND d.duplicate_of IN ({marks}) "
+            "AND ((d.content_hash <> '' AND d.content_hash = o.content_hash) "
+            "OR (d.text_hash <> '' AND d.text_hash = o.text_hash))"  # still a copy: not replaced since
         )
         return [tuple(map(str, row)) for row in self._conn.execute(sql, (DUPLICATE, *wanted)).fetchall()]
 

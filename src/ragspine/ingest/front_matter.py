@@ -130,8 +130,8 @@ def _refuse_mentions(block: str, first: int, lines: Any, why: str) -> None:
     for i in lines:
         if i < len(rows) and _MENTION.search(fold_key(rows[i])):
             raise ValueError(
-                f"line {first + i}: {rows[i].strip()[:80]!r} names a sensitivity label that {why}: "
-                "refused rather than ingested at a lower label; write it as `sensitivity: LEVEL` in "
+                f"line {first + i}: {rows[i].strip()[:80]!r} names a sensitivity label that {why} "
+                "(refused rather than ingested at a lower label); write it as `sensitivity: LEVEL` in "
                 "front matter between `---` lines (or use a sidecar)"
             )
 

@@ -86,6 +86,7 @@ from ragspine.ingest.labels import (
     stored_labels,
 )
 from ragspine.ingest.loaders import SUPPORTED_SUFFIXES, LoadedDocument
+from ragspine.ingest.loaders.base import clean_text
 from ragspine.ingest.metadata import DocumentFields, Sidecar, filterable, split_front_matter, to_fields
 from ragspine.ingest.origin import Origin, Written, file_origin, now, text_origin
 from ragspine.ingest.registry import ACTIVE, DUPLICATE, DocumentRecord, DocumentRegistry
@@ -243,8 +244,11 @@ class IngestPipeline(Closeable):
         is a label source), `user_metadata` its filterable metadata, `pages` (page spans, page
         numbers) of a paged document. Front matter opening the text is read by the one reader
         (`ingest.front_matter`) as for a file: its labels count, its fields fill what `own` leaves
-        unset, and it is not part of the stored text (page spans shift with it)."""
+        unset, and it is not part of the stored text (page spans shift with it). Without `pages`
+        the text is cleaned as a loaded file's is (`clean_text`: `\r\n` and `\r` line ends as `\n`,
+        NUL removed), so front matter with Windows line ends is read, not refused."""
         own = own if own is not None else DocumentFields()
+        text = clean_text(text) if pages is None else text  # spans index the text as given
         front_data, body = split_front_matter(text)
         front = to_fields(front_data, "front matter") if front_data else DocumentFields()
         user = {**filterable(front.free), **dict(user_metadata or {})}

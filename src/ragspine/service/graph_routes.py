@@ -113,11 +113,12 @@ def graph_routes(ws: Workspace, max_top_k: int) -> APIRouter:
 
     @router.get("", response_model=GraphShowOut)
     def show(role: Role = Depends(caller)) -> dict[str, Any]:
-        """Nodes per kind and edges per type of the stored relation graph (an admin key also
-        sees its file path, build metadata and whether the store changed since the build)."""
-        shown = ws.graph.show()
-        internal = ("path", "meta", "stale")  # a server path; the store's write counter, as built and now
-        return shown if role_allows(role, "admin") else {k: v for k, v in shown.items() if k not in internal}
+        """Nodes per kind and edges per type of the stored relation graph, as the other routes
+        would show them (an admin key: every one built, its file path, build metadata and
+        whether the store changed since the build)."""
+        if role_allows(role, "admin"):
+            return ws.graph.show()
+        return ws.graph.show(visible_only=True)  # no path, meta or stale; counts of what queries show
 
     @router.post("/build", response_model=GraphBuildOut,
                  dependencies=[Depends(api_key_dependency(ws.settings.api_keys, "write"))])  # fmt: skip

@@ -3,8 +3,10 @@
 Invariants: a key's role is fixed where RAGSPINE_API_KEYS is read: `read:KEY`, `write:KEY` or
 `admin:KEY`; a key with no role prefix is a `write` key (it keeps what a key could do before
 roles: search and post documents, but no longer sees /stats internals, which need `admin`).
-A prefix is recognised only when it is exactly one of the role names followed by `:`; any other
-text before a colon is part of the key. Roles are ordered: a role admits everything a lower one
+A prefix is recognised only when it is exactly one of the role names followed by `:`; a prefix
+that is a role name in another case or with spaces (`READ:KEY`, `read: KEY`) is refused (it would
+otherwise make a write key, or a key the client cannot send); any other text before a colon is
+part of the key. Roles are ordered: a role admits everything a lower one
 does. The key itself is a `Secret` (never printed, compared in constant time).
 
 >>> key = ApiKey.parse("read:Zx4-pQ9_mW2rT7vL")
@@ -45,8 +47,10 @@ class ApiKey(Secret):
     def parse(cls, entry: str) -> ApiKey:
         """`role:KEY` or a bare `KEY` (role `write`)."""
         prefix, sep, rest = entry.partition(":")
-        if sep and prefix in ROLES:
+        if sep and prefix in ROLES and rest == rest.strip():
             return cls(rest, prefix)
+        if sep and prefix.strip().casefold() in ROLES:  # `READ:KEY`, `read :KEY`, `read: KEY`: never a write key
+            raise ValueError("a role prefix is written in lowercase with no space: read:KEY, write:KEY or admin:KEY")
         return cls(entry)
 
     def allows(self, needed: Role) -> bool:

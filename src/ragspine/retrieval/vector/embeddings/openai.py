@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ragspine.http_retry import DEFAULT_BACKOFF_S, DEFAULT_MAX_RETRIES, RetryingJsonClient, excerpt, log_body
+from ragspine.http_retry import DEFAULT_BACKOFF_S, DEFAULT_MAX_RETRIES, RetryingJsonClient, log_body
 from ragspine.secret import redact_url
 from ragspine.retrieval.vector.embeddings.support import EmbeddingBackendError, check_texts, require
 from ragspine.retrieval.vector.arrays import batches
