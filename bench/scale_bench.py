@@ -311,7 +311,8 @@ def run(
                 if kind == "withdraw":
                     client.delete(f"{node.url}/documents/{doc_id}").raise_for_status()
                 else:
-                    client.post(f"{node.url}/documents", json={"doc_id": doc_id, "text": text}).raise_for_status()
+                    body = {"doc_id": doc_id, "text": text, "replace": kind == "change"}  # a taken id is 409 without replace
+                    client.post(f"{node.url}/documents", json=body).raise_for_status()
             if kind == "withdraw":
                 live.remove(doc_id)
             words = text.split("---\n")[-1].split()[:3]

@@ -174,7 +174,7 @@ def test_default_loop_snippets_are_unchanged() -> None:
         (snippet,) = retriever.retrieve("营收")
         assert set(snippet) == {"text", "doc_id", "title", "source_locator", "chunk_id", "topic", "entity",
                                 "geography", "period", "language", "sensitivity", "version", "valid_as_of",
-                                "scores", "lineage"}  # fmt: skip
+                                "scores", "relevance", "lineage"}  # fmt: skip
         assert retriever.index.index_text is None
     finally:
         store.close()

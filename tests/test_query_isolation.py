@@ -15,6 +15,7 @@ from ragspine.llm.openai_compatible import OpenAICompatibleProvider
 from ragspine.retrieval.link.guarded import QueryPlan
 from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever, _to_snippet, build_narrative_retriever
 from ragspine.retrieval.model import DocumentMeta
+from ragspine.retrieval.relevance import rate
 from ragspine.retrieval.query.adaptive import LLMComplexityClassifier
 from ragspine.retrieval.query.corrective import LLMGrader, RuleGrader
 from ragspine.retrieval.query.gate import GateRules, SecurityGate
@@ -88,7 +89,7 @@ def test_no_prompt_holds_restricted_text_and_nothing_raises(
     assert "机密内容" not in prompts
 
 
-def _before(index: Any, query: str, filters: dict[str, str], top_k: int) -> list[dict[str, Any]]:
+def _before(index: Any, query: str, filters: dict[str, str], top_k: int, mode: str) -> list[Any]:
     """What `NarrativeIndexRetriever.retrieve` returned before the query stage had a plan."""
     lineage: dict[str, Any] = {"filters": filters, "where": None, "extracted": None, "retried_without_filters": False}
     results = index.retrieve(query, top_k=top_k, **filters)
@@ -96,7 +97,8 @@ def _before(index: Any, query: str, filters: dict[str, str], top_k: int) -> list
         results = index.retrieve(query, top_k=top_k)
         lineage = {**lineage, "filters": {}, "where": None, "requested_filters": filters,
                    "requested_where": None, "retried_without_filters": True}  # fmt: skip
-    return [_to_snippet(r, lineage) for r in results if not is_restricted(r.chunk.sensitivity)]
+    snippets = [_to_snippet(r, lineage) for r in results if not is_restricted(r.chunk.sensitivity)]
+    return rate(snippets, mode)  # the relevance the pipeline adds, from the same scores
 
 
 @settings(max_examples=60, deadline=None)
@@ -111,7 +113,7 @@ def test_the_default_plan_returns_what_the_pipeline_returned_before(
             retriever.index.ingest(text, meta)
         filters = {"period": period} if period else {}
         assert retriever.retrieve(query, filters=filters or None, top_k=top_k) == _before(
-            retriever.index, query, filters, top_k
+            retriever.index, query, filters, top_k, retriever.relevance_mode
         )
     finally:
         store.close()

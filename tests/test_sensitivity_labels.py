@@ -172,8 +172,8 @@ def test_ragspine_ingest_and_ingest_bytes_store_the_same_chunks(tmp_path: Path) 
     assert labels == {"memo.md": "RESTRICTED", "notes.md": "CONFIDENTIAL", "plain.txt": "PUBLIC"}
     assert {row["doc_id"]: row["entity"] for row in cli} == {"memo.md": "ACME", "notes.md": "BOREALIS",
                                                              "plain.txt": "ACME"}  # fmt: skip
-    assert all({k: v for k, v in row["metadata"].items() if k != "chunker"} == {"owner": "legal"}
-               for row in cli if row["doc_id"] == "memo.md")  # auto records its choice as "chunker"
+    assert all({k: v for k, v in row["metadata"].items() if k not in ("chunker", "chunker_reason")} == {"owner": "legal"}
+               for row in cli if row["doc_id"] == "memo.md")  # auto records its choice and why
 
 
 def test_a_full_width_front_matter_label_is_restricted_everywhere(tmp_path: Path) -> None:

@@ -81,7 +81,7 @@ def test_a_host_launches_the_venvs_ragspine_with_a_folder(demo: Demo, tmp_path: 
             assert text.startswith('3 passages, filtered by {"entity":"ACME_CN"}.\n')
             assert held.structured_content["filters_dropped"] == []
             for n, p in enumerate(passages, start=1):
-                assert f"[{n}] {p['citation']} · score " in text and p["text"].splitlines()[-1] in text
+                assert f"[{n}] {p['citation']} · relevance {p['relevance']:.2f} · " in text and p["text"].splitlines()[-1] in text
             body = sum(len(p["text"]) for p in passages)
             assert len(text) < body + 200 * len(passages)  # the text is the passages, not their JSON
 

@@ -70,9 +70,9 @@ def test_every_surface_cuts_the_same_snippets(
     args = ["search", QUERY, "--db", str(demo.path), "--json", "--top-k", "10"]
     result = CliRunner().invoke(main, [*args, "--min-score", str(cut)], env=ENV)
     assert result.exit_code == 0, result.output
-    assert [s["chunk_id"] for s in json.loads(result.output)] == kept
+    assert [s["chunk_id"] for s in json.loads(result.output)["snippets"]] == kept
     result = CliRunner().invoke(main, args, env={**ENV, "RAGSPINE_MIN_SCORE": str(cut)})
-    assert result.exit_code == 0 and [s["chunk_id"] for s in json.loads(result.output)] == kept
+    assert result.exit_code == 0 and [s["chunk_id"] for s in json.loads(result.output)["snippets"]] == kept
     langchain = pytest.importorskip("ragspine.integrations.langchain", reason="needs the `langchain` extra")
     docs = langchain.RAGSpineRetriever(searcher=demo_ws, top_k=10, min_score=cut).invoke(QUERY)
     assert [d.id for d in docs] == kept and all(d.metadata["relevance"] >= cut for d in docs)

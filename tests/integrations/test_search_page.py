@@ -325,7 +325,7 @@ def test_pages_beyond_fifty_results(page: Any) -> None:
         assert len(ids) == 20 and not seen & set(ids)
         seen |= set(ids)
     assert "page=3" in page.url and "size=20" in page.url
-    assert page.locator(".scores").last.inner_text().startswith("Rank 60")
+    assert "Rank 60" in page.locator(".scores").last.inner_text()
     assert page.locator("#results").get_attribute("start") == "41"  # the list numbers follow the rank
     assert len(seen) == KESTRELS and page.get_by_role("button", name="Next").is_disabled()
     page.go_back()
