@@ -255,7 +255,7 @@ class Settings:
         choice(*LEXICAL_BRIDGES),
     )
     lexical_bridge_weight: float = setting(
-        0.5,
+        "0.5",
         "The lexical bridge's fusion weight (the query's own BM25 ranking weighs 1); only with "
         "RAGSPINE_LEXICAL_BRIDGE=cedict. 0.5 was chosen on the cross-language set's dev split "
         "(docs/benchmarks.md).",

@@ -2,10 +2,12 @@
 
     HybridRetriever(chunks, extra_channels=[BridgeChannel()])   # RAGSPINE_LEXICAL_BRIDGE=cedict
 
-Invariants: the bridge fires for a variant only when it is Chinese or English and the corpus does
-not speak its language, read lexically: fewer than `MIN_COVERED` of its distinct tokens occur
-in any visible chunk (`IndexSnapshot.df`, RESTRICTED chunks excluded, so they never decide);
-otherwise its ranking is empty and the search is unchanged. When it fires, the translated terms
+Invariants: the bridge fires for a variant only when it is Chinese or English and some visible
+chunk is in the other language: its `language` (set at ingest by `detect_language`) is the
+translation's target, or, for chunks of unknown language, fewer than `MIN_COVERED` of the
+variant's distinct tokens occur in any visible chunk (`IndexSnapshot.languages` and `df`:
+RESTRICTED chunks excluded, so they never decide); otherwise its ranking is empty and the
+search is unchanged. When it fires, the translated terms
 and the variant's own non-Han tokens (numbers, names) are one BM25 query over the same allowed
 positions as every channel (filter and RESTRICTED mask first), fused with `weight` (below the
 original query's 1.0). The ranking's `notes["terms"]` lists each variant's terms (the trace shows them).
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ragspine.retrieval.language import detect_language
 from ragspine.retrieval.lexical.analyzers import make_analyzer
 from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1
 from ragspine.retrieval.lexical.bridge import CedictDictionary, Translation, translate
@@ -72,14 +75,23 @@ class BridgeRanker:
 
     def terms_for(self, variant: str) -> list[str]:
         """The bridge's query terms for one variant ([] when it does not fire)."""
-        tokens = set(self.channel.analyzer(variant))
-        if not tokens or sum(1 for t in tokens if self.index.df(t) > 0) >= MIN_COVERED * len(tokens):
+        source = detect_language(variant)
+        languages = self.index.languages()
+        if source not in ("zh", "en") or languages <= {source}:
+            return []
+        target = "en" if source == "zh" else "zh"
+        if target not in languages and not self._uncovered(variant):
             return []
         translation: Translation | None = translate(variant, self.channel.dictionary)
         if translation is None or not translation.terms:
             return []
         own = [t for t in tokenize(CJK_RUN.sub(" ", variant)) if t not in translation.terms]
         return [*translation.terms, *own]
+
+    def _uncovered(self, variant: str) -> bool:
+        """Whether fewer than `MIN_COVERED` of the variant's distinct tokens occur in the corpus."""
+        tokens = set(self.channel.analyzer(variant))
+        return bool(tokens) and sum(1 for t in tokens if self.index.df(t) > 0) < MIN_COVERED * len(tokens)
 
 
 def make_bridge(name: str, weight: float = DEFAULT_BRIDGE_WEIGHT, analyzer: str = "auto") -> list[BridgeChannel]:
