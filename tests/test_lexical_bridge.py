@@ -80,8 +80,8 @@ def test_off_builds_nothing_and_an_unknown_bridge_is_one_clear_error() -> None:
     assert [c.name for c in make_bridge("cedict", 0.3)] == ["bridge"]
     with pytest.raises(ValueError, match="unknown lexical bridge 'babel'; valid: off, cedict"):
         make_bridge("babel")
-    with pytest.raises(ValueError, match=r"within \[0, 1\]"):
-        BridgeChannel(weight=2.0)
+    with pytest.raises(ValueError, match=r"within \[0, 4\]"):
+        BridgeChannel(weight=5.0)
 
 
 def test_without_the_extra_the_error_names_it(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,8 +9,8 @@ variant's distinct tokens occur in any visible chunk (`IndexSnapshot.languages` 
 RESTRICTED chunks excluded, so they never decide); otherwise its ranking is empty and the
 search is unchanged. When it fires, the translated terms
 and the variant's own non-Han tokens (numbers, names) are one BM25 query over the same allowed
-positions as every channel (filter and RESTRICTED mask first), fused with `weight` (below the
-original query's 1.0). The ranking's `notes["terms"]` lists each variant's terms (the trace shows them).
+positions as every channel (filter and RESTRICTED mask first), fused with `weight` (the original
+query's own ranking weighs 1.0). The ranking's `notes["terms"]` lists each variant's terms (the trace shows them).
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from ragspine.retrieval.pipeline.channels import ChannelQuery, ChannelRanking
 from ragspine.retrieval.types import ChunkSource
 
 BRIDGES = ("off", "cedict")
-DEFAULT_BRIDGE_WEIGHT = 0.5
+DEFAULT_BRIDGE_WEIGHT = 1.0  # chosen on xling_ntrex_zh_en/dev (docs/benchmarks.md)
+MAX_BRIDGE_WEIGHT = 4.0
 MIN_COVERED = 0.5  # share of a variant's distinct tokens the corpus must hold for no bridge
 
 
@@ -45,8 +46,8 @@ class BridgeChannel:
         k1: float = DEFAULT_BM25_K1,
         b: float = DEFAULT_BM25_B,
     ) -> None:
-        if not 0.0 <= weight <= 1.0:
-            raise ValueError(f"the lexical bridge's weight must be within [0, 1], got {weight}")
+        if not 0.0 <= weight <= MAX_BRIDGE_WEIGHT:
+            raise ValueError(f"the lexical bridge's weight must be within [0, {MAX_BRIDGE_WEIGHT:g}], got {weight}")
         self.weight, self.analyzer, self.dictionary, self.k1, self.b = weight, analyzer, dictionary, k1, b
 
     def attach(self, index: IndexSnapshot, source: ChunkSource) -> BridgeRanker:
