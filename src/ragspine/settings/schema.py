@@ -247,7 +247,7 @@ class Settings:
     )
     lexical_bridge: str = setting(
         "off",
-        "A lexical bridge between Chinese and English (docs/lexical.md): cedict translates a "
+        "A lexical bridge between Chinese and English (docs/query-transforms.md): cedict translates a "
         "query's words with CC-CEDICT (Chinese segmented by jieba → English glosses; English "
         "words → Chinese headwords) and ranks the translation with BM25 as an extra channel, "
         "fused below the query itself, only when the corpus lacks most of the query's own "
