@@ -98,3 +98,13 @@ def test_a_restricted_passage_in_another_language_never_turns_the_bridge_on() ->
     bridged = HybridRetriever([*ENGLISH, hidden_chinese], extra_channels=[BridgeChannel()])
     assert ids(bridged, "cat fish", trace) == ids(HybridRetriever(ENGLISH), "cat fish")
     assert next(s for s in trace.steps if s.stage == "channels").decisions["bridge"]["terms"] == [[]]
+
+
+def test_hybrid_results_are_unchanged_when_the_bridge_does_not_fire() -> None:
+    from ragspine.retrieval.vector.embeddings.deterministic import DeterministicEmbeddingBackend
+
+    def run(extra: list[BridgeChannel]) -> list[tuple[str, float]]:
+        retriever = HybridRetriever(CHINESE, embedding_backend=DeterministicEmbeddingBackend(), extra_channels=extra)
+        return [(r.chunk.chunk_id, r.fused_score) for r in retriever.search("猫吃鱼")]
+
+    assert run([BridgeChannel()]) == run([])
