@@ -108,3 +108,15 @@ def test_hybrid_results_are_unchanged_when_the_bridge_does_not_fire() -> None:
         return [(r.chunk.chunk_id, r.fused_score) for r in retriever.search("猫吃鱼")]
 
     assert run([BridgeChannel()]) == run([])
+
+
+def test_the_settings_build_the_bridge_and_refuse_a_bad_value(tmp_path: Any) -> None:
+    from ragspine.assembly import make_channels_for, resolve_settings
+
+    db = {"RAGSPINE_DB": str(tmp_path / "kb.db")}
+    assert make_channels_for(resolve_settings(db, adopt=False).settings) == []
+    env = {**db, "RAGSPINE_LEXICAL_BRIDGE": "cedict", "RAGSPINE_LEXICAL_BRIDGE_WEIGHT": "0.7"}
+    [bridge] = make_channels_for(resolve_settings(env, adopt=False).settings)
+    assert (bridge.name, bridge.weight) == ("bridge", 0.7)
+    with pytest.raises(ValueError, match="RAGSPINE_LEXICAL_BRIDGE"):
+        resolve_settings({**db, "RAGSPINE_LEXICAL_BRIDGE": "babel"}, adopt=False)
