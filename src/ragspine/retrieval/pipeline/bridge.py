@@ -7,10 +7,10 @@ chunk is in the other language: its `language` (set at ingest by `detect_languag
 translation's target, or, for chunks of unknown language, fewer than `MIN_COVERED` of the
 variant's distinct tokens occur in any visible chunk (`IndexSnapshot.languages` and `df`:
 RESTRICTED chunks excluded, so they never decide); otherwise its ranking is empty and the
-search is unchanged. When it fires, the translated terms
-and the variant's own non-Han tokens (numbers, names) are one BM25 query over the same allowed
-positions as every channel (filter and RESTRICTED mask first), fused with `weight` (the original
-query's own ranking weighs 1.0). The ranking's `notes["terms"]` lists each variant's terms (the trace shows them).
+search is unchanged. When it fires, the translated terms and the variant's own non-Han tokens
+(numbers, names) are one BM25 query over the same allowed positions as every channel (filter
+and RESTRICTED mask first), fused with `weight` (the query's own ranking weighs 1.0). The
+ranking's `notes["terms"]` lists each variant's terms; the trace's channels step shows them.
 """
 
 from __future__ import annotations
