@@ -39,6 +39,7 @@ from ragspine.secret import redact_text, redact_url
 from ragspine.retrieval.chunking.factory import CHUNKERS, make_chunker, make_index_text_fn
 from ragspine.retrieval.chunking.protocol import Chunker, IndexTextFn
 from ragspine.retrieval.fusion.rrf import Fusion
+from ragspine.retrieval.pipeline.bridge import make_bridge
 from ragspine.retrieval.pipeline.channels import Channel, make_channels
 from ragspine.models.known import DEFAULT_CROSS_ENCODER
 from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever, QueryPlan, build_narrative_retriever
@@ -293,7 +294,6 @@ def make_vector_store_for(settings: Settings, backend: EmbeddingBackend | None) 
 
 def default_vector_collection(model_id: str) -> str:
     """`ragspine_vec_` + 12 hex digits of the model id: one table / collection per model.
-
     >>> default_vector_collection("e5-small")
     'ragspine_vec_b16338524866'
     """
@@ -478,8 +478,8 @@ def make_postprocessor_for(settings: Settings) -> PostprocessorChain | None:
 
 
 def make_channels_for(settings: Settings) -> list[Channel]:
-    """RAGSPINE_EXTRA_CHANNELS's channels, in order (none: an empty list)."""
-    return make_channels(settings.extra_channels)
+    """RAGSPINE_EXTRA_CHANNELS's channels, in order, then RAGSPINE_LEXICAL_BRIDGE's (none: [])."""
+    return [*make_channels(settings.extra_channels), *make_bridge(settings.lexical_bridge, settings.lexical_bridge_weight, settings.analyzer)]
 
 
 def make_graph_service(

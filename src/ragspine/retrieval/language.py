@@ -21,7 +21,7 @@ _HAN = re.compile("[\u3007\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U00
 _KANA = re.compile("[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f]")
 _LATIN_WORD = re.compile("[A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f]+")
 _LETTER_RUN = re.compile(r"[^\W\d_]+")
-_EN_STOPWORDS = frozenset(
+EN_STOPWORDS = frozenset(
     "a an and are as at be been but by for from had has have he her his i if in into is it its "
     "not of on or our she that the their them there these they this to was we were which who will "
     "with would you".split()
@@ -58,7 +58,7 @@ def detect_language(text: str) -> str:
 
 
 def _looks_english(words: list[str]) -> bool:
-    english = sum(1 for word in words if word in _EN_STOPWORDS)
+    english = sum(1 for word in words if word in EN_STOPWORDS)
     for stopwords in _OTHER_STOPWORDS.values():
         hits = sum(1 for word in words if word in stopwords)
         if hits > english and hits >= OTHER_STOPWORD_SHARE * len(words):

@@ -59,10 +59,12 @@ class ChannelQuery:
 
 @dataclass(frozen=True)
 class ChannelRanking:
-    """Per query variant: the ranked positions (best first) and their scores."""
+    """Per query variant: the ranked positions (best first) and their scores; `notes`: what the
+    channel wants the trace's channels step to show (e.g. the lexical bridge's terms)."""
 
     rankings: list[list[int]]
     scores: list[dict[int, float]]
+    notes: dict[str, Any] = field(default_factory=dict)
 
     def best_scores(self) -> dict[int, float]:
         """Each ranked position's best score over the variants."""

@@ -403,7 +403,7 @@ class HybridRetriever:
             "variants": plan.variants,
             "depth": plan.depth,
             **{name: {"ranked": [len(r) for r in run.rankings],
-                      "top": [chunk_id(p) for p in (run.rankings[0][:5] if run.rankings else [])]}
+                      "top": [chunk_id(p) for p in (run.rankings[0][:5] if run.rankings else [])], **run.notes}
                for name, run in channels},
         }  # fmt: skip
         if "dense" in decisions and self._dense is not None:  # searchable before embedding ends: say how far

@@ -98,6 +98,7 @@ class IndexSnapshot:
         self._where_masks: dict[Filter, np.ndarray] = {}  # typed filter → mask over positions
         self._metadata_keys: set[str] | None = None
         self._active_counts: tuple[int, int] | None = None
+        self._languages: frozenset[str] | None = None
         self._row_ids: np.ndarray | None = None
         self._visible: IndexSnapshot | None = None
 
@@ -298,6 +299,15 @@ class IndexSnapshot:
             positions = self.active_positions()
             self._active_counts = (int(np.unique(codes[positions]).size), int(positions.size))
         return self._active_counts
+
+    def languages(self) -> frozenset[str]:
+        """The `language` values of the active positions (of `visible()`: those a caller may
+        see; '' for a chunk of unknown language), worked out once per snapshot."""
+        if self._languages is None:
+            table, codes = self._field("language")
+            names = {code: value for value, code in table.items()}
+            self._languages = frozenset(names[int(c)] for c in np.unique(codes[self.active_positions()]) if int(c) in names)
+        return self._languages
 
     def metadata_keys(self) -> set[str]:
         """User metadata keys carried by some active chunk (for validating filter fields)."""
