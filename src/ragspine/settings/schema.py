@@ -268,7 +268,7 @@ class Settings:
     )
     feedback: str = setting(
         "none",
-        "Pseudo-relevance feedback in the channels (`retrieval.pipeline.feedback`; docs/dense.md#feedback): "
+        "Pseudo-relevance feedback in the channels (`retrieval.pipeline.feedback`; docs/dense.md#pseudo-relevance-feedback): "
         "rm3 expands the BM25 query with the best terms of its top passages (the analyzer's own "
         "tokens, CJK unigrams and bigrams included), rocchio moves the dense query vector towards "
         "the mean of its top passages' vectors, both does both; the second pass replaces the first "
