@@ -42,6 +42,7 @@ from ragspine.retrieval.fusion.rrf import Fusion
 from ragspine.retrieval.pipeline.bridge import make_bridge
 from ragspine.retrieval.pipeline.channels import Channel, make_channels
 from ragspine.models.known import DEFAULT_CROSS_ENCODER
+from ragspine.retrieval.pipeline.feedback import Feedback
 from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever, QueryPlan, build_narrative_retriever
 from ragspine.retrieval.lexical.analyzers import make_analyzer
 from ragspine.retrieval.lexical.index.identity import check_index_settings
@@ -305,10 +306,8 @@ def make_fusion(settings: Settings) -> Fusion:
     """The `Fusion` of the settings: RAGSPINE_FUSION with its weights; whatever is unset keeps
     the `Fusion` dataclass default. ValueError (from `Fusion`) on values it refuses."""
     options: dict[str, Any] = {"method": settings.fusion}
-    if settings.fusion_dense_share is not None:
-        options["dense_share"] = settings.fusion_dense_share
-    if settings.fusion_bm25_k1 is not None:
-        options["lexical_k1"] = settings.fusion_bm25_k1
+    optional = {"dense_share": settings.fusion_dense_share, "lexical_k1": settings.fusion_bm25_k1}
+    options.update({key: value for key, value in optional.items() if value is not None})
     if settings.fusion_weights is not None:
         options["lexical_weight"], options["dense_weight"] = settings.fusion_weights
     if settings.fusion_adaptive is not None:
@@ -589,7 +588,8 @@ def build_retriever(
             chunker=make_chunker_for(settings, backend),
             query_rewriter=make_query_rewriter_for(settings, glossary),
             filter_extractor=make_filter_extractor(settings.filter_extractor, provider=provider, glossary=glossary),
-            fusion=make_fusion(settings),
+            fusion=make_fusion(settings), feedback=Feedback(settings.feedback, settings.feedback_depth,
+            settings.feedback_terms, settings.feedback_lexical_weight, settings.feedback_dense_weight),
             channels="vector" if effective_mode(settings) == "vector" else "hybrid",
             analyzer=make_analyzer(settings.analyzer),
             rerank_top_n=settings.reranker_top_n, rerank_timeout=settings.reranker_timeout,

@@ -284,6 +284,24 @@ class Settings:
         "train/dev splits (docs/benchmarks.md).",
         float_range(0.01, 100.0),
     )
+    feedback: str = setting(
+        "none",
+        "Pseudo-relevance feedback in the channels (`retrieval.pipeline.feedback`; docs/dense.md#pseudo-relevance-feedback): "
+        "rm3 expands the BM25 query with the best terms of its top passages (the analyzer's own "
+        "tokens, CJK unigrams and bigrams included), rocchio moves the dense query vector towards "
+        "the mean of its top passages' vectors, both does both; the second pass replaces the first "
+        "in fusion. RESTRICTED and filtered-out chunks never feed it. none: off (the default; "
+        "docs/benchmarks.md#pseudo-relevance-feedback has the measured figures).",
+        choice("none", "rm3", "rocchio", "both"),
+    )
+    feedback_depth: int = setting("10", "How many top passages feed RAGSPINE_FEEDBACK.", int_range(1, 1000))
+    feedback_terms: int = setting("10", "How many expansion terms RM3 adds to the BM25 query.", int_range(1, 1000))
+    feedback_lexical_weight: float = setting(
+        "0.3", "The expansion terms' share of the RM3 query (the query's own terms: 1 minus it).", float_range(0.0, 1.0)
+    )
+    feedback_dense_weight: float = setting(
+        "0.5", "The weight of the top passages' mean vector added to the Rocchio query vector.", float_range(0.0, 100.0)
+    )
     fusion_adaptive: tuple[float, ...] | None = setting(
         None,
         "DENSE_LOW,DENSE_MID,DENSE_HIGH,MATCH_LOW,MATCH_HIGH,GAP_HIGH,LEXICAL_LOW of adaptive "

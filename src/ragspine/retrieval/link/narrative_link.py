@@ -22,6 +22,7 @@ from ragspine.retrieval.filters import Filter
 from ragspine.retrieval.fusion.rrf import Fusion
 from ragspine.retrieval.lexical.tokenize import tokenize
 from ragspine.retrieval.pipeline.channels import Channel
+from ragspine.retrieval.pipeline.feedback import Feedback
 from ragspine.retrieval.pipeline.hybrid import DEFAULT_TOP_K
 from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex
 from ragspine.retrieval.pipeline.pipeline import Pipeline, QueryPlan, split_filters
@@ -200,6 +201,7 @@ def build_narrative_retriever(
     ann: AnnConfig | None = None,
     store_options: Mapping[str, Any] | None = None,
     retry_without_filters: bool = True,
+    feedback: Feedback = Feedback(),
 ) -> tuple[NarrativeIndexRetriever, ChunkStoreProtocol]:
     """The default assembly: store (schema ensured) → BM25 + RRF (+ the dense channel when a
     backend is given: chunk vectors in `<db>.vectors.sqlite`, or in `vectors` (a pgvector /
@@ -216,7 +218,8 @@ def build_narrative_retriever(
     whose page pointers are fused with the text snippets (None: text only). `ann`: when the
     dense channel uses an HNSW index (default `AnnConfig()`). `store_options` go to the store's
     class (`open_chunk_store`, e.g. a PostgreSQL store's local `cache_dir`). `retry_without_filters`:
-    the filter fallback, "retry" (True, the specification's default) or "strict". The layers
+    the filter fallback, "retry" (True, the specification's default) or "strict". `feedback`:
+    pseudo-relevance feedback in the channels (RM3, Rocchio; default off). The layers
     are values: nothing here reads settings (`ragspine.assembly` builds them from RAGSPINE_*). The caller closes the returned store (and `retriever.index.dense.vectors`, when there is one);
     on error nothing is left open."""
     store = open_chunk_store(chunk_db, **(store_options or {}))  # SQLite path, or a postgresql:// URL
@@ -239,6 +242,7 @@ def build_narrative_retriever(
             index_text=index_text,
             extra_channels=extra_channels,
             ann=ann,
+            feedback=feedback,
         )
     except BaseException:
         store.close()

@@ -63,6 +63,7 @@ from ragspine.retrieval.pipeline.channels import (
     DenseSlot,
     LexicalChannel,
 )
+from ragspine.retrieval.pipeline.feedback import Feedback, feedback_texts, relevance_model, rm3_ranking, rocchio_vector
 from ragspine.retrieval.pipeline.stages import check_query
 from ragspine.retrieval.pipeline.trace import Trace
 from ragspine.retrieval.vector.dense.channel import DenseChannel, DenseRanking
@@ -100,6 +101,9 @@ class _Runs:
     extra: list[tuple[str, float, ChannelRanking]] = field(default_factory=list)
     signals: QuerySignals | None = None  # set when the fusion's weights read them
     exact: list[str] = field(default_factory=list)  # the query's exact terms (`fusion.exact`) that lifted chunks
+    fed_lexical: ChannelRanking | None = None  # the rankings fusion reads after feedback (None: the first pass)
+    fed_dense: ChannelRanking | None = None
+    feedback: dict[str, Any] = field(default_factory=dict)  # what the feedback did (the trace's)
 
     def ranked(self) -> set[int]:
         """Every position some channel ranked."""
@@ -154,6 +158,7 @@ class RetrieverOptions(TypedDict, total=False):
     dense: DenseChannel | None
     include_restricted: bool
     extra_channels: Sequence[Channel]
+    feedback: Feedback
 
 
 class ListChunks:
@@ -220,6 +225,7 @@ class HybridRetriever:
         dense: DenseChannel | None = None,
         include_restricted: bool = False,
         extra_channels: Sequence[Channel] = (),
+        feedback: Feedback = Feedback(),
     ) -> None:
         if channels not in CHANNELS:
             raise ValueError(f"unknown channels {channels!r}; valid: {', '.join(CHANNELS)}")
@@ -251,6 +257,7 @@ class HybridRetriever:
             self._dense = DenseSlot(dense, lazy=lazy).attach(self.index if lazy else snapshot, source)
         self.dense: DenseRanking | None = self._dense.view if self._dense is not None else None
         self.extra_channels = [(c.name, c.weight, c.attach(self.index, source)) for c in extra_channels]
+        self.feedback = feedback
 
     @property
     def chunks(self) -> list[Chunk]:
@@ -329,7 +336,43 @@ class HybridRetriever:
             runs.vector_scores = runs.dense.best_scores()
         fused_extra = [] if self.channels == "vector" else self.extra_channels  # vector: the dense channel alone
         runs.extra = [(name, weight, ranker.rank(request)) for name, weight, ranker in fused_extra]
+        if self.feedback.rm3 and self.channels != "vector":
+            self._rm3(request, plan, runs)
+        if self.feedback.rocchio and runs.dense is not None and runs.view is not None:
+            self._rocchio(request, runs)
         return runs
+
+    def _rm3(self, request: ChannelQuery, plan: _Plan, runs: _Runs) -> None:
+        """RM3 on the query's own BM25 ranking (`feedback`): its second pass replaces it in fusion."""
+        fb, first, scores = self.feedback, runs.lexical.rankings[0], runs.lexical.scores[0]
+        top = first[: fb.depth]
+        if not top:
+            return
+        texts = feedback_texts(self._source, top)
+        expansion = relevance_model(texts, [scores[p] for p in top], self.analyzer, runs.tokens[0], fb.terms)
+        if not expansion:
+            return
+
+        def search(tokens: list[str]) -> list[tuple[int, float]]:
+            return self.index.search(tokens, plan.depth, k1=plan.k1, b=self.b, filters=request.filters, where=request.where)
+
+        ranked, fed = rm3_ranking(self.index, runs.tokens[0], expansion, first, search, k1=plan.k1, b=self.b,
+                                  weight=fb.lexical_weight, depth=plan.depth)  # fmt: skip
+        runs.fed_lexical = ChannelRanking([ranked, *runs.lexical.rankings[1:]], [fed, *runs.lexical.scores[1:]])
+        runs.feedback["rm3"] = {"passages": len(top), "terms": [[t, round(w, 4)] for t, w in expansion]}
+
+    def _rocchio(self, request: ChannelQuery, runs: _Runs) -> None:
+        """Rocchio on the query's own dense ranking (`feedback`): its second pass replaces it in fusion."""
+        assert runs.dense is not None and runs.view is not None
+        top = runs.dense.rankings[0][: self.feedback.depth]
+        vectors_at = getattr(runs.view, "vectors_at", None)
+        passages = vectors_at(top) if top and vectors_at is not None else np.zeros((0, 0))
+        if not len(passages):
+            return
+        moved = rocchio_vector(runs.query_vectors[0], passages, self.feedback.dense_weight)
+        ranked, fed = runs.view.rank(moved, request.allowed, request.depth)
+        runs.fed_dense = ChannelRanking([ranked, *runs.dense.rankings[1:]], [fed, *runs.dense.scores[1:]])
+        runs.feedback["rocchio"] = {"passages": len(passages), "weight": self.feedback.dense_weight}
 
     def _fuse(
         self, query: str, runs: _Runs, plan: _Plan, request: ChannelQuery
@@ -338,14 +381,16 @@ class HybridRetriever:
         The chunks holding one of the query's exact terms (`fusion.exact`) are lifted above the
         rest, whatever the weights (the cross-language rule included), except in
         channels="vector" (the dense channel alone)."""
-        lexical = runs.lexical.rankings
+        fed_lexical = runs.fed_lexical or runs.lexical
+        lexical = fed_lexical.rankings
         if plan.single:
             order = lexical[0][: plan.k]
             return {p: 1.0 / (self.rrf_k + r) for r, p in enumerate(order, start=1)}, order, (1.0, 0.0)
         weights = self._weights(query, runs, plan.k1)
-        dense = (runs.dense.rankings, runs.dense.scores) if runs.dense is not None else None
+        fed_dense = runs.fed_dense or runs.dense
+        dense = (fed_dense.rankings, fed_dense.scores) if fed_dense is not None else None
         extra = [(weight, (run.rankings, run.scores)) for _, weight, run in runs.extra]
-        fused = self.fusion.fuse((lexical, runs.lexical.scores), dense, extra, weights,
+        fused = self.fusion.fuse((lexical, fed_lexical.scores), dense, extra, weights,
                                  vector_only=self.channels == "vector", window=WINDOW)  # fmt: skip
         if self.channels != "vector":
             runs.exact = exact_terms(runs.tokens[0], self.index.df)
@@ -402,6 +447,7 @@ class HybridRetriever:
         decisions: dict[str, Any] = {
             "variants": plan.variants,
             "depth": plan.depth,
+            **({"feedback": runs.feedback} if runs.feedback else {}),
             **{name: {"ranked": [len(r) for r in run.rankings],
                       "top": [chunk_id(p) for p in (run.rankings[0][:5] if run.rankings else [])], **run.notes}
                for name, run in channels},

@@ -44,6 +44,7 @@ from ragspine.retrieval.lexical.index.store_index import StoreIndex
 from ragspine.retrieval.lexical.tokenize import tokenize
 from ragspine.retrieval.model import Chunk, DocumentMeta, FieldFilters, field_filters
 from ragspine.retrieval.pipeline.channels import Channel
+from ragspine.retrieval.pipeline.feedback import Feedback
 from ragspine.retrieval.pipeline.hybrid import (
     DEFAULT_TOP_K,
     HybridRetriever,
@@ -105,9 +106,11 @@ class NarrativeIndex:
         index_text: IndexTextFn | None = None,
         extra_channels: Sequence[Channel] = (),
         ann: AnnConfig | None = None,
+        feedback: Feedback = Feedback(),
     ) -> None:
         self.store = store
         self.extra_channels = list(extra_channels)
+        self.feedback = feedback  # pseudo-relevance feedback in the channels (`pipeline.feedback`)
         self.index_text = index_text
         self.embedding_backend = embedding_backend
         self.query_rewriter = query_rewriter
@@ -330,6 +333,7 @@ class NarrativeIndex:
             dense=self.dense,
             include_restricted=include_restricted,
             extra_channels=self.extra_channels,
+            feedback=self.feedback,
         )
 
 

@@ -170,6 +170,15 @@ class StoreDenseView:
         kept = kept[:depth]
         return [p for p, _ in kept], dict(kept)
 
+    def vectors_at(self, positions: Sequence[int]) -> np.ndarray:
+        """The stored vectors of the given positions that have one, in order (feedback)."""
+        ids = [self.snapshot.chunk_id(int(p)) for p in positions]
+        if not ids:
+            return np.zeros((0, 0))
+        rows, present = self.store.get(ids)
+        kept = [row for row, ok in zip(rows, present.tolist(), strict=True) if ok]
+        return np.stack(kept).astype(np.float64) if kept else np.zeros((0, 0))
+
     def scores_at(self, query: np.ndarray, positions: Sequence[int]) -> dict[int, float]:
         positions = [int(p) for p in positions]
         if not positions:

@@ -187,6 +187,15 @@ class DenseView:
         found: np.ndarray = self._position_of_row[0][rows]
         return found
 
+    def vectors_at(self, positions: Sequence[int]) -> np.ndarray:
+        """The stored unit vectors of the given positions that have one, in order (feedback)."""
+        pos = np.asarray(positions, dtype=np.int64)
+        rows = self.rows[pos] if len(pos) else pos
+        rows = rows[rows >= 0]
+        if not len(rows):
+            return np.zeros((0, self.matrix.shape[1]))
+        return np.asarray(self.matrix[rows] if self.read_rows is None else self.read_rows(rows), dtype=np.float64)
+
     def scores_at(self, query: np.ndarray, positions: Sequence[int]) -> dict[int, float]:
         """Cosine of each given position that has a vector (rounded like `rank`)."""
         pos = np.asarray(positions, dtype=np.int64)

@@ -1,0 +1,89 @@
+"""Pseudo-relevance feedback in the channels (issue 39 item 1): RM3 for BM25, Rocchio for the
+dense vector; RESTRICTED chunks never feed it; its terms are in the trace."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ragspine.retrieval.chunking.chunking import Chunk
+from ragspine.retrieval.lexical.tokenize import tokenize
+from ragspine.retrieval.pipeline.feedback import Feedback, relevance_model, rocchio_vector
+from ragspine.retrieval.pipeline.hybrid import HybridRetriever
+from ragspine.retrieval.pipeline.trace import Trace
+from ragspine.retrieval.vector.embeddings.deterministic import DeterministicEmbeddingBackend
+
+
+def _chunk(i: int, text: str, sensitivity: str = "INTERNAL") -> Chunk:
+    return Chunk(f"d{i}:0", f"d{i}", 0, text, f"d{i}#p1@0-{len(text)}", sensitivity=sensitivity)
+
+
+CORPUS = [
+    _chunk(0, "export orders fell sharply dividend cut"),
+    _chunk(1, "export orders fell again dividend cut"),
+    _chunk(2, "dividend cut announced by the board"),  # no query word: only feedback finds it
+    _chunk(3, "salary plan unchanged"),
+]
+
+
+def test_rm3_brings_a_passage_that_shares_only_feedback_terms() -> None:
+    plain = HybridRetriever(CORPUS)
+    fed = HybridRetriever(CORPUS, feedback=Feedback("rm3", depth=2, terms=3))
+    assert "d2:0" not in [r.chunk.chunk_id for r in plain.search("export orders")]
+    trace = Trace()
+    ids = [r.chunk.chunk_id for r in fed.search("export orders", trace=trace)]
+    assert ids[:2] == ["d0:0", "d1:0"] and "d2:0" in ids
+    channels = next(s for s in trace.steps if s.stage == "channels")
+    terms = [t for t, _ in channels.decisions["feedback"]["rm3"]["terms"]]
+    assert "dividend" in terms and "export" not in terms  # query terms are not expansion terms
+
+
+def test_restricted_chunks_never_feed_the_feedback() -> None:
+    secret = _chunk(9, "export orders codenameorchid codenameorchid", "RESTRICTED")
+    leak = _chunk(8, "codenameorchid budget")
+    fed = HybridRetriever([*CORPUS, secret, leak], feedback=Feedback("rm3", depth=5, terms=20))
+    trace = Trace()
+    ids = [r.chunk.chunk_id for r in fed.search("export orders", trace=trace)]
+    channels = next(s for s in trace.steps if s.stage == "channels")
+    terms = [t for t, _ in channels.decisions["feedback"]["rm3"]["terms"]]
+    assert "d9:0" not in ids and "codenameorchid" not in terms and "d8:0" not in ids
+    # ranked with the RESTRICTED chunk (never a caller path), it would feed the feedback
+    exposed = HybridRetriever([*CORPUS, secret, leak], feedback=Feedback("rm3", depth=5, terms=20),
+                              include_restricted=True)  # fmt: skip
+    assert "d8:0" in [r.chunk.chunk_id for r in exposed.search("export orders")]
+
+
+def test_rocchio_moves_the_dense_query_and_is_traced() -> None:
+    backend = DeterministicEmbeddingBackend()
+    fed = HybridRetriever(CORPUS, embedding_backend=backend, feedback=Feedback("both", depth=2))
+    trace = Trace()
+    results = fed.search("export orders", trace=trace)
+    decisions = next(s for s in trace.steps if s.stage == "channels").decisions["feedback"]
+    assert decisions["rocchio"] == {"passages": 2, "weight": 0.5} and decisions["rm3"]["terms"]
+    assert results[0].chunk.chunk_id in {"d0:0", "d1:0"}
+    assert "feedback" not in next(
+        s for s in _trace_of(HybridRetriever(CORPUS, embedding_backend=backend)).steps if s.stage == "channels"
+    ).decisions
+
+
+def _trace_of(retriever: HybridRetriever) -> Trace:
+    trace = Trace()
+    retriever.search("export orders", trace=trace)
+    return trace
+
+
+def test_relevance_model_weights_terms_by_passage_score_and_frequency() -> None:
+    terms = relevance_model(["a b b", "a c"], [3.0, 1.0], tokenize, ["a"], 2)
+    assert [t for t, _ in terms] == ["b", "c"]
+    assert terms[0][1] == pytest.approx(0.5 / (0.5 + 0.125))
+
+
+def test_rocchio_vector_is_unit_and_leans_towards_the_passages() -> None:
+    q = np.array([1.0, 0.0])
+    moved = rocchio_vector(q, np.array([[0.0, 1.0], [0.0, 1.0]]), 1.0)
+    assert np.linalg.norm(moved) == pytest.approx(1.0) and moved[1] == pytest.approx(moved[0])
+
+
+def test_bad_feedback_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="unknown feedback 'rm4'; valid: none, rm3, rocchio, both"):
+        Feedback("rm4")
