@@ -14,7 +14,10 @@ Invariants:
   a RESTRICTED chunk): then a taken doc_id is a `DocumentExists` whose message is the same
   whatever the stored label (the HTTP API's POST semantics, docs/security.md).
 - Each ingest or withdraw is one store transaction: a concurrent search sees the old version of a
-  document or the new one, never a mix.
+  document or the new one, never a mix. In the same call, copies a folder run recorded of the
+  document's old content (duplicates) are settled as a folder run's end settles them: the first
+  copy whose file still holds those bytes is read again and stored, the others point at it, so
+  the copy's text stays searchable (`IngestPipeline.settle_copies`).
 - The dense channel exists only when the settings resolve an embedding backend
   (`assembly.resolve_embedding`; never in economy/bm25/lexical mode, which builds no backend
   and creates no vectors file). Then every ingest embeds the new document's chunks (vectors in
@@ -75,6 +78,8 @@ DEFAULT_SEARCH_TOP_K = 10
 MAX_DOC_ID_CHARS = 512
 STORE_FILE = "chunks.db"
 _META_FIELDS = ("title", "topic", "entity", "geography", "period", "language", "sensitivity")
+#: The recorded fields a copy of a replaced or withdrawn document is read again with (defaults).
+_COPY_FIELDS = ("entity", "period", "topic", "geography", "language")
 #: What a write does to a doc_id that has an active version: replace it (Python, CLI: the owner),
 #: refuse (create only), or replace it unless one of its chunks is RESTRICTED.
 Existing = Literal["replace", "refuse", "replace_visible"]
@@ -199,6 +204,7 @@ class Workspace(Closeable):
                 doc_id, text, self._ingest_settings({}), own=own, user_metadata=user, pages=pages, lower=lower_label,
                 valid_as_of=valid_as_of,
             )  # fmt: skip
+        self._settle_copies(doc_id)
         return self._result(written)
 
     def ingest_bytes(
@@ -248,6 +254,7 @@ class Workspace(Closeable):
             written = self._pipeline().ingest_file(
                 source, data, settings, sidecar=sidecar, lower=lower_label, valid_as_of=valid_as_of
             )
+        self._settle_copies(doc_id)
         return self._result(written)
 
     @contextmanager
@@ -327,7 +334,24 @@ class Workspace(Closeable):
             return 0
         if rows:
             self._pipeline().withdraw(doc_id)
+            self._settle_copies(doc_id)
         return len(rows)
+
+    def _settle_copies(self, doc_id: str) -> None:
+        """After a write or withdrawal of `doc_id`: the copies a folder run recorded of its old
+        content are settled as a folder run's end settles them (`IngestPipeline.settle_copies`:
+        the first one still on disk is stored, the others point at it), read with their recorded
+        fields and label as defaults; what cannot be done now is logged as a WARNING."""
+        pipeline = self._pipeline()
+        copies = pipeline.copies_of(doc_id)
+        if not copies:
+            return
+        recorded = copies[0].metadata_dict()  # copies share their label and metadata (the title aside)
+        defaults = {k: v for k in _COPY_FIELDS if isinstance(v := recorded.get(k), str) and v}
+        label = recorded.get("sensitivity")
+        settings = self._ingest_settings(defaults, label if isinstance(label, str) and label else None)
+        for problem in pipeline.settle_copies(doc_id, settings):
+            _LOG.warning("copies of %s: %s: %s", doc_id, problem.path, problem.reason)
 
     # -- reads --------------------------------------------------------------------------------
     def chunks(self, doc_id: str) -> list[dict[str, Any]]:

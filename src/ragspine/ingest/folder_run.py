@@ -10,7 +10,10 @@ Invariants (besides those of `ingest.pipeline`):
   not stored again; `settle_duplicates` (the run's end) reads again every duplicate whose
   document no longer holds its bytes or its label and metadata (changed, relabelled, withdrawn,
   pruned): it is stored, or becomes a
-  duplicate of another copy; one whose file is gone is left to `--prune` of its folder.
+  duplicate of another copy; one whose file is gone is left to `--prune` of its folder. A write
+  outside a folder run (`IngestPipeline.settle_copies`: a workspace's replace or withdraw) runs
+  the same step for one document's copies, reading only a copy whose file still holds its
+  recorded bytes (the others: a warning, and the next folder run).
 - `prune(folder)` withdraws the active and duplicate rows whose file lies in the folder or below
   (whatever root they were found under) and no longer exists; then, for files an older store
   registered twice (two doc_ids, one path) it withdraws all but the outermost doc_id, and active
@@ -22,11 +25,12 @@ Invariants (besides those of `ingest.pipeline`):
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
 from ragspine.ingest.content import same_metadata
-from ragspine.ingest.document import GARBLED, IngestSettings, PreparedDocument
+from ragspine.ingest.document import GARBLED, IngestSettings, PreparedDocument, content_hash
 from ragspine.ingest.files import FileFailure, SourceFile
 from ragspine.ingest.metadata import Sidecar, read_sidecar
 from ragspine.ingest.origin import Origin, Written, file_origin, now
@@ -120,19 +124,22 @@ class FolderRun:
                 self._withdraw(record.doc_id, path)
         self._fold_twins(root)
 
-    def settle_duplicates(self) -> None:
-        """Read again each duplicate whose document no longer holds its bytes (module docstring)."""
-        for record in self.registry.duplicates():
-            if record.doc_id in self.failed:
-                continue  # read in this run already, and failed: reported once
-            original = self.registry.get(record.duplicate_of)
-            if (
-                original is not None and original.status == ACTIVE and original.content_hash == record.content_hash
-                and same_metadata(original.metadata_dict(), record.metadata_dict())
-            ):  # fmt: skip
-                continue
+    def settle_duplicates(self, of: Sequence[str] | None = None) -> None:
+        """Read again each duplicate whose document no longer holds its bytes (module docstring).
+        `of`: only the copies of those doc_ids, after a write outside a folder run (a replace or
+        withdraw through `Workspace`/HTTP: `IngestPipeline.settle_copies`); a copy whose file is
+        gone or no longer holds its recorded bytes is then left to the next folder run, with a
+        warning (`report.warnings`)."""
+        for record in self.registry.duplicates(of):
+            if record.doc_id in self.failed or self._still_a_copy(record):
+                continue  # failed in this run already (reported once), or its document holds it
             path = _file_of(record)
-            if not record.source_path or not path.exists():
+            if of is not None:
+                why = _not_as_recorded(record, path)
+                if why:
+                    self.report.warnings.append(FileFailure(path, f"{why}; left to the next folder run"))
+                    continue
+            elif not record.source_path or not path.exists():
                 continue  # its file is gone too: `--prune` of its folder withdraws it
             for done in (self.report.unchanged, self.report.duplicates):
                 if record.doc_id in done:
@@ -141,6 +148,14 @@ class FolderRun:
             self.seen.pop(record.doc_id, None)
             self.attempted -= 1  # not one of the run's files: counted once, by the file loop
             self.ingest_one(SourceFile(path, record.doc_id, Path(record.root)), force=True)
+
+    def _still_a_copy(self, record: DocumentRecord) -> bool:
+        """Whether the duplicate `record`'s document is active and holds its bytes, label and metadata."""
+        original = self.registry.get(record.duplicate_of)
+        return (
+            original is not None and original.status == ACTIVE and original.content_hash == record.content_hash
+            and same_metadata(original.metadata_dict(), record.metadata_dict())
+        )  # fmt: skip
 
     def record_failures(self) -> None:
         """Record this run's failures by resolved path, forget the paths read without one, and
@@ -264,6 +279,19 @@ class FolderRun:
 def _file_of(record: DocumentRecord) -> Path:
     """A registry row's file: its recorded path, else its root joined with its doc_id."""
     return Path(record.source_path) if record.source_path else Path(record.root) / record.doc_id
+
+
+def _not_as_recorded(record: DocumentRecord, path: Path) -> str:
+    """Why the duplicate `record`'s file cannot stand in for it now ('' when it can): gone, or changed."""
+    try:
+        data = path.read_bytes() if record.source_path else None
+    except OSError as exc:
+        return f"copy of {record.duplicate_of!r} not stored: cannot read: {exc.strerror or exc}"
+    if data is None:
+        return f"copy of {record.duplicate_of!r} not stored: no file recorded"
+    if content_hash(data) != record.content_hash:
+        return f"copy of {record.duplicate_of!r} not stored: its file changed since it was recorded"
+    return ""
 
 
 def _key(path: Path) -> str:

@@ -73,7 +73,7 @@ from ragspine.ingest.document import (
     prepare,
     prepare_loaded,
 )
-from ragspine.ingest.files import SourceFile, discover
+from ragspine.ingest.files import FileFailure, SourceFile, discover
 from ragspine.ingest.folder_run import FolderRun
 from ragspine.ingest.labels import (
     caller_label,
@@ -194,7 +194,9 @@ class IngestPipeline(Closeable):
         embedding: DeferredEmbedding | None = None,
     ) -> None:
         self.index, self.registry, self.embedding = index, registry, embedding
-        self._lock = threading.Lock()  # one registry write at a time (the HTTP service's threads)
+        # One registry write at a time (the HTTP service's threads); re-entrant: `settle_copies`
+        # holds it across the writes of the copies it stores.
+        self._lock = threading.RLock()
 
     @property
     def store(self) -> ChunkStoreProtocol:
@@ -346,6 +348,28 @@ class IngestPipeline(Closeable):
         if self.registry is not None:
             with self._lock:
                 self.registry.mark_withdrawn(doc_id, now())
+
+    def copies_of(self, doc_id: str) -> list[DocumentRecord]:
+        """The duplicate rows recorded as copies of `doc_id`, by doc_id ([] without a registry)."""
+        if self.registry is None:
+            return []
+        with self._lock:
+            return self.registry.duplicates([doc_id])
+
+    def settle_copies(self, doc_id: str, settings: IngestSettings) -> list[FileFailure]:
+        """After `doc_id` was replaced or withdrawn outside a folder run (`Workspace`, HTTP), do
+        what the end of a folder run does (`FolderRun.settle_duplicates`, for its copies only):
+        its first copy whose file still holds its recorded bytes is read again from its path and
+        stored as an active document, its other copies become duplicates of it; a copy whose file
+        is gone or changed is left to the next folder run. `settings`: how the copies are read
+        (their recorded fields and label as defaults). Returns what to warn about: failures and
+        warnings, by file. One step: the registry lock is held throughout."""
+        if self.registry is None:
+            return []
+        report = IngestReport(db="")
+        with self._lock:
+            FolderRun(self, settings, report, force=True).settle_duplicates([doc_id])
+        return [*report.failures, *report.warnings]
 
     # -- the run's closing step ---------------------------------------------------------------
     def embed(self, *, progress: bool | None = None, batch_size: int = 64) -> EmbedReport | None:
