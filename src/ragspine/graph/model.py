@@ -43,14 +43,6 @@ def node_id(kind: str, key: str) -> str:
     return f"{kind}:{key.strip()}"
 
 
-def split_id(nid: str) -> tuple[str, str]:
-    """(kind, key) of a node id."""
-    kind, sep, key = nid.partition(":")
-    if not sep or kind not in NODE_KINDS:
-        raise ValueError(f"{nid!r} is not a node id (kind:name with kind in {', '.join(NODE_KINDS)})")
-    return kind, key
-
-
 class ChunkRef(NamedTuple):
     """A citation: the chunk, its document and where to find it (a tuple: graphs hold many)."""
 

@@ -17,11 +17,12 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Query
 from pydantic import BaseModel
 
+from ragspine.retrieval.chunking.auto import CHUNKER_KEYS
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.workspace import Workspace
 
 FACET_FIELDS = ("entity", "period", "topic", "geography", "language", "sensitivity")
-INTERNAL_METADATA = frozenset({"chunker", "chunker_reason"})  # set by the auto chunker, not by a person
+INTERNAL_METADATA = frozenset(CHUNKER_KEYS)  # set by the auto chunker, not by a person
 MAX_FACET_VALUES = 50
 MAX_AROUND = 20
 

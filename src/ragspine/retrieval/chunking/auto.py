@@ -51,6 +51,7 @@ from ragspine.retrieval.model import Chunk, DocumentMeta
 
 AUTO_MIN_MARKS = 2  # marks of a family a document needs before auto picks that family
 QA_MIN_SHARE = 0.2  # questions per paragraph a Q&A collection has at least
+CHUNKER_KEYS = ("chunker", "chunker_reason")  # the metadata auto writes: how a document was cut, not a label
 
 
 @dataclass(frozen=True)
@@ -165,7 +166,7 @@ class AutoChunker:
 
     def chunk_structured(self, text: str, meta: DocumentMeta, layout: Layout) -> list[Chunk]:
         shape, reason = choose(text, layout)
-        extra = {"chunker": shape, "chunker_reason": reason}
+        extra = dict(zip(CHUNKER_KEYS, (shape, reason), strict=True))
         if shape == "paragraph":
             chunks = chunk_document(text, meta, max_chars=self.max_chars, overlap_chars=self.overlap_chars)
             return [replace(c, metadata={**c.metadata, **extra}) for c in chunks]
