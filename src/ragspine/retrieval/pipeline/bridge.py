@@ -23,7 +23,7 @@ from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1
 from ragspine.retrieval.lexical.bridge import CedictDictionary, Translation, translate
 from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot
 from ragspine.retrieval.lexical.tokenize import CJK_RUN, tokenize
-from ragspine.retrieval.pipeline.channels import ChannelQuery, ChannelRanking
+from ragspine.retrieval.pipeline.channels import ChannelQuery, ChannelRanking, LexicalChannel, LexicalRanker
 from ragspine.retrieval.types import ChunkSource
 
 BRIDGES = ("off", "cedict")
@@ -61,18 +61,13 @@ class BridgeRanker:
         self.channel, self.index = channel, index
 
     def rank(self, query: ChannelQuery) -> ChannelRanking:
-        rankings: list[list[int]] = []
-        scores: list[dict[int, float]] = []
-        used: list[list[str]] = []
-        for variant in query.variants:
-            terms = self.terms_for(variant)
-            used.append(terms)
-            tokens = self.channel.analyzer(" ".join(terms)) if terms else []
-            top = query.index.search(tokens, query.depth, k1=self.channel.k1, b=self.channel.b,
-                                     filters=query.filters, where=query.where) if tokens else []  # fmt: skip
-            rankings.append([p for p, _ in top])
-            scores.append(dict(top))
-        return ChannelRanking(rankings, scores, notes={"terms": used})
+        """BM25 rankings of each variant's translated terms (`LexicalRanker.rank_tokens`); the
+        terms are the trace's notes."""
+        used = [self.terms_for(variant) for variant in query.variants]
+        channel = self.channel
+        lexical = LexicalRanker(LexicalChannel(k1=channel.k1, b=channel.b, analyzer=channel.analyzer), self.index)
+        ranked = lexical.rank_tokens([channel.analyzer(" ".join(terms)) if terms else [] for terms in used], query)
+        return ChannelRanking(ranked.rankings, ranked.scores, notes={"terms": used})
 
     def terms_for(self, variant: str) -> list[str]:
         """The bridge's query terms for one variant ([] when it does not fire)."""
