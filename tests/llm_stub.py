@@ -15,8 +15,10 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from loopback import loopback
 
 
 @dataclass
@@ -92,14 +94,6 @@ def _handler(stub: StubLLM) -> type[BaseHTTPRequestHandler]:
 @contextmanager
 def LLMStubServer(stub: StubLLM) -> Iterator[StubLLM]:  # noqa: N802 - named like the server it runs
     """Serve `stub` on 127.0.0.1 (its `base_url` set) until the block ends."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(stub))
-    server.daemon_threads = True
-    server.block_on_close = False
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    stub.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    try:
+    with loopback(_handler(stub)) as url:
+        stub.base_url = f"{url}/v1"
         yield stub
-    finally:
-        server.shutdown()
-        server.server_close()

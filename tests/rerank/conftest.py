@@ -8,15 +8,15 @@ garbage; the reranker under test talks to it with its real httpx client.
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from loopback import loopback
 from rerank_models import colbert_folder, cross_encoder_folder
 
 
@@ -75,16 +75,9 @@ def rerank_server() -> Iterator[RerankServer]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/rerank"
-    try:
+    with loopback(Handler) as url:
+        state.url = f"{url}/rerank"
         yield state
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.fixture(scope="session")

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
+
+from loopback import loopback
 
 
 def etag_of(path: str, data: bytes) -> str:
@@ -150,12 +151,5 @@ def running_hub() -> Iterator[LocalHub]:
     """A LocalHub served on 127.0.0.1 (its `url` set) for the duration of the block."""
     hub = LocalHub()
     handler = type("Handler", (_Handler,), {"hub": hub})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    hub.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with loopback(handler) as hub.url:
         yield hub
-    finally:
-        server.shutdown()
-        server.server_close()
