@@ -265,13 +265,23 @@ class Workspace(Closeable):
             yield
             return
         with self._claim_lock:
-            rows = self.store.iter_chunks(doc_id=doc_id)
-            if rows and (existing == "refuse" or any(is_restricted(c.sensitivity) for c in rows)):
+            labels = [c.sensitivity for c in self.store.iter_chunks(doc_id=doc_id)] or self._copy_label(doc_id)
+            if labels and (existing == "refuse" or any(is_restricted(label) for label in labels)):
                 raise DocumentExists(
                     f"doc_id {doc_id!r} is taken: an existing document keeps its text unless the request sets "
                     "replace and the document may be replaced here (docs/security.md); pick another doc_id"
                 )
             yield
+
+    def _copy_label(self, doc_id: str) -> list[str]:
+        """[its recorded label] when `doc_id` is a recorded duplicate (a registry row with no
+        chunks of its own: still taken), else []."""
+        from ragspine.ingest.registry import DUPLICATE
+
+        record = self._pipeline().registry.get(doc_id)
+        if record is None or record.status != DUPLICATE:
+            return []
+        return [str(record.metadata_dict().get("sensitivity") or "RESTRICTED")]  # unknown: fail closed
 
     def _ingest_settings(self, defaults: Mapping[str, str | None], sensitivity: str | None = None) -> IngestSettings:
         """Step 1 of the pipeline (labels) for one request, with this workspace's chunking."""

@@ -105,3 +105,15 @@ def test_http_delete_of_the_original_keeps_its_copy_searchable(db: Path) -> None
             assert found.status_code == 200, found.text
             hits = [s for s in found.json()["snippets"] if "borrowed archive box" in s["text"]]
             assert [s["doc_id"] for s in hits] == ["b.md"]
+
+
+def test_a_recorded_copy_is_a_taken_doc_id_for_a_create_only_write(db: Path) -> None:
+    """A duplicate row has no chunks of its own, but its doc_id is taken: a create-only write
+    onto it is refused (the next folder run would otherwise fold the caller's text away)."""
+    from ragspine.errors import DocumentExists
+
+    with ragspine.open(str(db)) as ws:
+        with pytest.raises(DocumentExists, match="'b.md' is taken"):
+            ws.ingest_text("Budgets for the basement store room.", "b.md", existing="refuse")
+        assert not [s for s in ws.search("budgets basement", top_k=3) if s["doc_id"] == "b.md"]
+    assert _rows(db)["b.md"] == (DUPLICATE, "a.md")
