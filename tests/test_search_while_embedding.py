@@ -97,3 +97,20 @@ def test_a_search_mid_embedding_ranks_bm25_and_the_vectors_done_so_far(tmp_path:
         finally:
             slow.go_on.set()
             index.close()
+
+
+def test_the_traces_vector_counts_leave_restricted_chunks_out(tmp_path: Path) -> None:
+    """The channels step counts what the caller may see: a RESTRICTED chunk (with a vector or
+    not) never moves `with_vector` or `active`."""
+    with ChunkStore(str(tmp_path / "s.db")) as store:
+        store.init_schema()
+        index = NarrativeIndex(store, embedding_backend=DeterministicEmbeddingBackend())
+        try:
+            index.ingest("Harbour crane outage in week 3.", DocumentMeta(doc_id="open", sensitivity="PUBLIC"))
+            index.ingest("Harbour crane sale, board only.", DocumentMeta(doc_id="memo", sensitivity="RESTRICTED"))
+            trace = Trace()
+            index.rank("harbour crane", top_k=5, trace=trace)
+            channels = next(step for step in trace.steps if step.stage == "channels")
+            assert channels.decisions["dense"]["vectors"] == {"with_vector": 1, "active": 1}
+        finally:
+            index.close()

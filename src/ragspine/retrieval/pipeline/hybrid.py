@@ -452,9 +452,10 @@ class HybridRetriever:
                       "top": [chunk_id(p) for p in (run.rankings[0][:5] if run.rankings else [])], **run.notes}
                for name, run in channels},
         }  # fmt: skip
-        if "dense" in decisions and self._dense is not None:  # searchable before embedding ends: say how far
-            coverage = self._dense.dense.coverage()
-            vectors = {"with_vector": coverage.with_vector, "active": coverage.active}
+        rows = getattr(runs.view, "rows", None)  # a DenseView: each position's vector row (< 0: none)
+        if "dense" in decisions and rows is not None:  # searchable before embedding ends: say how far
+            shown = self.index.active_positions()  # what the caller may see: RESTRICTED never counted
+            vectors = {"with_vector": int(np.count_nonzero(rows[shown] >= 0)), "active": int(len(shown))}
             decisions["dense"] = {"vectors": vectors, **decisions["dense"]}
         return decisions
 
