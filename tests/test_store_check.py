@@ -146,3 +146,19 @@ def test_damaged_records_without_a_backend_to_embed_them_are_not_called_repaired
     code, files = _check(store)
     assert code == 1
     assert files[vectors_file.name]["status"] == "damaged" and "ragspine embed" in files[vectors_file.name]["detail"]
+
+
+def test_a_vectors_file_that_records_no_model_is_damaged_and_left_unwritten(store: Path) -> None:
+    """Opening it with an invented model id would write that id into it (every later search
+    would then refuse the file): check reports it and leaves it as it is."""
+    import sqlite3
+    from contextlib import closing
+
+    (vectors_file,) = store.parent.glob("chunks.db*.vectors.sqlite")
+    with closing(sqlite3.connect(vectors_file)) as conn, conn:
+        conn.execute("DELETE FROM chunk_vector_meta WHERE key = 'model_id'")
+    code, files = _check(store)
+    assert code == 1 and files[vectors_file.name]["status"] == "damaged"
+    assert "--reembed" in files[vectors_file.name]["detail"]
+    with closing(sqlite3.connect(vectors_file)) as conn:
+        assert conn.execute("SELECT value FROM chunk_vector_meta WHERE key = 'model_id'").fetchone() is None

@@ -64,6 +64,7 @@ class _Work:
     """What the checks of one run found that needs the store opened afterwards."""
 
     rebuild: list[Path] = field(default_factory=list)  # derived files removed: rebuilt by a refresh
+    matrix_ids: dict[Path, str] = field(default_factory=dict)  # vectors file -> its sound .matrix's cache id
     embed: list[Path] = field(default_factory=list)  # vectors files that lost records
 
 
@@ -76,7 +77,7 @@ def check_store(settings: Settings) -> CheckReport:
     if not Path(db).is_file():
         raise ValueError(f"no chunk store at {db}")
     report, work = CheckReport(db), _Work()
-    for path in files_beside(db):
+    for path in sorted(files_beside(db), key=lambda p: classify(db, p) == "alignment cache"):  # .matrix before its .align
         kind = classify(db, path)
         checker = _CHECKERS.get(kind, _unknown)
         status, detail = checker(path, work)
@@ -128,6 +129,8 @@ def _vectors(path: Path, work: _Work) -> tuple[str, str]:
         work.embed.append(path)
         return "repaired", f"SQLite cannot read it: moved aside to {moved}"
     model = _vectors_model(path)
+    if model is None:  # opening it with a made-up model id would write that id into the file
+        return "damaged", "it records no embedding model: re-embed with `ragspine embed --reembed`"
     with ChunkVectors(path, model_id=model) as vectors:
         count = vectors.count()
         deleted = vectors.repair()
@@ -137,13 +140,13 @@ def _vectors(path: Path, work: _Work) -> tuple[str, str]:
     return "ok", f"SQLite quick_check ok; {count} records, each matches its checksum (model {model})"
 
 
-def _vectors_model(path: Path) -> str:
+def _vectors_model(path: Path) -> str | None:
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         row = conn.execute("SELECT value FROM chunk_vector_meta WHERE key = 'model_id'").fetchone()
     finally:
         conn.close()
-    return str(row[0]) if row else "unknown"
+    return str(row[0]) if row else None
 
 
 def _vectors_of(path: Path, suffix: str) -> Path:
@@ -161,6 +164,8 @@ def _matrix(path: Path, work: _Work) -> tuple[str, str]:
         cached.read_rows.close()
         if not vectors_file.is_file():
             problem = "its vectors file is gone"
+        elif _vectors_model(vectors_file) is None:  # the vectors file's own line says what to do
+            return "note", "not compared: its vectors file records no embedding model (see that line)"
         else:
             with ChunkVectors(vectors_file, model_id=cached.key.model_id) as vectors:
                 rows, present = vectors.get(cached.ids)
@@ -169,6 +174,7 @@ def _matrix(path: Path, work: _Work) -> tuple[str, str]:
                 problem = f"{differ} of {len(cached.ids)} rows differ from the vectors file"
     if problem is None:
         assert cached is not None
+        work.matrix_ids[vectors_file] = cached.cache_id
         return "ok", f"every block checksum ok; {len(cached.ids)} rows equal the vectors file's"
     for name in (path, Path(matrix_cache.align_path(str(vectors_file)) or "")):
         if name.is_file():
@@ -177,15 +183,13 @@ def _matrix(path: Path, work: _Work) -> tuple[str, str]:
     return "repaired", f"{problem}: removed (with its .align)"
 
 
-def _alignment(path: Path, _: _Work) -> tuple[str, str]:
+def _alignment(path: Path, work: _Work) -> tuple[str, str]:
+    """Checked after its .matrix (`check_store`'s order), against the cache id that check read."""
     from ragspine.retrieval.vector.dense import matrix_cache
 
     if not path.exists():
         return "repaired", "removed with its .matrix; recomputed at the next search"
-    matrix = matrix_cache.read_matrix(str(_vectors_of(path, matrix_cache.ALIGN_SUFFIX)) + matrix_cache.MATRIX_SUFFIX)
-    cache_id = matrix.cache_id if matrix is not None else ""
-    if matrix is not None:
-        matrix.read_rows.close()
+    cache_id = work.matrix_ids.get(_vectors_of(path, matrix_cache.ALIGN_SUFFIX), "")
     if matrix_cache.read_alignment(str(path), cache_id) is not None:
         return "ok", "every section checksum ok; made for the .matrix beside it"
     path.unlink()
