@@ -138,9 +138,12 @@ def pull_command(name: str, slot: str | None, fp32: bool, config_file: Path | No
 @click.argument("name", required=False)
 def verify_command(name: str | None) -> None:
     """Re-hash every cached file (or NAME's) against the hub's checksum; exit 1 on a mismatch."""
-    from ragspine.models.hub import blob_ok, cached_models, hub_cache, snapshot_files
+    from ragspine.models.hub import blob_ok, cached_models, hub_cache, parse_hub_ref, snapshot_files
 
-    chosen = [m for m in cached_models() if name is None or m.repo_id == name.partition("@")[0]]
+    ref = parse_hub_ref(name) if name is not None else None
+    if name is not None and ref is None:
+        raise click.ClickException(f"{name!r} is not a hub id (ORG/NAME, ORG/NAME@REVISION or hub:ORG/NAME)")
+    chosen = [m for m in cached_models() if ref is None or m.repo_id == ref.repo_id]
     if name is not None and not chosen:
         raise click.ClickException(f"{name!r} is not in the model cache {str(hub_cache())!r}")
     bad = 0

@@ -188,6 +188,8 @@ def test_the_models_command_pulls_lists_verifies_and_removes(hub: LocalHub, tmp_
     blob.write_bytes(blob.read_bytes()[:-1] + b"x")
     damaged = runner.invoke(main, ["models", "verify", DEFAULT])
     assert damaged.exit_code == 1 and "damaged: model.onnx" in damaged.output
+    spelt = runner.invoke(main, ["models", "verify", f"hub:{DEFAULT}"])  # every spelling pull and remove take
+    assert spelt.exit_code == 1 and "damaged: model.onnx" in spelt.output
     removed = runner.invoke(main, ["models", "remove", DEFAULT])
     assert removed.exit_code == 0 and "removed" in removed.output
     assert not (tmp_path / "cache" / "models--cross-encoder--ms-marco-MiniLM-L6-v2").exists()

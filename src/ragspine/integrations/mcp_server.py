@@ -68,7 +68,6 @@ FilterFallback = Annotated[
     Field(description="When nothing matches `where`: strict (no passage) or retry (searched once without it; "
                       "filters_dropped names the dropped fields). Default: the server's RAGSPINE_FILTER_FALLBACK."),
 ]  # fmt: skip
-DROPPED_HELP = "Filter fields that matched nothing and were dropped to find these passages (empty: none were)"
 Library = Annotated[str | None, Field(description="A library name from list_libraries (default: the default one)")]
 
 
