@@ -278,7 +278,8 @@ class Workspace(Closeable):
         chunks of its own: still taken), else []."""
         from ragspine.ingest.registry import DUPLICATE
 
-        record = self._pipeline().registry.get(doc_id)
+        registry = self._pipeline().registry
+        record = registry.get(doc_id) if registry is not None else None
         if record is None or record.status != DUPLICATE:
             return []
         return [str(record.metadata_dict().get("sensitivity") or "RESTRICTED")]  # unknown: fail closed

@@ -139,7 +139,7 @@ def blob_ok(path: Path, *, delete: bool = False) -> bool:
     expected = blob.name
     if _SHA256.fullmatch(expected):
         actual = file_digest(blob, "sha256")
-    elif re.fullmatch(r"[0-9a-f]{40}", expected):
+    elif _COMMIT.fullmatch(expected):  # a git blob id: sha1 of "blob SIZE\0" + the bytes
         actual = file_digest(blob, "sha1", prefix=f"blob {blob.stat().st_size}\0".encode())
     else:
         return True

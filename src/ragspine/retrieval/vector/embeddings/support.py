@@ -14,7 +14,6 @@ Invariants:
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
@@ -23,6 +22,7 @@ from typing import Any
 from ragspine import extras
 from ragspine.extras import MissingExtraError as MissingExtraError  # re-exported: the one class
 from ragspine.http_retry import EndpointError
+from ragspine.models.hub import file_digest
 from ragspine.retrieval.types import EmbeddingBackend
 from ragspine.retrieval.sensitivity import is_restricted
 
@@ -74,9 +74,5 @@ def model_id_of(backend: Any) -> str:
 
 
 def file_sha256(path: str | Path) -> str:
-    """Hex SHA-256 of a file's bytes (read 1 MiB at a time)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    """Hex SHA-256 of a file's bytes (`models.hub.file_digest`, read 1 MiB at a time)."""
+    return file_digest(Path(path), "sha256")
