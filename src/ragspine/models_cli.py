@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING
 import click
 
 from ragspine.cli_common import config_option, user_errors
+from ragspine.models.resolve import SLOTS
 
 if TYPE_CHECKING:
     from ragspine.settings.config import Settings
 
-SLOT_CHOICES = ("onnx", "splade", "visual")
 
 
 def _size(n: int) -> str:
@@ -106,7 +106,7 @@ def list_command(config_file: Path | None, as_json: bool) -> None:
 
 @models.command("pull")
 @click.argument("name")
-@click.option("--slot", type=click.Choice(SLOT_CHOICES), default=None,
+@click.option("--slot", type=click.Choice(SLOTS), default=None,
               help="The files to fetch: onnx (graph + tokenizer), splade, visual; default from the setting naming it.")
 @click.option("--fp32", is_flag=True, help="Fetch the fp32 ONNX graph even where the repo offers int8.")
 @config_option
