@@ -117,7 +117,7 @@ class Workspace(Closeable):
         self._ingest_lock = threading.Lock()
         from ragspine.ingest.copies import CopyLookup
 
-        self._copies = CopyLookup(settings.db)  # a result's recorded duplicates (read at a search)
+        self._copies = CopyLookup(store)  # a result's recorded duplicates (read at a search)
         self._claim_lock = threading.Lock()  # a create-only write's check and write, together
         index = retriever.index
         # What this workspace runs, from what was built (not re-resolved per request).
@@ -511,7 +511,6 @@ class Workspace(Closeable):
             close_tree()
         if self._ingest is not None:
             self._ingest.close()
-        self._copies.close()
         self.store.close()
         if dense is not None:
             dense.vectors.close()

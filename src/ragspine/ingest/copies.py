@@ -1,8 +1,8 @@
 """The copies of stored documents, as a search result's lineage lists them (`lineage["duplicates"]`).
 
-Invariants: reads only, on a connection of its own opened at the first lookup (SQLite read-only:
-a workspace that only searches creates nothing); a store without a registry, or with one made
-before duplicates were recorded, has no copies (never an error); a snippet gains
+Invariants: reads only, through the store's own read path (`ChunkStoreProtocol.execute_read`:
+`?` placeholders on SQLite and PostgreSQL, writes refused); a store without a registry, or with
+one made before duplicates were recorded, has no copies (never an error); a snippet gains
 `lineage["duplicates"]` (its own doc_id first, then the duplicates' doc_ids, sorted) only when
 its document has a copy. A duplicate carries its document's label and metadata
 (`ingest.content.duplicate_of`), so a caller who may see the snippet may see its copies' names;
@@ -13,45 +13,38 @@ longer equals its document's (replaced since through `Workspace.ingest_text`/HTT
 from __future__ import annotations
 
 import json
-import sqlite3
-import threading
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Any
 
-from ragspine.closing import Closeable
 from ragspine.ingest.registry import DUPLICATE, TABLE
-from ragspine.retrieval.store.factory import is_postgres_url
 from ragspine.retrieval.sensitivity import normalize_label
-from ragspine.retrieval.store.postgres import connect
+from ragspine.retrieval.store.protocol import ChunkStoreProtocol
 
 __all__ = ["CopyLookup"]
 
 
-class CopyLookup(Closeable):
-    """The duplicates recorded for documents of the store at `db` (a path or a `postgresql://` URL).
+class CopyLookup:
+    """The duplicates recorded for documents of `store` (its registry lives in the same database).
 
-    >>> with CopyLookup(":memory:") as copies:
-    ...     copies.of(["a.md"])
+    >>> from ragspine.retrieval.store.sqlite import ChunkStore
+    >>> with ChunkStore(":memory:") as store:
+    ...     CopyLookup(store).of(["a.md"])
     {}
     """
 
-    def __init__(self, db: str) -> None:
-        self.db = db
-        self._conn: Any = None
-        self._lock = threading.Lock()
+    def __init__(self, store: ChunkStoreProtocol) -> None:
+        self.store = store
 
     def of(self, doc_ids: Iterable[str]) -> dict[str, list[str]]:
         """{doc_id: its duplicates' doc_ids, sorted} for those of `doc_ids` that have any."""
         wanted = sorted(set(doc_ids))
-        if not wanted or self.db == ":memory:":
+        if not wanted:
             return {}
-        with self._lock:
-            try:
-                rows = self._rows(wanted)
-            except Exception:  # no registry, or one older than its duplicate column: no copies
-                return {}
+        try:
+            rows = self._rows(wanted)
+        except Exception:  # no registry, or one older than its duplicate column: no copies
+            return {}
         found: defaultdict[str, list[str]] = defaultdict(list)
         for original, copy, label, copy_label in rows:
             if _label(label) == _label(copy_label):  # a copy relabelled since is named nowhere
@@ -67,27 +60,14 @@ class CopyLookup(Closeable):
                 snippet["lineage"]["duplicates"] = [snippet["doc_id"], *more]
 
     def _rows(self, wanted: list[str]) -> list[tuple[str, ...]]:
-        postgres = is_postgres_url(self.db)
-        if self._conn is None:
-            if postgres:
-                self._conn = connect(self.db)
-            else:
-                uri = Path(self.db).resolve().as_uri() + "?mode=ro"
-                self._conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
-        mark = "%s" if postgres else "?"
-        marks = ", ".join(mark for _ in wanted)
+        marks = ", ".join("?" for _ in wanted)
         sql = (
             f"SELECT d.duplicate_of, d.doc_id, o.metadata, d.metadata FROM {TABLE} d JOIN {TABLE} o "
-            f"ON o.doc_id = d.duplicate_of WHERE d.status = {mark} AND d.duplicate_of IN ({marks}) "
+            f"ON o.doc_id = d.duplicate_of WHERE d.status = ? AND d.duplicate_of IN ({marks}) "
             "AND ((d.content_hash <> '' AND d.content_hash = o.content_hash) "
             "OR (d.text_hash <> '' AND d.text_hash = o.text_hash))"  # still a copy: not replaced since
         )
-        return [tuple(map(str, row)) for row in self._conn.execute(sql, (DUPLICATE, *wanted)).fetchall()]
-
-    def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        return [tuple(map(str, row)) for row in self.store.execute_read(sql, (DUPLICATE, *wanted))]
 
 
 def _label(metadata: str) -> str:
