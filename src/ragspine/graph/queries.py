@@ -244,11 +244,12 @@ class GraphQueries:
             if not any(needle in name.casefold() for name in (node.key, *aliases)):
                 continue
             touching = self.graph.neighbors(node.id)
-            if touching and not any(self._visible(e, seen) for e in touching):
+            shown = [e for e in touching if self._visible(e, seen)]  # each edge judged once
+            if touching and not shown:
                 continue  # known only from what is hidden now
             total += 1
             if len(listed) < limit:
-                documents = sum(1 for e in touching if e.type == "mentions" and self._visible(e, seen))
+                documents = sum(1 for e in shown if e.type == "mentions")
                 listed.append({"entity": node.key, "aliases": aliases, "documents": documents})
         return {"entities": listed, "total": total}
 
