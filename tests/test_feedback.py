@@ -61,6 +61,13 @@ def test_rocchio_moves_the_dense_query_and_is_traced() -> None:
     decisions = next(s for s in trace.steps if s.stage == "channels").decisions["feedback"]
     assert decisions["rocchio"] == {"passages": 2, "weight": 0.5} and decisions["rm3"]["terms"]
     assert results[0].chunk.chunk_id in {"d0:0", "d1:0"}
+    # the moved vector ranks differently: the fused scores of the same passages change
+    moved = {r.chunk.chunk_id: r.fused_score for r in HybridRetriever(
+        CORPUS, embedding_backend=backend, feedback=Feedback("rocchio", depth=2)).search("export orders")}  # fmt: skip
+    unmoved = {r.chunk.chunk_id: r.fused_score for r in HybridRetriever(CORPUS, embedding_backend=backend).search("export orders")}
+    assert moved.keys() & unmoved.keys() and any(
+        abs(moved[c] - unmoved[c]) > 1e-6 for c in moved.keys() & unmoved.keys()
+    )  # fmt: skip
     assert "feedback" not in next(
         s for s in _trace_of(HybridRetriever(CORPUS, embedding_backend=backend)).steps if s.stage == "channels"
     ).decisions
