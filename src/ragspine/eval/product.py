@@ -210,12 +210,13 @@ def cache_key(
 ) -> str:
     """A digest of everything that changes what a cached workspace holds, for e5 the engine its
     setting resolves to (with the engine's revision). The encoder's thread count
-    (RAGSPINE_EMBED_THREADS) is left out: it changes how fast vectors are made, not which (the
-    backend's model id ignores it too), so a rerun with other threads reuses the workspace."""
+    (RAGSPINE_EMBED_THREADS) and device (RAGSPINE_DEVICE) are left out: they change how fast
+    vectors are made, not which (the backend's model id ignores them too), so a rerun with other
+    threads or on a GPU reuses the workspace."""
     from ragspine import __version__
     from ragspine.ingest.document import INGEST_FORMAT
 
-    embedding_options = {k: str(v) for k, v in sorted(options.items()) if k != "threads"}
+    embedding_options = {k: str(v) for k, v in sorted(options.items()) if k not in ("threads", "device")}
     data: dict[str, Any] = {
         "corpus_sha256": dataset.corpus_sha256, "layout": FILE_LAYOUT, "ragspine": __version__,
         "ingest_format": INGEST_FORMAT, "index": dataclasses.asdict(asked), "embedding": backend,

@@ -184,6 +184,9 @@ class IndexOut(BaseModel):
     data_version: int | None = Field(None, description="The store's write counter (admin keys only; null otherwise)")
     retrieval: Literal["hybrid", "vector", "bm25"] = Field(description="What every search runs")
     embedding_model: str | None = Field(None, description="model_id of the embedding backend; null: no dense channel")
+    embedding_device: str | None = Field(
+        None, description="Where the embedding model runs (cuda, cpu; admin keys only); null: no dense channel"
+    )
     dense: DenseOut | None = None
     vector_store: VectorStoreOut | None = None
     visual: VisualOut | None = None

@@ -40,9 +40,11 @@ from ragspine.settings.choices import (
     RETRIEVAL_MODES,
     ROUTERS,
     VECTOR_STORES,
+    DEVICES,
     VISUAL_DEVICES,
     VISUAL_EMBEDDERS,
     Analyzer,
+    Device,
     E5Engine,
     EmbeddingBackendName,
     FilterExtractor,
@@ -199,6 +201,18 @@ class Settings:
         "embed --reembed` (the error names the engine that reads a store's vectors as they are). "
         "The ONNX model is built once (about half a minute) into $XDG_CACHE_HOME/ragspine, else ~/.cache/ragspine.",
         choice(*E5_ENGINE_CHOICES),
+    )
+    device: Device = setting(
+        "auto",
+        "Where the local models run: the ONNX embedders (onnx, hub, e5's ONNX engines), the "
+        "cross_encoder and colbert rerankers on ONNX Runtime, and the visual models on PyTorch "
+        "(unless RAGSPINE_VISUAL_DEVICE says otherwise). auto: the GPU when ONNX Runtime offers "
+        "its CUDA provider (the onnxruntime-gpu build, extra [gpu]: `pip uninstall onnxruntime` "
+        "first) and a GPU is visible, else the CPU with one log line saying why. cpu: always the "
+        "CPU. cuda: the GPU or a one-line error naming what is missing. Not part of any model id: "
+        "a GPU's vectors match the CPU's within float rounding. `ragspine config show` and /stats "
+        "say where each model slot runs.",
+        choice(*DEVICES),
     )
     embed_threads: int | None = setting(
         None,
@@ -446,7 +460,8 @@ class Settings:
     )
     visual_device: VisualDevice = setting(
         "auto",
-        "Where the visual model runs: auto (cuda when PyTorch sees one), cpu, cuda.",
+        "Where the visual model runs: auto (RAGSPINE_DEVICE's choice when that is cpu or cuda; "
+        "else cuda when PyTorch sees one, the CPU with one log line otherwise), cpu, cuda.",
         choice(*VISUAL_DEVICES),
     )
     visual_dpi: int = setting(

@@ -43,9 +43,10 @@ class ColbertReranker(ScoredReranker):
         max_length: int = DEFAULT_MAX_LENGTH,
         batch_size: int = DEFAULT_BATCH_SIZE,
         threads: int | None = None,
+        device: str = "auto",
     ) -> None:
         self._model = OnnxModel(model_dir, what="ColbertReranker", extra="colbert", max_length=max_length,
-                                batch_size=batch_size, threads=threads)  # fmt: skip
+                                batch_size=batch_size, threads=threads, device=device)  # fmt: skip
         self.query_prefix, self.document_prefix = query_prefix, document_prefix
 
     def token_vectors(self, texts: list[str]) -> list[np.ndarray]:
@@ -67,3 +68,8 @@ class ColbertReranker(ScoredReranker):
 
     def __repr__(self) -> str:
         return f"ColbertReranker({self._model.name!r})"
+
+    @property
+    def device(self) -> str:
+        """Where the model runs: "cuda" or "cpu"."""
+        return self._model.device

@@ -23,7 +23,8 @@ from ragspine.extras import require
 from ragspine.models.resolve import resolve_model
 from ragspine.registry import spec_from_env
 from ragspine.retrieval.vector.arrays import batches
-from ragspine.retrieval.vector.embeddings.onnx import cpu_session, load_tokenizer, model_feed, pad_id, padded_feed
+from ragspine.models.device import onnx_session, session_device
+from ragspine.retrieval.vector.embeddings.onnx import load_tokenizer, model_feed, pad_id, padded_feed
 
 MODEL_SETTING = "RAGSPINE_RERANKER_MODEL"
 
@@ -66,12 +67,12 @@ def model_folder(model_dir: str | Path | None, *, what: str, holds: str, default
 
 class OnnxModel:
     """An ONNX model (a folder or a hub id, see `ragspine.models.resolve_model`: the graph +
-    tokenizer.json) on ONNX Runtime's CPU provider; `default` is the hub id used when neither
+    tokenizer.json) on ONNX Runtime, on `device` (auto, cpu, cuda: `ragspine.models.device`); `default` is the hub id used when neither
     `model_dir` nor RAGSPINE_RERANKER_MODEL names one."""
 
     def __init__(
         self, model_dir: str | Path | None, *, what: str, extra: str, max_length: int, batch_size: int,
-        threads: int | None, default: str | None = None,
+        threads: int | None, default: str | None = None, device: str = "auto",
     ) -> None:  # fmt: skip
         if max_length < 4 or batch_size < 1:
             raise ValueError(f"max_length must be at least 4 and batch_size at least 1, got {max_length}, {batch_size}")
@@ -84,7 +85,8 @@ class OnnxModel:
         model = resolved.onnx
         self.tokenizer = load_tokenizer(tokenizers, resolved.tokenizer, max_length)
         self.pad = pad_id(self.tokenizer)
-        self.session = cpu_session(ort, model, threads)
+        self.session = onnx_session(ort, model, device=device, threads=threads, what=what)
+        self.device = session_device(self.session)
         self.inputs = [i.name for i in self.session.get_inputs()]
         self.output = self.session.get_outputs()[0].name
 

@@ -39,9 +39,11 @@ class CrossEncoderReranker(ScoredReranker):
         max_length: int = DEFAULT_MAX_LENGTH,
         batch_size: int = DEFAULT_BATCH_SIZE,
         threads: int | None = None,
+        device: str = "auto",
     ) -> None:
         self._model = OnnxModel(model_dir, what="CrossEncoderReranker", extra="rerank", max_length=max_length,
-                                batch_size=batch_size, threads=threads, default=DEFAULT_CROSS_ENCODER)  # fmt: skip
+                                batch_size=batch_size, threads=threads, device=device,
+                                default=DEFAULT_CROSS_ENCODER)  # fmt: skip
 
     def scores(self, query: str, candidates: list[str]) -> list[float]:
         """The relevance score of each candidate for `query`."""
@@ -53,6 +55,11 @@ class CrossEncoderReranker(ScoredReranker):
 
     def __repr__(self) -> str:
         return f"CrossEncoderReranker({self._model.name!r})"
+
+    @property
+    def device(self) -> str:
+        """Where the model runs: "cuda" or "cpu"."""
+        return self._model.device
 
 
 def _relevance(logits: np.ndarray, model: Path) -> np.ndarray:

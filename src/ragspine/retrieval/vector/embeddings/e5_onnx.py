@@ -27,6 +27,9 @@ Invariants:
   so concurrent builders never see half a file. A different weights file, precision or graph
   revision is a different file; `model_id` carries the same three. The weights' digest is
   remembered beside the models (`weights_sha256`, keyed by the file's path, size and mtime).
+- `device` (auto, cpu, cuda) picks ONNX Runtime's providers (`ragspine.models.device`); the
+  device is not in `model_id` (the same graph; a GPU's vectors match within float rounding).
+  The int8 graph's dynamic quantisation operators have CPU kernels only: on a GPU, use fp32.
 - onnx (to build) and onnxruntime (to run) are imported lazily; without them the error names the
   `[embed-e5-onnx]` extra.
 """
@@ -47,6 +50,7 @@ from typing import Any
 import numpy as np
 
 from ragspine.atomic import write_atomic
+from ragspine.models.device import onnx_session, session_device
 from ragspine.retrieval.chunking.chunking import chunk_document
 from ragspine.retrieval.model import DocumentMeta
 from ragspine.retrieval.vector.embeddings.bert import BertLayer
@@ -109,6 +113,7 @@ class E5OnnxEngine(E5Engine):
         max_tokens: int = 512,
         cache_dir: str | Path | None = None,
         threads: int | None = None,
+        device: str = "auto",
     ) -> None:
         if precision not in PRECISIONS:
             raise ValueError(f"unknown e5 ONNX precision {precision!r}; valid: {', '.join(PRECISIONS)}")
@@ -128,14 +133,13 @@ class E5OnnxEngine(E5Engine):
         super().__init__(model_path, max_tokens=max_tokens, layers=False)
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        if threads is not None:
-            options.intra_op_num_threads = threads
-            options.inter_op_num_threads = 1
         # no busy-waiting between operators: this machine's cores are shared with other work
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        self._session = ort.InferenceSession(
-            str(self.onnx_path), options, providers=["CPUExecutionProvider"], disabled_optimizers=SESSION_DISABLED
-        )
+        self._session = onnx_session(
+            ort, self.onnx_path, device=device, threads=threads, options=options, what="e5",
+            disabled_optimizers=SESSION_DISABLED,
+        )  # fmt: skip
+        self.device = session_device(self._session)
 
     def _forward(self, batch: list[list[int]]) -> np.ndarray:
         if self.precision == "int8" and len(batch) > 1:
@@ -287,9 +291,7 @@ def activation_maxima(model: Any, engine: E5Engine, texts: list[str]) -> dict[st
     probe.CopyFrom(model)
     wanted = [n for key in PRODUCTS for n in names[key]]
     probe.graph.output.extend(onnx.helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, None) for n in wanted)
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    session = ort.InferenceSession(probe.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    session = onnx_session(ort, probe.SerializeToString(), device="cpu", threads=1, what="e5 calibration")
     top = {n: np.zeros(0, dtype=np.float32) for n in wanted}
     for ids in engine.token_ids(texts, False):
         x, mask = engine._embeddings([ids])

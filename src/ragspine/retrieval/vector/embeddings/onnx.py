@@ -16,6 +16,8 @@ Invariants:
 - `model_id` names the model files by content (SHA-256) and every setting that changes a vector.
 - onnxruntime and tokenizers are imported when a backend is built; without them the error names
   the extra.
+- `device` (auto, cpu, cuda) picks ONNX Runtime's providers (`ragspine.models.device`); the
+  device is not part of `model_id`: a GPU's vectors match the CPU's within float rounding.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ragspine.models import parse_hub_ref, resolve_model
+from ragspine.models.device import onnx_session, session_device
 from ragspine.models.known import embedding_convention
 from ragspine.retrieval.vector.embeddings.support import MissingExtraError, check_texts, file_sha256, require
 from ragspine.retrieval.vector.embeddings.packaged import find_packaged_minilm
@@ -62,6 +65,7 @@ class OnnxEmbeddingBackend:
         batch_size: int = DEFAULT_BATCH_SIZE,
         threads: int | None = None,
         name: str | None = None,
+        device: str = "auto",
     ) -> None:
         if pooling is not None and pooling not in POOLINGS:
             raise ValueError(f"unknown pooling {pooling!r}; valid: {', '.join(POOLINGS)}")
@@ -80,7 +84,8 @@ class OnnxEmbeddingBackend:
         self.max_length, self.batch_size = max_length, batch_size
         self._tokenizer = load_tokenizer(tokenizers, self.tokenizer_path, max_length)
         self._pad_id = pad_id(self._tokenizer)
-        self._session = cpu_session(ort, self.model_path, threads)
+        self._session = onnx_session(ort, self.model_path, device=device, threads=threads, what=self.name)
+        self.device = session_device(self._session)
         self._inputs = [i.name for i in self._session.get_inputs()]
         self._output, pooled, self.dim = _pick_output(self._session.get_outputs())
         self._pooled_output = pooled
@@ -196,15 +201,6 @@ def load_tokenizer(tokenizers: Any, path: Path, max_length: int) -> Any:
     tokenizer.no_padding()
     tokenizer.enable_truncation(max_length=max_length)
     return tokenizer
-
-
-def cpu_session(ort: Any, path: Path, threads: int | None) -> Any:
-    """An ONNX Runtime CPU session (`threads` intra-op threads when given)."""
-    options = ort.SessionOptions()
-    if threads is not None:
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
 def padded_feed(encodings: list[Any], pad: int) -> dict[str, np.ndarray]:
