@@ -4,7 +4,8 @@ kept in the Hugging Face cache (docs/models.md).
 Imports only click and the CLI's shared options at module load. `pull` draws huggingface_hub's
 own progress bars; every command says where the cache is; `list` says which setting uses each
 model (from the environment and `--config`); `verify` re-hashes every cached file against its
-blob's name and exits 1 on a mismatch; errors are one line, exit 1.
+blob's name and exits 1 on a mismatch, and runs the int8 parity check again where a snapshot
+holds an int8 graph with its float graph; errors are one line, exit 1.
 """
 
 from __future__ import annotations
@@ -153,10 +154,30 @@ def verify_command(name: str | None) -> None:
             damaged = [str(p.relative_to(snapshot)) for p in files if not blob_ok(p)]
             bad += len(damaged)
             status = f"damaged: {', '.join(damaged)}" if damaged else "ok"
-            click.echo(f"{model.repo_id}@{snapshot.name[:12]}  {len(files)} files  {status}")
+            click.echo(f"{model.repo_id}@{snapshot.name[:12]}  {len(files)} files  {status}{_parity(snapshot, model.repo_id)}")
     click.echo(f"{len(chosen)} models checked in {hub_cache()}, {bad} damaged files", err=True)
     if bad:
         raise SystemExit(1)
+
+
+def _parity(snapshot: Path, name: str) -> str:
+    """The int8 parity check of a snapshot holding an int8 graph and the float one beside it, run
+    again (`ragspine.models.parity`): "" when there is no such pair or nothing to run it with."""
+    from ragspine.models.parity import PARITY_MIN_COSINE, checked_int8
+    from ragspine.models.resolve import INT8_GRAPHS, float_beside
+
+    files = sorted(str(p.relative_to(snapshot)) for p in snapshot.rglob("*.onnx"))
+    graph = next((g for g in INT8_GRAPHS if g in files), None)
+    fp32 = float_beside(files, graph) if graph else None
+    if graph is None or fp32 is None or not (snapshot / "tokenizer.json").is_file():
+        return ""
+    try:
+        parity = checked_int8(snapshot.parent.parent, snapshot / graph, snapshot / fp32, snapshot / "tokenizer.json",
+                              name=name, again=True)  # fmt: skip
+    except (ImportError, ValueError) as exc:
+        return f"  int8 parity not checked ({exc})"
+    verdict = "ok" if parity.ok else f"below {PARITY_MIN_COSINE}: the float graph {fp32} is used"
+    return f"  int8 parity {graph} vs {fp32}: cosine {parity.cosine:.4f} {verdict}"
 
 
 @models.command("remove")

@@ -16,8 +16,11 @@ from typing import Any
 
 import pytest
 
+from local_hub import LocalHub, running_hub
 from loopback import loopback
 from rerank_models import colbert_folder, cross_encoder_folder
+
+from ragspine.models.known import DEFAULT_CROSS_ENCODER
 
 
 class RerankServer:
@@ -93,3 +96,21 @@ def ce2_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def colbert_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return colbert_folder(tmp_path_factory.mktemp("colbert") / "tiny-colbert")
+
+
+@pytest.fixture
+def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalHub]:
+    """A loopback hub (local_hub.py) serving the tiny cross-encoder as the default model, with
+    HF_ENDPOINT and a fresh HF_HUB_CACHE pointed at it (huggingface_hub imported here: the
+    tests that use it skip without it)."""
+    import huggingface_hub.constants
+
+    with running_hub() as served:
+        served.add(DEFAULT_CROSS_ENCODER, cross_encoder_folder(tmp_path / "built" / "ce"))
+        monkeypatch.setenv("HF_ENDPOINT", served.url)
+        monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "cache"))
+        monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+        monkeypatch.delenv("RAGSPINE_RERANKER_MODEL", raising=False)
+        monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+        yield served

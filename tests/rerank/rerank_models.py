@@ -50,14 +50,15 @@ def _inputs() -> list[object]:
             for n in ("input_ids", "attention_mask", "token_type_ids")]  # fmt: skip
 
 
-def cross_encoder_folder(folder: Path, *, two_logits: bool = False) -> Path:
-    """A cross-encoder model folder; `two_logits`: a (batch, 2) head (class 0 logit 0)."""
+def cross_encoder_folder(folder: Path, *, two_logits: bool = False, weights: dict[str, float] | None = None) -> Path:
+    """A cross-encoder model folder; `two_logits`: a (batch, 2) head (class 0 logit 0);
+    `weights`: other word weights than WEIGHTS."""
     from onnx import TensorProto, helper, numpy_helper
 
     folder.mkdir(parents=True, exist_ok=True)
     width = 2 if two_logits else 1
     table = np.zeros((len(VOCAB), width), dtype=np.float32)
-    for word, weight in WEIGHTS.items():
+    for word, weight in (WEIGHTS if weights is None else weights).items():
         table[VOCAB[word], width - 1] = weight
     nodes = [
         helper.make_node("Gather", ["table", "input_ids"], ["emb"]),

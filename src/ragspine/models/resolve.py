@@ -8,7 +8,9 @@ model is looked up in the cache first, so a pulled model never touches the netwo
 fetched on first use unless HF_HUB_OFFLINE is set or `pull=False`, and then the error is the one
 line naming `ragspine models pull NAME`. The files a slot needs are checked before the folder is
 returned: for an ONNX slot the graph (`pick_onnx`: int8 where the repo offers it, else fp32;
-`onnx/` exports such as Xenova's included) and tokenizer.json.
+`onnx/` exports such as Xenova's included) and tokenizer.json. A hub repo's int8 graph with a
+float graph beside it is fetched with that float graph and used only when it passes the parity
+check (`ragspine.models.parity`); otherwise the float graph is used, with a log line.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import platform
 from dataclasses import dataclass
 from pathlib import Path
 
+from ragspine.models.parity import checked_int8
 from ragspine.models.hub import (
     HubRef, ModelNotPulled, cached_snapshot, download, hub_endpoint, hub_offline, not_pulled, parse_hub_ref,
     repo_files,
@@ -33,6 +36,8 @@ ONNX_PREFERENCE = (
     "onnx/model_int8.onnx", "onnx/model_quantized.onnx", *_CPU_INT8, "model_int8.onnx", "model_quantized.onnx",
     "model.onnx", "onnx/model.onnx",
 )  # fmt: skip
+FLOAT_GRAPHS = ("model.onnx", "onnx/model.onnx")
+INT8_GRAPHS = tuple(name for name in ONNX_PREFERENCE if name not in FLOAT_GRAPHS)
 # int8=False: fp32 first (an embedder keeps the graph its vectors were made with), int8 if that is all.
 ONNX_FP32 = ("model.onnx", "onnx/model.onnx", "onnx/model_quantized.onnx", "model_quantized.onnx")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "config.json")
@@ -72,12 +77,42 @@ def slot_files(files: list[str], slot: str, *, int8: bool = True) -> list[str]:
     if slot == "onnx":
         graph = pick_onnx(files, int8=int8)
         wanted = [f for f in TOKENIZER_FILES if f in files]
-        if graph:
-            wanted += [f for f in files if f == graph or f.startswith((graph + "_data", graph + ".data"))]
+        graphs = [graph, float_beside(files, graph)] if graph else []
+        for name in filter(None, graphs):  # an int8 graph brings the float one for its parity check
+            wanted += [f for f in files if f == name or f.startswith((name + "_data", name + ".data"))]
         return wanted
     if slot == "splade":
         return [f for f in _SPLADE_FILES if f in files]
     return [f for f in files if "/" not in f and any(Path(f).match(p) for p in _VISUAL_PATTERNS)]
+
+
+def float_beside(files: list[str], graph: str) -> str | None:
+    """The float graph a repo ships beside `graph` when `graph` is an int8 one, else None.
+
+    >>> float_beside(["onnx/model.onnx", "onnx/model_quantized.onnx"], "onnx/model_quantized.onnx")
+    'onnx/model.onnx'
+    >>> float_beside(["model.onnx"], "model.onnx"), float_beside(["onnx/model_int8.onnx"], "onnx/model_int8.onnx")
+    (None, None)
+    """
+    if graph not in INT8_GRAPHS:
+        return None
+    return next((name for name in FLOAT_GRAPHS if name in files), None)
+
+
+def with_parity(model: ResolvedModel) -> ResolvedModel:
+    """A hub model whose int8 graph has a float graph beside it: the int8 graph when it passes
+    the parity check (`ragspine.models.parity`), else the float graph (logged)."""
+    if model.onnx is None:
+        return model
+    files = sorted(str(p.relative_to(model.folder)) for p in model.folder.rglob("*.onnx"))
+    graph = str(model.onnx.relative_to(model.folder))
+    fp32 = float_beside(files, graph)
+    if fp32 is None:
+        return model
+    repo = model.folder.parent.parent  # models--ORG--NAME/snapshots/COMMIT
+    if checked_int8(repo, model.onnx, model.folder / fp32, model.tokenizer, name=model.name).ok:
+        return model
+    return ResolvedModel(model.name, model.folder, model.folder / fp32, model.source)
 
 
 def check_slot(folder: Path, slot: str, *, what: str, name: str, int8: bool = True) -> ResolvedModel:
@@ -160,4 +195,4 @@ def pull_model(ref: HubRef, slot: str, *, what: str, setting: str, int8: bool = 
 
 
 def _hub_model(model: ResolvedModel) -> ResolvedModel:
-    return ResolvedModel(model.name, model.folder, model.onnx, "hub")
+    return with_parity(ResolvedModel(model.name, model.folder, model.onnx, "hub"))
