@@ -209,7 +209,7 @@ def effective_mode(settings: Settings) -> str:
     return "vector" if settings.retrieval_mode == "vector" else "hybrid"
 
 
-THREADED_EMBEDDINGS = ("e5", "multilingual", "onnx", "fastembed", "minilm")  # take `threads` and `device`
+THREADED_EMBEDDINGS = ("e5", "multilingual", "onnx", "fastembed", "minilm", "hub")  # take `threads` and `device`
 
 
 def embedding_options(settings: Settings, name: str) -> dict[str, Any]:

@@ -170,7 +170,7 @@ E5_ENGINES: tuple[E5Engine, ...] = get_args(E5Engine)
 # The embedding backends `make_embedding_backend` builds (its EMBEDDING_BACKENDS keys, in order).
 EmbeddingBackendName = Literal[
     "none", "auto", "onnx", "fastembed", "minilm", "deterministic", "openai",
-    "qwen3", "st", "sentence-transformers", "e5", "multilingual",
+    "qwen3", "st", "sentence-transformers", "e5", "multilingual", "hub",
 ]  # fmt: skip
 EMBEDDING_BACKENDS: tuple[EmbeddingBackendName, ...] = get_args(EmbeddingBackendName)
 

@@ -42,7 +42,7 @@ def no_env(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_the_specifications_names_are_registered() -> None:
     assert set(EMBEDDING_BACKENDS) == {
         "none", "auto", "onnx", "fastembed", "minilm", "deterministic", "openai",
-        "qwen3", "st", "sentence-transformers", "e5", "multilingual",
+        "qwen3", "st", "sentence-transformers", "e5", "multilingual", "hub",  # hub: issue 36's hub:ORG/NAME
     }  # fmt: skip
 
 

@@ -19,6 +19,7 @@ import platform
 from dataclasses import dataclass
 from pathlib import Path
 
+from ragspine.models.known import ST_FILES
 from ragspine.models.parity import checked_int8
 from ragspine.models.hub import (
     HubRef, ModelNotPulled, cached_snapshot, download, hub_endpoint, hub_offline, not_pulled, parse_hub_ref,
@@ -76,7 +77,7 @@ def slot_files(files: list[str], slot: str, *, int8: bool = True) -> list[str]:
     """The files of `files` a slot fetches; an ONNX graph's external data (`.onnx_data`) with it."""
     if slot == "onnx":
         graph = pick_onnx(files, int8=int8)
-        wanted = [f for f in TOKENIZER_FILES if f in files]
+        wanted = [f for f in (*TOKENIZER_FILES, *ST_FILES) if f in files]
         graphs = [graph, float_beside(files, graph)] if graph else []
         for name in filter(None, graphs):  # an int8 graph brings the float one for its parity check
             wanted += [f for f in files if f == name or f.startswith((name + "_data", name + ".data"))]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ragspine.models.hub import parse_hub_ref
 from ragspine.settings.choices import (
+    HUB_EMBEDDINGS,
     EMBEDDING_MODEL_OPTION,
     LEXICAL_MODES,
     LOCAL_MODEL_PATH,
@@ -168,13 +169,24 @@ def _check_embedding(settings: Settings, sources: Mapping[str, str]) -> None:
             raise ConfigError(f"{named} needs RAGSPINE_EMBEDDING_MODEL: the model name the API serves")
     if name in ("st", "sentence-transformers", "qwen3") and settings.embedding_model is None:
         raise ConfigError(f"{named} needs RAGSPINE_EMBEDDING_MODEL: the path of a local model folder")
-    model = settings.embedding_model
-    hub_ok = name in ("onnx", "fastembed", "minilm") and model is not None and parse_hub_ref(model) is not None
+    _check_embedding_model(settings, sources, named)
+
+
+def _check_embedding_model(settings: Settings, sources: Mapping[str, str], named: str) -> None:
+    """A local model path must exist, unless the backend takes a hub id and this is one (`hub`
+    takes only a hub id)."""
+    name, model = settings.embedding, settings.embedding_model
+    hub_ok = name in HUB_EMBEDDINGS and model is not None and parse_hub_ref(model) is not None
+    if name == "hub" and not hub_ok:
+        raise ConfigError(
+            f"{named} needs a hub id: spell it RAGSPINE_EMBEDDING=hub:ORG/NAME[@REVISION] (or set "
+            f"RAGSPINE_EMBEDDING_MODEL=ORG/NAME[@REVISION]); got {model!r}"
+        )
     if name in LOCAL_MODEL_PATH and model is not None and not Path(model).exists() and not hub_ok:
         raise ConfigError(
             f"RAGSPINE_EMBEDDING_MODEL={model!r} (from "
             f"{sources.get('RAGSPINE_EMBEDDING_MODEL', 'default')}): no such file or folder; "
-            f"{name} reads a local model folder (onnx also a hub id ORG/NAME[@REVISION])"
+            f"{name} reads a local model folder (onnx and hub also a hub id ORG/NAME[@REVISION])"
         )
 
 

@@ -65,9 +65,10 @@ RELATION_EXTRACTORS = tuple(catalog.RELATION_EXTRACTORS.names)
 EMBEDDING_MODEL_OPTION: Mapping[str, str] = {
     "onnx": "model_dir", "fastembed": "model_dir", "minilm": "model_dir",
     "st": "model_path", "sentence-transformers": "model_path", "qwen3": "model_path",
-    "openai": "model", "e5": "variant", "multilingual": "variant",
+    "openai": "model", "e5": "variant", "multilingual": "variant", "hub": "model_dir",
 }  # fmt: skip
-LOCAL_MODEL_PATH = frozenset({"onnx", "fastembed", "minilm", "st", "sentence-transformers", "qwen3"})
+LOCAL_MODEL_PATH = frozenset({"onnx", "fastembed", "minilm", "st", "sentence-transformers", "qwen3", "hub"})
+HUB_EMBEDDINGS = frozenset({"onnx", "fastembed", "minilm", "hub"})  # take a hub id in RAGSPINE_EMBEDDING_MODEL
 REMOTE_EMBEDDINGS = frozenset({"openai"})  # take RAGSPINE_EMBEDDING_BASE_URL / _API_KEY
 RERANKER_MODEL_FOLDER = frozenset({"cross_encoder", "ce", "colbert"})  # need RAGSPINE_RERANKER_MODEL
 VISUAL_MODEL_FOLDER = frozenset({"colpali", "colqwen2"})  # need RAGSPINE_VISUAL_MODEL

@@ -4,7 +4,8 @@ Invariants: no other module reads the environment for a setting. Precedence, hig
 command-line flag, the environment (a variable or one of its aliases, which must agree), the
 TOML file named by RAGSPINE_CONFIG (or `--config`), the store's record of what it was built with
 (offered by the caller's `adopt` hook: it replaces defaults only, never a value the user gave),
-the default. Every value is parsed by its
+the default. One spelling sets two settings: RAGSPINE_EMBEDDING=hub:ORG/NAME[@REV] is the `hub`
+backend with RAGSPINE_EMBEDDING_MODEL=ORG/NAME[@REV] (from the same source). Every value is parsed by its
 setting's parser; a bad one raises ConfigError naming the variable, where the value came from
 and the value (masked for a secret, redacted otherwise). The source of every value is kept
 (`ResolvedSettings.sources`) for `ragspine config show`.
@@ -85,11 +86,30 @@ def resolve_settings(
         values[setting.field_name] = None if raw is None else _parse(setting, raw, source)
         if setting.env == "RAGSPINE_CONFIG" and values[setting.field_name] is not None:
             in_file = _read_config_file(values[setting.field_name])
+    _take_hub_model(values, sources)
     settings = Settings(**{k: v for k, v in values.items() if v is not None})
     if adopt is not None:
         settings = _adopt(adopt(ResolvedSettings(settings, dict(sources))), values, sources)
     check_combinations(settings, sources)
     return ResolvedSettings(settings, sources)
+
+
+def _take_hub_model(values: dict[str, Any], sources: dict[str, str]) -> None:
+    """RAGSPINE_EMBEDDING=hub:ORG/NAME[@REV] (kept whole by its parser, `embedding_name`) is the
+    `hub` backend with RAGSPINE_EMBEDDING_MODEL=ORG/NAME[@REV]; a different
+    RAGSPINE_EMBEDDING_MODEL given beside it is refused."""
+    spelled = str(values.get("embedding") or "")
+    if not spelled.startswith("hub:"):
+        return
+    model, source = spelled[4:], sources.get("RAGSPINE_EMBEDDING", "default")
+    values["embedding"] = "hub"
+    given = values.get("embedding_model")
+    if given is not None and given != model:
+        raise ConfigError(
+            f"RAGSPINE_EMBEDDING='hub:{model}' (from {source}) names the model, but RAGSPINE_EMBEDDING_MODEL="
+            f"{redact_text(given)!r} (from {sources.get('RAGSPINE_EMBEDDING_MODEL')}) names another; set only one"
+        )
+    values["embedding_model"], sources["RAGSPINE_EMBEDDING_MODEL"] = model, source
 
 
 def _adopt(recorded: Mapping[str, str], values: dict[str, Any], sources: dict[str, str]) -> Settings:

