@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 CORE := $(VENV)/.core
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test docs docs-check bench bench-graph bench-cold bench-rerank bench-query bench-post bench-embed bench-attach bench-visual bench-ann bench-lexical bench-scale bench-startup bench-ray bench-fusion bench-pdf relevance-fit clean
+.PHONY: demo test docs docs-check bench bench-graph bench-cold bench-rerank bench-query bench-post bench-embed bench-attach bench-visual bench-ann bench-lexical bench-scale bench-startup bench-ray bench-fusion bench-pdf bench-gpu relevance-fit clean
 
 # The package alone (what `make demo` needs): quick on a fresh machine.
 $(CORE): pyproject.toml
@@ -98,6 +98,17 @@ bench-pdf: $(STAMP)
 # Dense channel cold attach at 100k vectors (fresh process per run); BEFORE=<src folder> adds older code.
 bench-attach: $(STAMP)
 	PYTHONPATH=. $(BIN)/python -m bench.dense_attach $(if $(BEFORE),--before $(BEFORE))
+
+# The GPU against the CPU engine (issue 36; docs/models.md#the-gpu-bench), on a machine with a GPU and
+# `pip uninstall -y onnxruntime && pip install 'ragspine[gpu]'`: e5-small passages/s, dense nDCG@10 and
+# their parity on GPU_SET's corpus, then a cross-encoder rerank when one is on disk. No network.
+# GPU_BENCH_ARGS: e.g. --docs 2000 --queries 100 --reranker models/ms-marco-onnx
+GPU_SET ?= scifact
+GPU_DEVICES ?= cuda,cpu
+# no $(STAMP): the GPU machine has no network to install from; the venv's python when there is one
+GPU_PYTHON ?= $(if $(wildcard $(BIN)/python),$(BIN)/python,python3)
+bench-gpu:
+	PYTHONPATH=src:. $(GPU_PYTHON) -m bench.gpu_bench --eval $(EVAL) --set $(GPU_SET) --devices $(GPU_DEVICES) $(GPU_BENCH_ARGS)
 
 # The visual channel's CPU cost with the tiny model (docs/visual.md): render and embed pages/s, search
 # latency and bytes per page at VISUAL_PAGES pages, and the scorer at ColPali's shape. On a GPU
