@@ -210,6 +210,7 @@ def effective_mode(settings: Settings) -> str:
 
 
 THREADED_EMBEDDINGS = ("e5", "multilingual", "onnx", "fastembed", "minilm", "hub")  # take `threads` and `device`
+TORCH_EMBEDDINGS = ("st", "sentence-transformers", "qwen3")  # take `device` (their default: cpu)
 
 
 def embedding_options(settings: Settings, name: str) -> dict[str, Any]:
@@ -227,7 +228,7 @@ def embedding_options(settings: Settings, name: str) -> dict[str, Any]:
         options["engine"] = settings.e5_engine
     if settings.embed_threads is not None and name in THREADED_EMBEDDINGS:
         options["threads"] = settings.embed_threads
-    if settings.device != "auto" and name in THREADED_EMBEDDINGS:  # the constructors' default is auto
+    if settings.device != "auto" and name in (*THREADED_EMBEDDINGS, *TORCH_EMBEDDINGS):  # else their default
         options["device"] = settings.device
     if name in REMOTE_EMBEDDINGS:
         options["base_url"] = settings.embedding_base_url

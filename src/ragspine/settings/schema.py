@@ -211,7 +211,8 @@ class Settings:
         "auto",
         "Where the local models run: the ONNX embedders (onnx, hub, e5's ONNX engines), the "
         "cross_encoder and colbert rerankers on ONNX Runtime, and the visual models on PyTorch "
-        "(unless RAGSPINE_VISUAL_DEVICE says otherwise). auto: the GPU when ONNX Runtime offers "
+        "(unless RAGSPINE_VISUAL_DEVICE says otherwise); st/qwen3 get cpu or cuda as given (auto: "
+        "their default, cpu). auto: the GPU when ONNX Runtime offers "
         "its CUDA provider (the onnxruntime-gpu build, extra [gpu]: `pip uninstall onnxruntime` "
         "first) and a GPU is visible, else the CPU with one log line saying why. cpu: always the "
         "CPU. cuda: the GPU or a one-line error naming what is missing. Not part of any model id: "

@@ -6,7 +6,8 @@ score is `late_interaction.maxsim(query tokens, passage tokens)` (the one MaxSim
 visual layer); texts are encoded one batch at a time grouped by length, so a passage's score
 does not depend on the others beyond float rounding; the order is by descending score, ties in
 the incoming order. `query_prefix` / `document_prefix` carry the model's markers (ColBERTv2:
-"[unused0] " / "[unused1] "). Nothing is downloaded.
+"[unused0] " / "[unused1] "). The model is a folder or a hub id (`ragspine.models.resolve_model`);
+`device` (auto, cpu, cuda) picks ONNX Runtime's providers (`ragspine.models.device`).
 """
 
 from __future__ import annotations

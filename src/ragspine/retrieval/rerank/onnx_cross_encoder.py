@@ -7,6 +7,7 @@ two-class head's log-odds (class 1 - class 0), is the relevance score; the order
 descending score, ties in the incoming order. The model is a folder or a hub id; with neither
 `model_dir` nor RAGSPINE_RERANKER_MODEL it is the specification's
 cross-encoder/ms-marco-MiniLM-L6-v2, fetched once into the hub cache (`ragspine models pull`).
+`device` (auto, cpu, cuda) picks ONNX Runtime's providers (`ragspine.models.device`).
 """
 
 from __future__ import annotations

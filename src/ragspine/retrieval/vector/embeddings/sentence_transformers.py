@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ragspine.models.device import torch_device
 from ragspine.retrieval.vector.embeddings.support import check_texts, require
 from ragspine.retrieval.vector.arrays import to_lists
 
@@ -61,9 +62,13 @@ class SentenceTransformerEmbeddingBackend:
         self.normalize, self.batch_size = normalize, batch_size
         self.query_prompt, self.query_prompt_name = query_prompt, query_prompt_name
         self.passage_prompt = passage_prompt
+        # auto, cpu, cuda, cuda:N (PyTorch's, which sentence-transformers pulls); cuda without a GPU: one line
+        self.device = device if device == "cpu" else torch_device(
+            require("torch", extra="embed-st", backend="SentenceTransformerEmbeddingBackend"), device
+        )
         self._model = module.SentenceTransformer(
             self.model_path,
-            device=device,
+            device=self.device,
             trust_remote_code=trust_remote_code,
             local_files_only=True,
         )
