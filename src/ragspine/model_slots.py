@@ -126,3 +126,12 @@ def _visual_runtime(settings: Settings) -> str:
         torch = visual_device(settings)
         return "cuda if PyTorch sees one, else cpu" if torch == "auto" else torch
     return "" if settings.visual_embedder == "none" else "cpu"
+
+
+def embedding_device(backend: object) -> str | None:
+    """Where a built embedding backend runs (for /stats): the device it got (`device`), "remote"
+    for a remote one, "cpu" for the others; None without a backend."""
+    if backend is None:
+        return None
+    device = getattr(backend, "device", None)
+    return str(device) if device else ("remote" if getattr(backend, "is_remote", False) else "cpu")

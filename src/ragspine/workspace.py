@@ -52,6 +52,7 @@ from ragspine.assembly import (
 )
 from ragspine.closing import Closeable
 from ragspine.errors import DocumentExists
+from ragspine.model_slots import embedding_device
 from ragspine.settings.config import LEXICAL_MODES, RETRIEVAL_MODES, SETTINGS, Settings
 from ragspine.retrieval.store.protocol import ChunkStoreProtocol
 from ragspine.retrieval.model import check_user_metadata, doc_id_of_chunk
@@ -459,7 +460,7 @@ class Workspace(Closeable):
         if dense is not None:
             coverage = dense.coverage()
             index["embedding_model"] = dense.vectors.model_id
-            index["embedding_device"] = getattr(getattr(dense, "backend", None), "device", "cpu")
+            index["embedding_device"] = embedding_device(getattr(dense, "backend", None))
             try:
                 stored: int | None = dense.vectors.count()
             except (sqlite3.DatabaseError, VectorStoreError):  # a damaged file: reported, not raised

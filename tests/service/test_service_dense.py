@@ -18,6 +18,7 @@ def test_hybrid_search_and_stats_over_http(serve: Any) -> None:
     stats = client.get("/stats", headers=ADMIN).json()
     assert stats["index"]["retrieval"] == "hybrid"
     assert stats["index"]["embedding_model"] == "deterministic:blake2b-tokens-v1;dim=256"
+    assert stats["index"]["embedding_device"] == "cpu" and stats["channels"]["devices"].startswith("embedding cpu")
     assert stats["index"]["dense"]["stored_vectors"] == 2
     assert stats["channels"]["retrieval_mode"] == "auto -> hybrid" and stats["channels"]["dense"] == "deterministic"
 
