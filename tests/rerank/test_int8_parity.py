@@ -101,3 +101,16 @@ def test_a_repo_with_one_graph_runs_no_check(hub: LocalHub, tmp_path: Path, monk
     monkeypatch.setattr(parity_module, "graph_parity", never)
     model = resolve_model("cross-encoder/ms-marco-MiniLM-L6-v2", slot="onnx", what="test", setting="X")
     assert model.onnx is not None and model.onnx.name == "model.onnx"
+
+
+def test_an_int8_graph_that_cannot_run_falls_back_too(
+    hub: LocalHub, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    built = _export(tmp_path, "broken", matching=True)
+    (built / "onnx" / "model_quantized.onnx").write_bytes(b"not an ONNX graph")
+    hub.add("me/broken-int8", built)
+    caplog.set_level(logging.WARNING, logger="ragspine.models.resolve")
+    model = resolve_model("me/broken-int8", slot="onnx", what="test", setting="X")
+    assert model.onnx is not None and model.onnx.name == "model.onnx"
+    (line,) = [r.getMessage() for r in caplog.records if r.name == "ragspine.models.resolve"]
+    assert line.startswith("me/broken-int8: the int8 parity check could not run (") and "the float graph is used" in line

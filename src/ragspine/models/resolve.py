@@ -15,6 +15,7 @@ check (`ragspine.models.parity`); otherwise the float graph is used, with a log 
 
 from __future__ import annotations
 
+import logging
 import platform
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,8 @@ from ragspine.models.hub import (
     HubRef, ModelNotPulled, cached_snapshot, download, hub_endpoint, hub_offline, not_pulled, parse_hub_ref,
     repo_files,
 )  # fmt: skip
+
+log = logging.getLogger(__name__)
 
 # The ONNX graphs a repo may ship, best first: int8 exports (Transformers.js' `model_quantized` /
 # `model_int8`, sentence-transformers' `model_qint8_<cpu>` for this machine's CPU), then fp32.
@@ -111,9 +114,15 @@ def with_parity(model: ResolvedModel) -> ResolvedModel:
     if fp32 is None:
         return model
     repo = model.folder.parent.parent  # models--ORG--NAME/snapshots/COMMIT
-    if checked_int8(repo, model.onnx, model.folder / fp32, model.tokenizer, name=model.name).ok:
-        return model
-    return ResolvedModel(model.name, model.folder, model.folder / fp32, model.source)
+    try:
+        ok = checked_int8(repo, model.onnx, model.folder / fp32, model.tokenizer, name=model.name).ok
+    except ImportError:
+        raise
+    except Exception as exc:  # the graphs could not be run on the probes (ONNX Runtime's errors)
+        log.warning("%s: the int8 parity check could not run (%s: %s); the float graph is used",
+                    model.name, type(exc).__name__, exc)  # fmt: skip
+        ok = False
+    return model if ok else ResolvedModel(model.name, model.folder, model.folder / fp32, model.source)
 
 
 def check_slot(folder: Path, slot: str, *, what: str, name: str, int8: bool = True) -> ResolvedModel:
