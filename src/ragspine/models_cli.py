@@ -154,7 +154,8 @@ def verify_command(name: str | None) -> None:
             damaged = [str(p.relative_to(snapshot)) for p in files if not blob_ok(p)]
             bad += len(damaged)
             status = f"damaged: {', '.join(damaged)}" if damaged else "ok"
-            click.echo(f"{model.repo_id}@{snapshot.name[:12]}  {len(files)} files  {status}{_parity(snapshot, model.repo_id)}")
+            parity = _parity(snapshot, model.repo_id)
+            click.echo(f"{model.repo_id}@{snapshot.name[:12]}  {len(files)} files  {status}{parity}")
     click.echo(f"{len(chosen)} models checked in {hub_cache()}, {bad} damaged files", err=True)
     if bad:
         raise SystemExit(1)

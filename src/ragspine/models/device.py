@@ -11,7 +11,8 @@ Invariants:
   no CUDA libraries, and then quietly runs on the CPU: the providers a session really got are
   read back from it (`session.get_providers()`), so a missing GPU is seen too.
 - `auto` without CUDA runs on the CPU and logs why in one line, once per process and reason
-  (INFO without GPU support installed, WARNING when it is installed but cannot start); `cuda` without CUDA is a `DeviceUnavailable` whose one line names what is missing.
+  (INFO without GPU support installed, WARNING when it is installed but cannot start); `cuda`
+  without CUDA is a `DeviceUnavailable` whose one line names what is missing.
 - Nothing here reads a setting: assembly passes the device down as a parameter.
 """
 

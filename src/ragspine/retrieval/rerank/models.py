@@ -67,8 +67,8 @@ def model_folder(model_dir: str | Path | None, *, what: str, holds: str, default
 
 class OnnxModel:
     """An ONNX model (a folder or a hub id, see `ragspine.models.resolve_model`: the graph +
-    tokenizer.json) on ONNX Runtime, on `device` (auto, cpu, cuda: `ragspine.models.device`); `default` is the hub id used when neither
-    `model_dir` nor RAGSPINE_RERANKER_MODEL names one."""
+    tokenizer.json) on ONNX Runtime, on `device` (auto, cpu, cuda: `ragspine.models.device`);
+    `default` is the hub id used when neither `model_dir` nor RAGSPINE_RERANKER_MODEL names one."""
 
     def __init__(
         self, model_dir: str | Path | None, *, what: str, extra: str, max_length: int, batch_size: int,
