@@ -317,3 +317,24 @@ def test_int8_keeps_cosine_parity_on_texts_it_was_not_calibrated_on(
     got, reference = (np.asarray(getattr(b, embed)(UNSEEN)) for b in (int8, numpy_e5))
     cosines = (got * reference).sum(axis=1)
     assert cosines.min() >= 0.997, f"lowest cosine {cosines.min():.4f} on {UNSEEN[int(cosines.argmin())]!r}"
+
+
+def test_auto_keeps_the_int8_graph_on_the_cpu_when_a_gpu_is_offered(
+    cache: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """RAGSPINE_DEVICE=auto with ONNX Runtime offering CUDA (a patched provider list: this machine
+    has the CPU build): e5's int8 graph, whose quantisation kernels are CPU ones, stays on the CPU
+    and says so."""
+    import onnxruntime
+
+    from ragspine.models import device as device_module
+
+    monkeypatch.setattr(device_module, "_LOGGED", set())
+    offered = ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    monkeypatch.setattr(onnxruntime, "get_available_providers", lambda: offered)
+    caplog.set_level(logging.INFO, logger="ragspine.models.device")
+    backend = MultilingualE5EmbeddingBackend(engine="onnx", cache_dir=cache, device="auto")
+    assert backend.device == "cpu"
+    lines = [r.getMessage() for r in caplog.records if r.name == "ragspine.models.device"]
+    assert lines == ["RAGSPINE_DEVICE=auto runs on the CPU: e5's int8 engine keeps to the CPU (its quantisation kernels "
+                     "are CPU ones); RAGSPINE_E5_ENGINE=onnx-fp32 runs e5 on the GPU"]  # fmt: skip

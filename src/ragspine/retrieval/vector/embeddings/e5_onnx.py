@@ -29,7 +29,8 @@ Invariants:
   remembered beside the models (`weights_sha256`, keyed by the file's path, size and mtime).
 - `device` (auto, cpu, cuda) picks ONNX Runtime's providers (`ragspine.models.device`); the
   device is not in `model_id` (the same graph; a GPU's vectors match within float rounding).
-  The int8 graph's dynamic quantisation operators have CPU kernels only: on a GPU, use fp32.
+  The int8 graph's dynamic quantisation operators have CPU kernels only: with `auto` it stays on
+  the CPU (logged once when a GPU is there); on a GPU use fp32.
 - onnx (to build) and onnxruntime (to run) are imported lazily; without them the error names the
   `[embed-e5-onnx]` extra.
 """
@@ -50,7 +51,7 @@ from typing import Any
 import numpy as np
 
 from ragspine.atomic import write_atomic
-from ragspine.models.device import onnx_session, session_device
+from ragspine.models.device import fallback, onnx_device, onnx_session, session_device
 from ragspine.retrieval.chunking.chunking import chunk_document
 from ragspine.retrieval.model import DocumentMeta
 from ragspine.retrieval.vector.embeddings.bert import BertLayer
@@ -131,6 +132,11 @@ class E5OnnxEngine(E5Engine):
             )  # fmt: skip
             _build_cached(model_path, self.onnx_path, precision)
         super().__init__(model_path, max_tokens=max_tokens, layers=False)
+        gpu_here = onnx_device("auto", ort.get_available_providers()).device == "cuda"
+        if precision == "int8" and device == "auto" and gpu_here:
+            fallback("e5's int8 engine keeps to the CPU (its quantisation kernels are CPU ones); "
+                     "RAGSPINE_E5_ENGINE=onnx-fp32 runs e5 on the GPU")  # fmt: skip
+            device = "cpu"
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         # no busy-waiting between operators: this machine's cores are shared with other work
