@@ -6,7 +6,9 @@ exactly the terms `bm25_scores` adds; every document's score is summed in one te
 (`ordered`: descending weight w1 × multiplicity, then the term), on every path and whatever is
 cached, so results are bit-for-bit reproducible. The order depends only on N and df, never on
 how postings are split into segments or on postings a snapshot hides (RESTRICTED documents), so
-the same visible corpus gives the same scores to the last bit. `top_candidates` returns every
+the same visible corpus gives the same scores to the last bit. A term in at least 1/DENSE_SHARE
+of the positions may be added as a dense vector of its contributions (0.0 where it is absent):
+adding 0.0 changes no sum, so the order and the bits are the same. `top_candidates` returns every
 document that can be among the best k, with its full score: a term is skipped for a document
 only when the skipped terms' upper bounds cannot lift it to a proven lower bound of the k-th
 best score (MaxScore), with a safety margin far above float rounding.
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import numpy as np
 
@@ -29,6 +32,9 @@ _PROBE = 4
 # A remaining term's contributions are computed whole (and cached) when its postings are at
 # most this many times the surviving candidates.
 _FILL = 16
+# A term whose postings cover at least 1/DENSE_SHARE of the positions is summed by
+# `top_exhaustive` as one dense vector (a streaming add beats a scatter over that many postings).
+DENSE_SHARE = 8
 
 Part = tuple[np.ndarray, np.ndarray]  # (positions ascending, tfs) of one term in one segment
 Allow = Callable[[np.ndarray], np.ndarray]  # positions → bool mask of those that may be scored
@@ -40,10 +46,11 @@ class QueryTerm:
 
     `w1` = idf × (k1 + 1); `count` its multiplicity in the query; `bound` ≥ every contribution;
     `tight` ≥ every contribution too, possibly smaller (used for
-    pruning only); `arrays` its positions and contributions when already computed.
+    pruning only); `arrays` its positions and contributions when already computed; `dense` its
+    contribution at every position (0.0 where absent) when already computed.
     """
 
-    __slots__ = ("term", "w1", "count", "bound", "parts", "n_postings", "arrays", "tight")
+    __slots__ = ("term", "w1", "count", "bound", "parts", "n_postings", "arrays", "tight", "dense")
 
     def __init__(
         self,
@@ -55,10 +62,20 @@ class QueryTerm:
         n_postings: int,
         arrays: Arrays | None = None,
         tight: float | None = None,
+        dense: np.ndarray | None = None,
     ) -> None:
         self.term, self.w1, self.count, self.bound = term, w1, count, bound
         self.parts, self.n_postings, self.arrays = parts, n_postings, arrays
         self.tight = bound if tight is None else tight
+        self.dense = dense
+
+
+class TermMemory(Protocol):
+    """Where a search leaves the contributions it computed, for later searches (`TermCache`)."""
+
+    def remember(self, term: QueryTerm, arrays: Arrays) -> None: ...
+
+    def remember_dense(self, term: QueryTerm, dense: np.ndarray) -> None: ...
 
 
 def bm25_idf(n_docs: int, df: int) -> float:
@@ -99,6 +116,24 @@ def term_arrays(term: QueryTerm, norms: np.ndarray) -> Arrays:
     return pos, contributions(tfs, norms[pos], term.w1, term.count)
 
 
+def is_dense(term: QueryTerm, n_positions: int) -> bool:
+    """Whether `top_exhaustive` adds `term` as a dense vector (see DENSE_SHARE)."""
+    return term.n_postings * DENSE_SHARE >= n_positions
+
+
+def dense_contributions(term: QueryTerm, norms: np.ndarray, n_positions: int) -> np.ndarray:
+    """The contribution of `term` at every position, 0.0 where it is absent (float64)."""
+    if term.dense is not None:
+        return term.dense
+    out = np.zeros(n_positions)
+    if term.arrays is not None:
+        out[term.arrays[0]] = term.arrays[1]
+        return out
+    for docs, tfs in term.parts:
+        out[docs] = contributions(tfs, norms[docs], term.w1, term.count)
+    return out
+
+
 def ordered(terms: Sequence[QueryTerm]) -> list[QueryTerm]:
     """Terms by descending weight (w1 × multiplicity: rarest first, as descending bounds
     nearly are), then by term: the one summation order of every path."""
@@ -129,22 +164,40 @@ def top_exhaustive(
     norms: np.ndarray,
     allowed: Allow | None,
     n_positions: int,
-    remember: Callable[[QueryTerm, Arrays], None] | None = None,
+    memory: TermMemory | None = None,
+    mask: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(positions, full scores) of every allowed position scoring at least the k-th best:
-    every term summed into a dense accumulator (cheapest when the index is small). The cut is
-    the k-th best score among the first terms' documents (a lower bound of the k-th best)."""
-    arrays = [_allowed_arrays(t, norms, allowed, remember) for t in terms]
-    if not arrays:
+    every term summed, in order, into a dense accumulator (cheapest when the index is small):
+    the first sparse terms in one `bincount`, a term in many positions as a dense vector
+    (`is_dense`), any other scattered. The cut is the k-th best score among the sparse terms'
+    first documents (a lower bound of the k-th best). `mask`: `allowed` over every position,
+    when the caller has it."""
+    if not terms:
         return np.zeros(0, dtype=np.intp), np.zeros(0)
-    acc = np.bincount(
-        np.concatenate([a[0] for a in arrays]),
-        np.concatenate([a[1] for a in arrays]),
-        minlength=n_positions,
-    )  # sums in array order: per document, in term order
+    remember = memory.remember if memory is not None else None
+    acc: np.ndarray | None = None
+    lead: list[Arrays] = []  # the sparse terms before the first dense one
+    sampled: list[np.ndarray] = []  # each sparse term's allowed positions, in term order
+    for term in terms:
+        if is_dense(term, n_positions):
+            if acc is None:
+                acc = _summed(lead, n_positions)
+            acc += _dense(term, norms, n_positions, memory)
+            continue
+        pos, contrib = _allowed_arrays(term, norms, allowed, remember)
+        sampled.append(pos)
+        if acc is None:
+            lead.append((pos, contrib))
+        else:
+            np.add.at(acc, pos, contrib)
+    if acc is None:
+        acc = _summed(lead, n_positions)
+    elif allowed is not None:  # a dense vector covers every position: drop those not allowed
+        acc[~(mask if mask is not None else allowed(np.arange(n_positions, dtype=np.int64)))] = 0.0
     sample: list[np.ndarray] = []
     size = 0
-    for pos, _ in arrays:
+    for pos in sampled:
         sample.append(pos)
         size += len(pos)
         if size >= _PROBE * k:
@@ -156,6 +209,24 @@ def top_exhaustive(
     else:
         positions = np.flatnonzero(acc)
     return positions, acc[positions]
+
+
+def _summed(arrays: list[Arrays], n_positions: int) -> np.ndarray:
+    """A new accumulator holding the sum of `arrays`, per position in list order."""
+    if not arrays:
+        return np.zeros(n_positions)
+    return np.bincount(
+        np.concatenate([a[0] for a in arrays]),
+        np.concatenate([a[1] for a in arrays]),
+        minlength=n_positions,
+    )  # sums in array order: per document, in term order
+
+
+def _dense(term: QueryTerm, norms: np.ndarray, n_positions: int, memory: TermMemory | None) -> np.ndarray:
+    dense = dense_contributions(term, norms, n_positions)
+    if memory is not None and term.dense is None:
+        memory.remember_dense(term, dense)
+    return dense
 
 
 def top_candidates(
@@ -219,6 +290,8 @@ def top_candidates(
 
 def lookup(term: QueryTerm, positions: np.ndarray, norms: np.ndarray) -> np.ndarray:
     """The contribution of `term` at each of `positions` (ascending), 0.0 where it is absent."""
+    if term.dense is not None:
+        return term.dense[positions]
     if term.arrays is not None:
         docs, contrib = term.arrays
         if not len(docs):
