@@ -156,7 +156,9 @@ class IndexSnapshot:
             return []
         cache = self._cache(k1, b)
         terms = []
-        for term, count in Counter(tokens).items():
+        distinct = dict.fromkeys(tokens, 1)
+        counts = distinct if len(distinct) == len(tokens) else Counter(tokens)  # Counter only for repeats
+        for term, count in counts.items():
             prepared = cache.get(term)
             if prepared is MISSING:
                 prepared = self._prepare(term, k1, b)
