@@ -428,7 +428,7 @@ class HybridRetriever:
         chunks = self._source.chunks_at(order)
         extra_scores = [(name, run.best_scores()) for name, _, run in runs.extra]
         if vector_scores is None and not extra_scores:  # BM25 alone: nothing more to look up
-            return [RetrievalResult(chunk, bm25[i], None, fused[i]) for i, chunk in zip(order, chunks, strict=True)]
+            return [RetrievalResult.lexical(chunk, bm25[i], fused[i]) for i, chunk in zip(order, chunks, strict=True)]
         return [
             RetrievalResult(
                 chunk=chunk,
