@@ -86,3 +86,18 @@ def test_dense_terms_respect_tombstones_and_filters() -> None:
             reference = {f"c{i:05d}": s for i, s in zip(alive, scores, strict=True)
                          if s > 0 and (topic is None or TOPICS[i % 2] == topic)}  # fmt: skip
             assert_same_ranking([(snap.chunk_id(p), s) for p, s in got], ranked(reference, 10))
+
+
+def test_a_filter_that_leaves_the_sparse_terms_nothing_still_adds_the_dense_ones() -> None:
+    docs = [["rare", "common"], ["common"], ["common", "x"], ["common"]]
+    builder = SegmentBuilder()
+    topics = ["a", "b", "b", "b"]
+    builder.add(docs, chunk_ids=[f"c{i}" for i in range(4)],
+                fields=[tuple(t if name == "topic" else "" for name in INDEXED_FIELDS) for t in topics])  # fmt: skip
+    snap = IndexSnapshot([builder.finish()])
+    with mock.patch.object(scoring, "DENSE_SHARE", 2):  # "common" dense, "rare" (1 of 4) sparse
+        got = snap.search(["rare", "common"], 10, k1=1.5, b=0.75, filters={"topic": "b"})
+    scores = bm25_scores(["rare", "common"], docs)
+    assert [(snap.chunk_id(p), s) for p, s in got] == sorted(
+        ((f"c{i}", scores[i]) for i in (1, 2, 3)), key=lambda x: (-x[1], x[0])
+    )

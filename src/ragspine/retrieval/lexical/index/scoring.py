@@ -212,14 +212,12 @@ def top_exhaustive(
 
 
 def _summed(arrays: list[Arrays], n_positions: int) -> np.ndarray:
-    """A new accumulator holding the sum of `arrays`, per position in list order."""
-    if not arrays:
+    """A new float64 accumulator holding the sum of `arrays`, per position in list order."""
+    positions = np.concatenate([a[0] for a in arrays]) if arrays else np.zeros(0, dtype=np.intp)
+    if not len(positions):  # (bincount of nothing would be integers, whatever the weights)
         return np.zeros(n_positions)
-    return np.bincount(
-        np.concatenate([a[0] for a in arrays]),
-        np.concatenate([a[1] for a in arrays]),
-        minlength=n_positions,
-    )  # sums in array order: per document, in term order
+    # sums in array order: per document, in term order
+    return np.bincount(positions, np.concatenate([a[1] for a in arrays]), minlength=n_positions)
 
 
 def _dense(term: QueryTerm, norms: np.ndarray, n_positions: int, memory: TermMemory | None) -> np.ndarray:
