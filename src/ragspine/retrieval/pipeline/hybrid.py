@@ -540,7 +540,7 @@ class HybridRetriever:
         self, order: list[int], scored: list[tuple[list[str], dict[int, float]]], k1: float
     ) -> dict[int, float]:
         """Each ranked position's best BM25 score (at `k1`) over the query variants (0.0 when none)."""
-        if len(scored) == 1 and all(i in scored[0][1] for i in order):  # one variant ranked them all
+        if len(scored) == 1 and scored[0][1].keys() >= set(order):  # one variant ranked them all
             return scored[0][1]
         best = {i: 0.0 for i in order}
         for tokens, top in scored:

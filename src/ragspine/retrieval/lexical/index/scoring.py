@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from operator import attrgetter, itemgetter
 from typing import Protocol
 
 import numpy as np
@@ -36,6 +37,7 @@ _FILL = 16
 # `top_exhaustive` as one dense vector (a streaming add beats a scatter over that many postings).
 DENSE_SHARE = 8
 
+_ORDER = attrgetter("order")
 Part = tuple[np.ndarray, np.ndarray]  # (positions ascending, tfs) of one term in one segment
 Allow = Callable[[np.ndarray], np.ndarray]  # positions → bool mask of those that may be scored
 Arrays = tuple[np.ndarray, np.ndarray]  # (positions ascending as intp, contributions)
@@ -50,7 +52,7 @@ class QueryTerm:
     contribution at every position (0.0 where absent) when already computed.
     """
 
-    __slots__ = ("term", "w1", "count", "bound", "parts", "n_postings", "arrays", "tight", "dense")
+    __slots__ = ("term", "w1", "count", "bound", "parts", "n_postings", "arrays", "tight", "dense", "order")
 
     def __init__(
         self,
@@ -68,6 +70,7 @@ class QueryTerm:
         self.parts, self.n_postings, self.arrays = parts, n_postings, arrays
         self.tight = bound if tight is None else tight
         self.dense = dense
+        self.order = (-w1 * count, term)  # `ordered`'s key
 
 
 class TermMemory(Protocol):
@@ -137,7 +140,7 @@ def dense_contributions(term: QueryTerm, norms: np.ndarray, n_positions: int) ->
 def ordered(terms: Sequence[QueryTerm]) -> list[QueryTerm]:
     """Terms by descending weight (w1 × multiplicity: rarest first, as descending bounds
     nearly are), then by term: the one summation order of every path."""
-    return sorted(terms, key=lambda t: (-t.w1 * t.count, t.term))
+    return sorted(terms, key=_ORDER)
 
 
 def score_at(terms: Sequence[QueryTerm], positions: np.ndarray, norms: np.ndarray) -> np.ndarray:
@@ -179,13 +182,17 @@ def top_exhaustive(
     acc: np.ndarray | None = None
     lead: list[Arrays] = []  # the sparse terms before the first dense one
     sampled: list[np.ndarray] = []  # each sparse term's allowed positions, in term order
+    share = DENSE_SHARE
     for term in terms:
-        if is_dense(term, n_positions):
+        if term.n_postings * share >= n_positions:  # is_dense
             if acc is None:
                 acc = _summed(lead, n_positions)
-            acc += _dense(term, norms, n_positions, memory)
+            acc += term.dense if term.dense is not None else _dense(term, norms, n_positions, memory)
             continue
-        pos, contrib = _allowed_arrays(term, norms, allowed, remember)
+        if allowed is None and term.arrays is not None:
+            pos, contrib = term.arrays
+        else:
+            pos, contrib = _allowed_arrays(term, norms, allowed, remember)
         sampled.append(pos)
         if acc is None:
             lead.append((pos, contrib))
@@ -346,7 +353,7 @@ def best_k(
     if len(positions) > k:
         keep = scores >= kth_largest(scores, k)
         positions, scores = positions[keep], scores[keep]
-    pairs = sorted(zip(positions.tolist(), scores.tolist(), strict=True), key=lambda p: -p[1])
+    pairs = sorted(zip(positions.tolist(), scores.tolist(), strict=True), key=itemgetter(1), reverse=True)  # stable
     start = 0  # each run of equal scores is put in key order
     for end in range(1, len(pairs) + 1):
         if end == len(pairs) or pairs[end][1] != pairs[start][1]:

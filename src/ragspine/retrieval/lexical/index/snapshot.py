@@ -214,7 +214,7 @@ class IndexSnapshot:
             return []
         norms = self.norms(k1, b)
         cache = self._cache(k1, b)
-        postings = sum(t.n_postings for t in terms)
+        postings = sum([t.n_postings for t in terms])
         # Small index: scanning everything densely beats pruning's bookkeeping.
         if self.n_positions + postings <= EXHAUSTIVE_MAX:
             # with no filter, what is allowed is the active mask itself
