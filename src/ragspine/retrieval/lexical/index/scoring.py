@@ -108,8 +108,9 @@ def contributions(tfs: np.ndarray, norms: np.ndarray, w1: float, count: int = 1)
 
 def term_arrays(term: QueryTerm, norms: np.ndarray) -> Arrays:
     """(positions as intp, contributions) of every posting of `term`, in position order."""
-    if term.arrays is not None:
-        return term.arrays
+    arrays = term.arrays  # read once: a cache may drop it meanwhile
+    if arrays is not None:
+        return arrays
     if len(term.parts) == 1:
         docs, tfs = term.parts[0]
         pos = docs.astype(np.intp)
@@ -126,11 +127,12 @@ def is_dense(term: QueryTerm, n_positions: int) -> bool:
 
 def dense_contributions(term: QueryTerm, norms: np.ndarray, n_positions: int) -> np.ndarray:
     """The contribution of `term` at every position, 0.0 where it is absent (float64)."""
-    if term.dense is not None:
-        return term.dense
+    dense, arrays = term.dense, term.arrays  # read once: a cache may drop them meanwhile
+    if dense is not None:
+        return dense
     out = np.zeros(n_positions)
-    if term.arrays is not None:
-        out[term.arrays[0]] = term.arrays[1]
+    if arrays is not None:
+        out[arrays[0]] = arrays[1]
         return out
     for docs, tfs in term.parts:
         out[docs] = contributions(tfs, norms[docs], term.w1, term.count)
@@ -187,10 +189,12 @@ def top_exhaustive(
         if term.n_postings * share >= n_positions:  # is_dense
             if acc is None:
                 acc = _summed(lead, n_positions)
-            acc += term.dense if term.dense is not None else _dense(term, norms, n_positions, memory)
+            dense = term.dense  # read once: the cache may drop it meanwhile
+            acc += dense if dense is not None else _dense(term, norms, n_positions, memory)
             continue
-        if allowed is None and term.arrays is not None:
-            pos, contrib = term.arrays
+        arrays = term.arrays
+        if allowed is None and arrays is not None:
+            pos, contrib = arrays
         else:
             pos, contrib = _allowed_arrays(term, norms, allowed, remember)
         sampled.append(pos)
@@ -295,10 +299,11 @@ def top_candidates(
 
 def lookup(term: QueryTerm, positions: np.ndarray, norms: np.ndarray) -> np.ndarray:
     """The contribution of `term` at each of `positions` (ascending), 0.0 where it is absent."""
-    if term.dense is not None:
-        return term.dense[positions]
-    if term.arrays is not None:
-        docs, contrib = term.arrays
+    dense, arrays = term.dense, term.arrays  # read once: a cache may drop them meanwhile
+    if dense is not None:
+        return dense[positions]
+    if arrays is not None:
+        docs, contrib = arrays
         if not len(docs):
             return np.zeros(len(positions))
         idx = np.searchsorted(docs, positions)
