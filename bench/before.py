@@ -29,7 +29,8 @@ def load_before(ref: str, folder: Path) -> str:
     target = folder / commit.stdout.strip()[:12]
     package = target / NAME
     if not package.exists():
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "src/ragspine"], check=True, capture_output=True)
+        git = ["git", "-C", str(ROOT), "archive", ref, "src/ragspine"]
+        archive = subprocess.run(git, check=True, capture_output=True)
         with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
             for member in tar.getmembers():
                 if not member.isfile():

@@ -219,9 +219,10 @@ class IndexSnapshot:
         if self.n_positions + postings <= EXHAUSTIVE_MAX:
             # with no filter, what is allowed is the active mask itself
             mask = self.active if not filters and where is None else None
-            positions, scores = top_exhaustive(terms, k, norms, allow, self.n_positions, cache, mask)  # type: ignore[arg-type]
+            found = top_exhaustive(terms, k, norms, allow, self.n_positions, cache, mask)  # type: ignore[arg-type]
         else:
-            positions, scores = top_candidates(terms, k, norms, allow, self.n_positions, cache.remember)  # type: ignore[arg-type]
+            found = top_candidates(terms, k, norms, allow, self.n_positions, cache.remember)  # type: ignore[arg-type]
+        positions, scores = found
         return best_k(positions, scores, k, self.chunk_id)
 
     def scores(
