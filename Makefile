@@ -128,10 +128,12 @@ bench-ann: $(STAMP)
 
 # ragspine's BM25 channel vs bm25s in one process, queries tokenised inside the timed loop
 # (docs/benchmarks.md#lexical-per-query-overhead). bm25s is a benchmark-only dependency.
+# LEXICAL_BEFORE=REF (e.g. main) also times git revision REF's ragspine in the same process.
 LEXICAL_SCALES ?= scifact,1M
+LEXICAL_BEFORE ?=
 bench-lexical: $(STAMP)
 	$(BIN)/python -m pip install --quiet 'bm25s==0.3.16'
-	OPENBLAS_NUM_THREADS=1 PYTHONPATH=.:src $(BIN)/python -m bench.lexical_compare --scales $(LEXICAL_SCALES)
+	OPENBLAS_NUM_THREADS=1 PYTHONPATH=.:src $(BIN)/python -m bench.lexical_compare --scales $(LEXICAL_SCALES) $(if $(LEXICAL_BEFORE),--before $(LEXICAL_BEFORE))
 # Replicas over PostgreSQL + pgvector (pgserver wheel) against one SQLite node (issue 21): ingest
 # files/s, replica start-up, staleness after writes, req/s and p95 with 1..SCALE_REPLICAS replicas.
 SCALE_REPLICAS ?= 3

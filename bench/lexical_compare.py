@@ -13,6 +13,9 @@ How each engine is called, per query, inside the timed region (top 10, k1 = 1.5,
   same chunks (a `Tokenized` of ids and vocabulary); numpy backend, one query per call; it
   returns row numbers and scores (no chunk objects).
 - ragspine core: `IndexSnapshot.search(tokenize(q), 10)`, the scoring alone (positions out).
+- with `--before REF` (e.g. `--before main`): the same two ragspine calls on git revision REF's
+  package, loaded beside this one in the same process (`bench.before`), on the same store (its
+  own lexical index files): before and after timed interleaved, under the same load.
 Queries are interleaved (each query answered by every engine in turn), one warm-up pass, then
 `--passes` timed passes (1 at 1M). Results: queries/s = answered / summed time, p50, p95.
 """
@@ -29,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from bench.before import load_before
 from bench.engines import _agreement, _bm25s_index, _open, _summary
 from bench.prepare import prepare
 
@@ -36,7 +40,7 @@ K = 10
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def compare(folder: Path, passes: int) -> dict[str, Any]:
+def compare(folder: Path, passes: int, before: str | None = None) -> dict[str, Any]:
     from ragspine.retrieval.lexical.tokenize import tokenize
 
     queries = json.loads((folder / "queries.json").read_text())
@@ -49,6 +53,8 @@ def compare(folder: Path, passes: int) -> dict[str, Any]:
         "bm25s retrieve": lambda q: retriever.retrieve([tokenize(q) or [""]], k=K, show_progress=False),
         "ragspine IndexSnapshot.search": lambda q: snapshot.search(tokenize(q), K, k1=1.5, b=0.75),
     }
+    if before is not None:
+        engines |= _before_engines(before, folder)
     times: dict[str, list[float]] = {name: [] for name in engines}
     for p in range(passes + 1):
         for q in queries:
@@ -64,22 +70,46 @@ def compare(folder: Path, passes: int) -> dict[str, Any]:
     return out | {name: _summary(t) for name, t in times.items()}
 
 
+def _before_engines(package: str, folder: Path) -> dict[str, Callable[[str], Any]]:
+    """NarrativeIndex.retrieve and IndexSnapshot.search of the package `bench.before` loaded."""
+    import importlib
+
+    store_mod = importlib.import_module(f"{package}.retrieval.store.sqlite")
+    index_mod = importlib.import_module(f"{package}.retrieval.pipeline.narrative_index")
+    tokenize = importlib.import_module(f"{package}.retrieval.lexical.tokenize").tokenize
+    store = store_mod.ChunkStore(folder / "chunks.db")
+    store.init_schema()
+    index = index_mod.NarrativeIndex(store)
+    index.refresh()
+    snapshot = index.lexical_index.snapshot()
+    return {
+        "before: NarrativeIndex.retrieve": lambda q: index.retrieve(q, top_k=K, rerank=False),
+        "before: IndexSnapshot.search": lambda q: snapshot.search(tokenize(q), K, k1=1.5, b=0.75),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scales", default="scifact,1M")
     parser.add_argument("--work", type=Path, default=Path("/tmp/ragspine-bench"))
     parser.add_argument("--scifact", type=Path, default=ROOT.parent / "shared" / "eval" / "scifact")
     parser.add_argument("--passes", type=int, default=5)
+    parser.add_argument("--before", metavar="REF", help="also time git revision REF's ragspine, same process")
     args = parser.parse_args()
     import bm25s
+
+    before = load_before(args.before, args.work / "before") if args.before else None
 
     for name in args.scales.split(","):
         prepare(args.work, name, args.scifact)
         load = os.getloadavg()
-        result = compare(args.work / name, 1 if name == "1M" else args.passes)
+        result = compare(args.work / name, 1 if name == "1M" else args.passes, before)
         result |= {"load_before": load, "load_after": os.getloadavg(), "bm25s": bm25s.__version__}
         ours, theirs = result["ragspine NarrativeIndex.retrieve"]["qps"], result["bm25s retrieve"]["qps"]
         result["retrieve_over_bm25s"] = ours / theirs
+        if before is not None:
+            old = result["before: NarrativeIndex.retrieve"]["qps"]
+            result |= {"before_retrieve_over_bm25s": old / theirs, "retrieve_over_before": ours / old}
         print(json.dumps({name: result}), flush=True)
 
 

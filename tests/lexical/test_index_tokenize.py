@@ -50,3 +50,10 @@ def test_ascii_is_the_specifications_rule(text: str) -> None:
     import re
 
     assert tokenize(text) == [t.lower() for t in re.findall(r"\d+(?:[.,]\d+)+|[A-Za-z0-9]+", text)]
+
+
+@given(st.text(alphabet=st.characters(codec="ascii")))
+def test_the_ascii_shortcut_gives_the_general_paths_tokens(text: str) -> None:
+    from ragspine.retrieval.lexical.tokenize import unicode_tokens
+
+    assert tokenize(text) == unicode_tokens(text)

@@ -45,3 +45,19 @@ class RetrievalResult:
     prompt_text: str | None = None
     prompt_spans: tuple[tuple[int, int], ...] = ()
     channel_scores: tuple[tuple[str, float], ...] = ()  # (name, best score) per extra channel that ranked it
+
+    @classmethod
+    def lexical(cls, chunk: Chunk, bm25_score: float, fused_score: float) -> RetrievalResult:
+        """`RetrievalResult(chunk, bm25_score, None, fused_score)`, the other fields at their
+        defaults, made without the frozen dataclass's one `object.__setattr__` per field (a
+        BM25-only search makes one per hit).
+
+        >>> from ragspine.retrieval.model import Chunk
+        >>> c = Chunk("a:0", "a", 0, "text", "a#p1@0-4")
+        >>> RetrievalResult.lexical(c, 1.5, 0.5) == RetrievalResult(c, 1.5, None, 0.5)
+        True
+        """
+        result = object.__new__(cls)
+        result.__dict__.update(chunk=chunk, bm25_score=bm25_score, vector_score=None, fused_score=fused_score,
+                               prompt_text=None, prompt_spans=(), channel_scores=())  # fmt: skip
+        return result

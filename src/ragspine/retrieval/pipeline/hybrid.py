@@ -427,6 +427,8 @@ class HybridRetriever:
                     vector_scores[i] = max(score, vector_scores.get(i, -1.0))
         chunks = self._source.chunks_at(order)
         extra_scores = [(name, run.best_scores()) for name, _, run in runs.extra]
+        if vector_scores is None and not extra_scores:  # BM25 alone: nothing more to look up
+            return [RetrievalResult.lexical(chunk, bm25[i], fused[i]) for i, chunk in zip(order, chunks, strict=True)]
         return [
             RetrievalResult(
                 chunk=chunk,
@@ -538,6 +540,8 @@ class HybridRetriever:
         self, order: list[int], scored: list[tuple[list[str], dict[int, float]]], k1: float
     ) -> dict[int, float]:
         """Each ranked position's best BM25 score (at `k1`) over the query variants (0.0 when none)."""
+        if len(scored) == 1 and scored[0][1].keys() >= set(order):  # one variant ranked them all
+            return scored[0][1]
         best = {i: 0.0 for i in order}
         for tokens, top in scored:
             missing = [i for i in order if i not in top]

@@ -356,12 +356,14 @@ class StoreChunks:
         cache = self._cache
         if len(cache) + len(row_ids) > _ROW_CACHE_MAX:
             cache.clear()
-        # Answer from a local dict: another thread may clear the shared cache meanwhile.
-        found = {r: c for r in row_ids if (c := cache.get(r)) is not None}
-        missing = [r for r in row_ids if r not in found]
-        if missing:
-            for row_id, row in zip(missing, self.store.chunks_by_row_ids(missing), strict=True):
-                if row is None:
-                    raise RuntimeError("the chunk store lost rows its lexical index still holds")
-                found[row_id] = cache[row_id] = row
+        # Answer from a local list: another thread may clear the shared cache meanwhile.
+        chunks = [cache.get(r) for r in row_ids]
+        missing = [r for r, c in zip(row_ids, chunks, strict=True) if c is None]
+        if not missing:
+            return chunks  # type: ignore[return-value]  # none is None
+        found = dict(zip(row_ids, chunks, strict=True))
+        for row_id, row in zip(missing, self.store.chunks_by_row_ids(missing), strict=True):
+            if row is None:
+                raise RuntimeError("the chunk store lost rows its lexical index still holds")
+            found[row_id] = cache[row_id] = row
         return [found[r] for r in row_ids]

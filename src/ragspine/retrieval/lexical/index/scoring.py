@@ -6,7 +6,9 @@ exactly the terms `bm25_scores` adds; every document's score is summed in one te
 (`ordered`: descending weight w1 × multiplicity, then the term), on every path and whatever is
 cached, so results are bit-for-bit reproducible. The order depends only on N and df, never on
 how postings are split into segments or on postings a snapshot hides (RESTRICTED documents), so
-the same visible corpus gives the same scores to the last bit. `top_candidates` returns every
+the same visible corpus gives the same scores to the last bit. A term in at least 1/DENSE_SHARE
+of the positions may be added as a dense vector of its contributions (0.0 where it is absent):
+adding 0.0 changes no sum, so the order and the bits are the same. `top_candidates` returns every
 document that can be among the best k, with its full score: a term is skipped for a document
 only when the skipped terms' upper bounds cannot lift it to a proven lower bound of the k-th
 best score (MaxScore), with a safety margin far above float rounding.
@@ -16,6 +18,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from operator import attrgetter, itemgetter
+from typing import Protocol
 
 import numpy as np
 
@@ -29,7 +33,11 @@ _PROBE = 4
 # A remaining term's contributions are computed whole (and cached) when its postings are at
 # most this many times the surviving candidates.
 _FILL = 16
+# A term whose postings cover at least 1/DENSE_SHARE of the positions is summed by
+# `top_exhaustive` as one dense vector (a streaming add beats a scatter over that many postings).
+DENSE_SHARE = 8
 
+_ORDER = attrgetter("order")
 Part = tuple[np.ndarray, np.ndarray]  # (positions ascending, tfs) of one term in one segment
 Allow = Callable[[np.ndarray], np.ndarray]  # positions → bool mask of those that may be scored
 Arrays = tuple[np.ndarray, np.ndarray]  # (positions ascending as intp, contributions)
@@ -40,10 +48,11 @@ class QueryTerm:
 
     `w1` = idf × (k1 + 1); `count` its multiplicity in the query; `bound` ≥ every contribution;
     `tight` ≥ every contribution too, possibly smaller (used for
-    pruning only); `arrays` its positions and contributions when already computed.
+    pruning only); `arrays` its positions and contributions when already computed; `dense` its
+    contribution at every position (0.0 where absent) when already computed.
     """
 
-    __slots__ = ("term", "w1", "count", "bound", "parts", "n_postings", "arrays", "tight")
+    __slots__ = ("term", "w1", "count", "bound", "parts", "n_postings", "arrays", "tight", "dense", "order")
 
     def __init__(
         self,
@@ -55,10 +64,21 @@ class QueryTerm:
         n_postings: int,
         arrays: Arrays | None = None,
         tight: float | None = None,
+        dense: np.ndarray | None = None,
     ) -> None:
         self.term, self.w1, self.count, self.bound = term, w1, count, bound
         self.parts, self.n_postings, self.arrays = parts, n_postings, arrays
         self.tight = bound if tight is None else tight
+        self.dense = dense
+        self.order = (-w1 * count, term)  # `ordered`'s key
+
+
+class TermMemory(Protocol):
+    """Where a search leaves the contributions it computed, for later searches (`TermCache`)."""
+
+    def remember(self, term: QueryTerm, arrays: Arrays) -> None: ...
+
+    def remember_dense(self, term: QueryTerm, dense: np.ndarray) -> None: ...
 
 
 def bm25_idf(n_docs: int, df: int) -> float:
@@ -88,8 +108,9 @@ def contributions(tfs: np.ndarray, norms: np.ndarray, w1: float, count: int = 1)
 
 def term_arrays(term: QueryTerm, norms: np.ndarray) -> Arrays:
     """(positions as intp, contributions) of every posting of `term`, in position order."""
-    if term.arrays is not None:
-        return term.arrays
+    arrays = term.arrays  # read once: a cache may drop it meanwhile
+    if arrays is not None:
+        return arrays
     if len(term.parts) == 1:
         docs, tfs = term.parts[0]
         pos = docs.astype(np.intp)
@@ -99,10 +120,29 @@ def term_arrays(term: QueryTerm, norms: np.ndarray) -> Arrays:
     return pos, contributions(tfs, norms[pos], term.w1, term.count)
 
 
+def is_dense(term: QueryTerm, n_positions: int) -> bool:
+    """Whether `top_exhaustive` adds `term` as a dense vector (see DENSE_SHARE)."""
+    return term.n_postings * DENSE_SHARE >= n_positions
+
+
+def dense_contributions(term: QueryTerm, norms: np.ndarray, n_positions: int) -> np.ndarray:
+    """The contribution of `term` at every position, 0.0 where it is absent (float64)."""
+    dense, arrays = term.dense, term.arrays  # read once: a cache may drop them meanwhile
+    if dense is not None:
+        return dense
+    out = np.zeros(n_positions)
+    if arrays is not None:
+        out[arrays[0]] = arrays[1]
+        return out
+    for docs, tfs in term.parts:
+        out[docs] = contributions(tfs, norms[docs], term.w1, term.count)
+    return out
+
+
 def ordered(terms: Sequence[QueryTerm]) -> list[QueryTerm]:
     """Terms by descending weight (w1 × multiplicity: rarest first, as descending bounds
     nearly are), then by term: the one summation order of every path."""
-    return sorted(terms, key=lambda t: (-t.w1 * t.count, t.term))
+    return sorted(terms, key=_ORDER)
 
 
 def score_at(terms: Sequence[QueryTerm], positions: np.ndarray, norms: np.ndarray) -> np.ndarray:
@@ -129,22 +169,46 @@ def top_exhaustive(
     norms: np.ndarray,
     allowed: Allow | None,
     n_positions: int,
-    remember: Callable[[QueryTerm, Arrays], None] | None = None,
+    memory: TermMemory | None = None,
+    mask: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(positions, full scores) of every allowed position scoring at least the k-th best:
-    every term summed into a dense accumulator (cheapest when the index is small). The cut is
-    the k-th best score among the first terms' documents (a lower bound of the k-th best)."""
-    arrays = [_allowed_arrays(t, norms, allowed, remember) for t in terms]
-    if not arrays:
+    every term summed, in order, into a dense accumulator (cheapest when the index is small):
+    the first sparse terms in one `bincount`, a term in many positions as a dense vector
+    (`is_dense`), any other scattered. The cut is the k-th best score among the sparse terms'
+    first documents (a lower bound of the k-th best). `mask`: `allowed` over every position,
+    when the caller has it."""
+    if not terms:
         return np.zeros(0, dtype=np.intp), np.zeros(0)
-    acc = np.bincount(
-        np.concatenate([a[0] for a in arrays]),
-        np.concatenate([a[1] for a in arrays]),
-        minlength=n_positions,
-    )  # sums in array order: per document, in term order
+    remember = memory.remember if memory is not None else None
+    acc: np.ndarray | None = None
+    lead: list[Arrays] = []  # the sparse terms before the first dense one
+    sampled: list[np.ndarray] = []  # each sparse term's allowed positions, in term order
+    share = DENSE_SHARE
+    for term in terms:
+        if term.n_postings * share >= n_positions:  # is_dense
+            if acc is None:
+                acc = _summed(lead, n_positions)
+            dense = term.dense  # read once: the cache may drop it meanwhile
+            acc += dense if dense is not None else _dense(term, norms, n_positions, memory)
+            continue
+        arrays = term.arrays
+        if allowed is None and arrays is not None:
+            pos, contrib = arrays
+        else:
+            pos, contrib = _allowed_arrays(term, norms, allowed, remember)
+        sampled.append(pos)
+        if acc is None:
+            lead.append((pos, contrib))
+        else:
+            np.add.at(acc, pos, contrib)
+    if acc is None:
+        acc = _summed(lead, n_positions)
+    elif allowed is not None:  # a dense vector covers every position: drop those not allowed
+        acc[~(mask if mask is not None else allowed(np.arange(n_positions, dtype=np.int64)))] = 0.0
     sample: list[np.ndarray] = []
     size = 0
-    for pos, _ in arrays:
+    for pos in sampled:
         sample.append(pos)
         size += len(pos)
         if size >= _PROBE * k:
@@ -156,6 +220,22 @@ def top_exhaustive(
     else:
         positions = np.flatnonzero(acc)
     return positions, acc[positions]
+
+
+def _summed(arrays: list[Arrays], n_positions: int) -> np.ndarray:
+    """A new float64 accumulator holding the sum of `arrays`, per position in list order."""
+    positions = np.concatenate([a[0] for a in arrays]) if arrays else np.zeros(0, dtype=np.intp)
+    if not len(positions):  # (bincount of nothing would be integers, whatever the weights)
+        return np.zeros(n_positions)
+    # sums in array order: per document, in term order
+    return np.bincount(positions, np.concatenate([a[1] for a in arrays]), minlength=n_positions)
+
+
+def _dense(term: QueryTerm, norms: np.ndarray, n_positions: int, memory: TermMemory | None) -> np.ndarray:
+    dense = dense_contributions(term, norms, n_positions)
+    if memory is not None and term.dense is None:
+        memory.remember_dense(term, dense)
+    return dense
 
 
 def top_candidates(
@@ -219,8 +299,11 @@ def top_candidates(
 
 def lookup(term: QueryTerm, positions: np.ndarray, norms: np.ndarray) -> np.ndarray:
     """The contribution of `term` at each of `positions` (ascending), 0.0 where it is absent."""
-    if term.arrays is not None:
-        docs, contrib = term.arrays
+    dense, arrays = term.dense, term.arrays  # read once: a cache may drop them meanwhile
+    if dense is not None:
+        return dense[positions]
+    if arrays is not None:
+        docs, contrib = arrays
         if not len(docs):
             return np.zeros(len(positions))
         idx = np.searchsorted(docs, positions)
@@ -275,7 +358,7 @@ def best_k(
     if len(positions) > k:
         keep = scores >= kth_largest(scores, k)
         positions, scores = positions[keep], scores[keep]
-    pairs = sorted(zip(positions.tolist(), scores.tolist(), strict=True), key=lambda p: -p[1])
+    pairs = sorted(zip(positions.tolist(), scores.tolist(), strict=True), key=itemgetter(1), reverse=True)  # stable
     start = 0  # each run of equal scores is put in key order
     for end in range(1, len(pairs) + 1):
         if end == len(pairs) or pairs[end][1] != pairs[start][1]:

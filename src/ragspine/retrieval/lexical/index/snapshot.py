@@ -27,6 +27,8 @@ from ragspine.retrieval.lexical.index.scoring import (
     QueryTerm,
     best_k,
     bm25_idf,
+    dense_contributions,
+    is_dense,
     length_norms,
     ordered,
     score_all,
@@ -154,7 +156,9 @@ class IndexSnapshot:
             return []
         cache = self._cache(k1, b)
         terms = []
-        for term, count in Counter(tokens).items():
+        distinct = dict.fromkeys(tokens, 1)
+        counts = distinct if len(distinct) == len(tokens) else Counter(tokens)  # Counter only for repeats
+        for term, count in counts.items():
             prepared = cache.get(term)
             if prepared is MISSING:
                 prepared = self._prepare(term, k1, b)
@@ -163,17 +167,25 @@ class IndexSnapshot:
                 continue
             assert isinstance(prepared, QueryTerm)
             if count != 1:
-                if prepared.arrays is None:  # contributions are cached at multiplicity 1
-                    cache.remember(prepared, term_arrays(prepared, self.norms(k1, b)))
-                arrays = prepared.arrays
-                prepared = QueryTerm(
-                    term, prepared.w1, count, prepared.bound * count, prepared.parts,
-                    prepared.n_postings,
-                    None if arrays is None else (arrays[0], arrays[1] * count),
-                    prepared.tight * count,
-                )  # fmt: skip
+                prepared = self._multiplied(prepared, count, cache, k1, b)
             terms.append(prepared)
         return ordered(terms)
+
+    def _multiplied(self, prepared: QueryTerm, count: int, cache: TermCache, k1: float, b: float) -> QueryTerm:
+        """`prepared` (cached at multiplicity 1) at multiplicity `count`, its contributions
+        computed (and cached) first."""
+        norms = self.norms(k1, b)
+        if is_dense(prepared, self.n_positions):
+            if prepared.dense is None:
+                cache.remember_dense(prepared, dense_contributions(prepared, norms, self.n_positions))
+        elif prepared.arrays is None:
+            cache.remember(prepared, term_arrays(prepared, norms))
+        arrays, dense = prepared.arrays, prepared.dense
+        return QueryTerm(
+            prepared.term, prepared.w1, count, prepared.bound * count, prepared.parts, prepared.n_postings,
+            None if arrays is None else (arrays[0], arrays[1] * count), prepared.tight * count,
+            None if dense is None else dense * count,
+        )  # fmt: skip
 
     def _prepare(self, term: str, k1: float, b: float) -> QueryTerm | None:
         parts = self._postings(term)
@@ -202,12 +214,15 @@ class IndexSnapshot:
             return []
         norms = self.norms(k1, b)
         cache = self._cache(k1, b)
-        postings = sum(t.n_postings for t in terms)
+        postings = sum([t.n_postings for t in terms])
         # Small index: scanning everything densely beats pruning's bookkeeping.
-        top = top_exhaustive if self.n_positions + postings <= EXHAUSTIVE_MAX else top_candidates
-        positions, scores = top(
-            terms, k, norms, allow, self.n_positions, cache.remember  # type: ignore[arg-type]
-        )
+        if self.n_positions + postings <= EXHAUSTIVE_MAX:
+            # with no filter, what is allowed is the active mask itself
+            mask = self.active if not filters and where is None else None
+            found = top_exhaustive(terms, k, norms, allow, self.n_positions, cache, mask)  # type: ignore[arg-type]
+        else:
+            found = top_candidates(terms, k, norms, allow, self.n_positions, cache.remember)  # type: ignore[arg-type]
+        positions, scores = found
         return best_k(positions, scores, k, self.chunk_id)
 
     def scores(

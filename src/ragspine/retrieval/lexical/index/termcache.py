@@ -2,7 +2,8 @@
 
 Invariant: a cached term is exactly what `IndexSnapshot` would prepare again (weights and
 contributions depend only on the snapshot's N, df, avgdl and on k1, b), so a cache belongs to
-one snapshot; contributions are kept at multiplicity 1, for a bounded number of postings.
+one snapshot; contributions are kept at multiplicity 1, for a bounded number of postings (a
+dense vector of n positions counts as n / 2: 8 bytes each against 16 per posting).
 """
 
 from __future__ import annotations
@@ -45,15 +46,32 @@ class TermCache:
         pos, contrib = arrays
         if template is None or term.count != 1 or template.arrays is not None:
             return
-        if len(pos) * 4 > self.max_postings:
+        if not self._room(term.term, len(pos)):
             return
-        while self._with_arrays and self._size + len(pos) > self.max_postings:
+        template.tight = float(contrib.max()) if len(contrib) else template.bound
+        template.arrays = arrays
+
+    def remember_dense(self, term: QueryTerm, dense: np.ndarray) -> None:
+        """Keep `term`'s contribution at every position (`scoring.dense_contributions`)."""
+        template = self._terms.get(term.term)
+        if template is None or term.count != 1 or template.dense is not None:
+            return
+        if not self._room(term.term, max(1, len(dense) // 2)):
+            return
+        template.tight = float(dense.max()) if len(dense) else template.bound
+        template.dense = dense
+
+    def _room(self, term: str, size: int) -> bool:
+        """Make room for `size` more postings of `term` (oldest terms out first); False when
+        it is too large to keep."""
+        if size * 4 > self.max_postings:
+            return False
+        while self._with_arrays and self._size + size > self.max_postings:
             old = next(iter(self._with_arrays))
             self._size -= self._with_arrays.pop(old)
             evicted = self._terms.get(old)
             if evicted is not None:
-                evicted.arrays, evicted.tight = None, evicted.bound
-        template.tight = float(contrib.max()) if len(contrib) else template.bound
-        template.arrays = arrays
-        self._with_arrays[term.term] = len(pos)
-        self._size += len(pos)
+                evicted.arrays, evicted.dense, evicted.tight = None, None, evicted.bound
+        self._with_arrays[term] = self._with_arrays.get(term, 0) + size
+        self._size += size
+        return True
