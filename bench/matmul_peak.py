@@ -1,5 +1,6 @@
-"""Same-run matrix-multiply rates on an e5-sized product (2048 tokens × 384 → 1536), per number
-format, measured by the runtimes the e5 engines use: the ceiling an engine's GFLOP/s is a share of.
+"""Same-run matrix-multiply rates on an e5-sized product (512 tokens × 384 → 1536: one text at
+the token limit, as the int8 engine runs it), per number format, measured by the runtimes the e5
+engines use: the ceiling an engine's GFLOP/s is a share of.
 
 - float32: numpy's BLAS (`a @ b`) and OpenVINO's CPU MatMul (float32 hint).
 - int8: ONNX Runtime's `MatMulInteger` (uint8 activations × int8 weights → int32), the kernel
@@ -23,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-M, K, N = 2048, 384, 1536
+M, K, N = 512, 384, 1536  # one text at the 512-token limit × a feed-forward product
 FLOP = 2 * M * K * N
 
 
