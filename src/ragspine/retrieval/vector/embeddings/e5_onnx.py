@@ -102,6 +102,24 @@ def weights_sha256(path: str | Path, cache_dir: Path) -> str:
     return digest
 
 
+def cached_graph(
+    model_path: str | Path, precision: str, cache_dir: str | Path | None, *, extra: str = _EXTRA
+) -> tuple[str, Path]:
+    """(the weights' SHA-256, the path of the cached `precision` model), building the model
+    first when it is not cached (logged: the one long pause a user sees). `extra` is the extra
+    named when `onnx` is missing (the engine asking for the graph)."""
+    folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    digest = weights_sha256(model_path, folder)
+    path = folder / f"e5-{digest[:16]}-{precision}-g{GRAPH_REVISIONS[precision]}.onnx"
+    if not path.is_file():
+        log.warning(
+            "e5: building the %s ONNX model once into %s (about half a minute; later processes load it)",
+            precision, path,
+        )  # fmt: skip
+        _build_cached(model_path, path, precision, extra)
+    return digest, path
+
+
 class E5OnnxEngine(E5Engine):
     """`E5Engine` with its encoder layers in ONNX Runtime. `encode(texts, is_query)` → (n, 384)
     float32 unit rows."""
@@ -120,17 +138,8 @@ class E5OnnxEngine(E5Engine):
             raise ValueError(f"unknown e5 ONNX precision {precision!r}; valid: {', '.join(PRECISIONS)}")
         ort = require("onnxruntime", extra=_EXTRA, backend="E5OnnxEngine")
         self.precision = precision
-        folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-        self.weights_sha256 = weights_sha256(model_path, folder)
         self.graph_revision = GRAPH_REVISIONS[precision]
-        self.onnx_path = folder / f"e5-{self.weights_sha256[:16]}-{precision}-g{self.graph_revision}.onnx"
-        if not self.onnx_path.is_file():
-            # a warning so that the one long pause a user sees (first use on a machine) is explained
-            log.warning(
-                "e5: building the %s ONNX model once into %s (about half a minute; later processes load it)",
-                precision, self.onnx_path,
-            )  # fmt: skip
-            _build_cached(model_path, self.onnx_path, precision)
+        self.weights_sha256, self.onnx_path = cached_graph(model_path, precision, cache_dir)
         super().__init__(model_path, max_tokens=max_tokens, layers=False)
         gpu_here = onnx_device("auto", ort.get_available_providers()).device == "cuda"
         if precision == "int8" and device == "auto" and gpu_here:
@@ -175,10 +184,10 @@ def _quiet_root_logger() -> Iterator[None]:
         root.removeFilter(advice)
 
 
-def _build_cached(model_path: str | Path, target: Path, precision: str) -> None:
+def _build_cached(model_path: str | Path, target: Path, precision: str, extra: str = _EXTRA) -> None:
     """Write the float32 graph (for int8: smoothed with `calibration_texts`, then quantised) to
     `target`, atomically."""
-    onnx = require("onnx", extra=_EXTRA, backend="E5OnnxEngine")
+    onnx = require("onnx", extra=extra, backend="the e5 engine")
     target.parent.mkdir(parents=True, exist_ok=True)
     engine = E5Engine(model_path)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as work:
