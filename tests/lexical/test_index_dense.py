@@ -11,6 +11,7 @@ import numpy as np
 
 from ragspine.retrieval.lexical.bm25 import bm25_scores
 from ragspine.retrieval.lexical.index import scoring
+from ragspine.retrieval.lexical.index import snapshot as snapshot_module
 from ragspine.retrieval.lexical.index.segment import SegmentBuilder
 from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot
 from ragspine.retrieval.model import INDEXED_FIELDS
@@ -101,3 +102,25 @@ def test_a_filter_that_leaves_the_sparse_terms_nothing_still_adds_the_dense_ones
     assert [(snap.chunk_id(p), s) for p, s in got] == sorted(
         ((f"c{i}", scores[i]) for i in (1, 2, 3)), key=lambda x: (-x[1], x[0])
     )
+
+
+def test_a_repeated_common_token_on_the_pruned_path_reuses_its_cached_arrays() -> None:
+    """Above EXHAUSTIVE_MAX (`top_candidates`, which ignores dense vectors) a repeated common
+    token caches its posting arrays once; no dense vector is built, nothing is recomputed."""
+    rng = random.Random(5)
+    docs = _docs(rng)
+    snap = _snapshot(docs)
+    common = WORDS[0]
+    assert scoring.is_dense(snap.query_terms([common], k1=1.5, b=0.75)[0], snap.n_positions)
+    query = [common, common, WORDS[30]]
+    computed = mock.Mock(wraps=scoring.contributions)
+    dense = mock.Mock(wraps=snapshot_module.dense_contributions)
+    with mock.patch.object(snapshot_module, "EXHAUSTIVE_MAX", 0), \
+            mock.patch.object(scoring, "contributions", computed), \
+            mock.patch.object(snapshot_module, "dense_contributions", dense):  # fmt: skip
+        results = [snap.search(query, 10, k1=1.5, b=0.75) for _ in range(4)]
+    assert dense.call_count == 0
+    assert computed.call_count <= 2  # each term's postings once, then from the cache
+    assert all(r == results[0] for r in results)
+    reference = {f"c{i:05d}": s for i, s in enumerate(bm25_scores(query, docs)) if s > 0}
+    assert_same_ranking([(snap.chunk_id(p), s) for p, s in results[0]], ranked(reference, 10))
