@@ -124,3 +124,18 @@ def test_a_repeated_common_token_on_the_pruned_path_reuses_its_cached_arrays() -
     assert all(r == results[0] for r in results)
     reference = {f"c{i:05d}": s for i, s in enumerate(bm25_scores(query, docs)) if s > 0}
     assert_same_ranking([(snap.chunk_id(p), s) for p, s in results[0]], ranked(reference, 10))
+
+
+def test_a_query_of_common_terms_hands_on_only_the_positions_at_the_cut() -> None:
+    """With (almost) only dense terms no sparse sample gives a cut: the k-th best of the
+    accumulator does, ties included, so best_k sorts about k positions, not every match."""
+    snap = _snapshot(_docs(random.Random(5)))
+    query = WORDS[:3]
+    terms = snap.query_terms(query, k1=1.5, b=0.75)
+    assert all(scoring.is_dense(t, snap.n_positions) for t in terms)
+    positions, scores = scoring.top_exhaustive(terms, 10, snap.norms(1.5, 0.75), None, snap.n_positions)
+    all_positions, all_scores = snap.scores(query, k1=1.5, b=0.75)
+    cut = np.sort(all_scores)[-10]
+    assert positions.tolist() == all_positions[all_scores >= cut].tolist()  # the best 10 and ties
+    assert scores.tolist() == all_scores[all_scores >= cut].tolist()
+    assert len(all_positions) > 10 * len(positions)
