@@ -17,7 +17,7 @@ from ragspine.models.device import CPU, DeviceUnavailable, onnx_providers, plann
 from ragspine.models.known import DEFAULT_CROSS_ENCODER
 from ragspine.retrieval.rerank.factory import make_reranker
 from ragspine.retrieval.rerank.protocol import Reranker
-from ragspine.retrieval.vector.embeddings.e5 import INT8_ON_CPU, e5_device
+from ragspine.retrieval.vector.embeddings.e5_where import INT8_ON_CPU, e5_device
 from ragspine.retrieval.visual.factory import make_visual_embedder
 from ragspine.retrieval.visual.protocol import VisualEmbedder
 from ragspine.secret import redact_url

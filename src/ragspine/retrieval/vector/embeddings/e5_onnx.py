@@ -55,7 +55,7 @@ from ragspine.models.device import fallback, onnx_session, session_device
 from ragspine.retrieval.chunking.chunking import chunk_document
 from ragspine.retrieval.model import DocumentMeta
 from ragspine.retrieval.vector.embeddings.bert import BertLayer
-from ragspine.retrieval.vector.embeddings.e5 import INT8_ON_CPU, ONNX_ENGINES, e5_device
+from ragspine.retrieval.vector.embeddings.e5_where import INT8_ON_CPU, ONNX_ENGINES, e5_device
 from ragspine.retrieval.vector.embeddings.e5_engine import E5Engine, pool
 from ragspine.retrieval.vector.embeddings.support import file_sha256 as file_sha256, require  # re-exported
 
