@@ -21,13 +21,12 @@ from ragspine.retrieval.vector.embeddings.e5_where import INT8_ON_CPU, e5_device
 from ragspine.retrieval.visual.factory import make_visual_embedder
 from ragspine.retrieval.visual.protocol import VisualEmbedder
 from ragspine.secret import redact_url
-from ragspine.settings.config import RERANKER_MODEL_FOLDER, VISUAL_MODEL_FOLDER, Settings
+from ragspine.settings.config import (
+    E5_EMBEDDINGS, ONNX_EMBEDDINGS, RERANKER_MODEL_FOLDER, TORCH_EMBEDDINGS, VISUAL_MODEL_FOLDER, Settings,
+)
 
-ONNX_EMBEDDINGS = frozenset({"onnx", "fastembed", "minilm", "hub"})  # ONNX Runtime, on RAGSPINE_DEVICE
-E5_EMBEDDINGS = frozenset({"e5", "multilingual"})  # where its engine runs (`e5_device`)
 ONNX_RERANKERS = RERANKER_MODEL_FOLDER | {"auto"}  # cross_encoder, ce, colbert (and auto's cross-encoder)
 REMOTE = frozenset({"openai", "http", "llm"})
-TORCH_EMBEDDINGS = frozenset({"st", "sentence-transformers", "qwen3"})  # PyTorch, on RAGSPINE_DEVICE when not auto
 
 
 def make_reranker_for(settings: Settings, provider: LLMProvider | None) -> Reranker | None:
