@@ -8,6 +8,7 @@ import random
 from unittest import mock
 
 import numpy as np
+import pytest
 
 from ragspine.retrieval.lexical.bm25 import bm25_scores
 from ragspine.retrieval.lexical.index import scoring
@@ -28,12 +29,17 @@ def _docs(rng: random.Random) -> list[list[str]]:
     return [rng.choices(WORDS, WEIGHTS, k=rng.randint(1, 30)) for _ in range(N_DOCS)]
 
 
-def _snapshot(docs: list[list[str]]) -> IndexSnapshot:
+def _snapshot(docs: list[list[str]], restricted: frozenset[int] = frozenset()) -> IndexSnapshot:
+    def field(name: str, i: int) -> str:
+        if name == "sensitivity":
+            return "RESTRICTED" if i in restricted else ""
+        return TOPICS[i % 2] if name == "topic" else ""
+
     builder = SegmentBuilder()
     builder.add(
         docs,
         chunk_ids=[f"c{i:05d}" for i in range(len(docs))],
-        fields=[tuple(TOPICS[i % 2] if name == "topic" else "" for name in INDEXED_FIELDS) for i in range(len(docs))],
+        fields=[tuple(field(name, i) for name in INDEXED_FIELDS) for i in range(len(docs))],
     )
     return IndexSnapshot([builder.finish()])
 
@@ -43,8 +49,12 @@ def _queries(rng: random.Random) -> list[list[str]]:
     return [rng.choices(WORDS[:6], k=rng.randint(0, 3)) + rng.choices(WORDS, k=rng.randint(1, 5)) for _ in range(60)]
 
 
-def _search(snap: IndexSnapshot, query: list[str], dense: bool, **filters: str) -> list[tuple[int, float]]:
+def _search(
+    snap: IndexSnapshot, query: list[str], dense: bool, visible: bool = False, **filters: str
+) -> list[tuple[int, float]]:
     fresh = IndexSnapshot(snap.segments, active=snap.active, dead_df=snap.dead_df)  # an empty term cache
+    if visible:
+        fresh = fresh.visible()  # RESTRICTED positions masked (hidden), as every search sees them
     share = scoring.DENSE_SHARE if dense else 0  # 0: no term is dense
     with mock.patch.object(scoring, "DENSE_SHARE", share):
         first = fresh.search(query, 10, k1=1.5, b=0.75, filters=filters or None)
@@ -66,23 +76,27 @@ def test_dense_terms_give_the_reference_ranking_and_the_same_bits() -> None:
         assert_same_ranking([(snap.chunk_id(p), s) for p, s in got], ranked(reference, 10))
 
 
-def test_dense_terms_respect_tombstones_and_filters() -> None:
+@pytest.mark.parametrize("visible", [False, True], ids=["all", "visible"])
+def test_dense_terms_respect_tombstones_and_filters(visible: bool) -> None:
+    """With `visible`, a third of the documents are RESTRICTED and searched through
+    `visible()`: they are neither returned nor counted in N, df or avgdl."""
     rng = random.Random(8)
     docs = _docs(rng)
     removed = np.array(sorted(rng.sample(range(N_DOCS), 200)), dtype=np.int64)
+    restricted = frozenset(rng.sample(range(N_DOCS), N_DOCS // 3) if visible else [])
     dead: dict[str, int] = {}
     for i in removed.tolist():
         for term in set(docs[i]):
             dead[term] = dead.get(term, 0) + 1
-    snap = _snapshot(docs).with_changes(None, removed, dead, version=1)
-    gone = set(removed.tolist())
+    snap = _snapshot(docs, restricted).with_changes(None, removed, dead, version=1)
+    gone = set(removed.tolist()) | restricted
     alive = [i for i in range(N_DOCS) if i not in gone]
     for query in _queries(rng):
         scores = bm25_scores(query, [docs[i] for i in alive])  # statistics over the active ones
         for topic in (None, "a"):
             filters = {"topic": topic} if topic else {}
-            got = _search(snap, query, dense=True, **filters)
-            assert got == _search(snap, query, dense=False, **filters)
+            got = _search(snap, query, dense=True, visible=visible, **filters)
+            assert got == _search(snap, query, dense=False, visible=visible, **filters)
             assert not gone & {p for p, _ in got}
             reference = {f"c{i:05d}": s for i, s in zip(alive, scores, strict=True)
                          if s > 0 and (topic is None or TOPICS[i % 2] == topic)}  # fmt: skip
