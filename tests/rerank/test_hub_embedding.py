@@ -47,6 +47,10 @@ def test_the_hub_spelling_sets_the_backend_and_its_model() -> None:
     assert (settings.embedding, settings.embedding_model) == ("hub", "intfloat/multilingual-e5-base@v1")
     same = load_settings({"RAGSPINE_EMBEDDING": "hub:BAAI/bge-m3", "RAGSPINE_EMBEDDING_MODEL": "BAAI/bge-m3"})
     assert same.embedding_model == "BAAI/bge-m3"
+    upper = load_settings({"RAGSPINE_EMBEDDING": " HUB:BAAI/bge-m3"})  # the prefix in any case, as the factory takes it
+    assert (upper.embedding, upper.embedding_model) == ("hub", "BAAI/bge-m3")
+    with pytest.raises(ConfigError, match=r"'Hub:BAAI' is not a hub id"):
+        load_settings({"RAGSPINE_EMBEDDING": "Hub:BAAI"})
     with pytest.raises(ConfigError, match="names another; set only one"):
         load_settings({"RAGSPINE_EMBEDDING": "hub:BAAI/bge-m3", "RAGSPINE_EMBEDDING_MODEL": "me/other"})
     with pytest.raises(ConfigError, match=r"RAGSPINE_EMBEDDING='hub'.*needs a hub id: spell it RAGSPINE_EMBEDDING=hub:ORG/NAME"):

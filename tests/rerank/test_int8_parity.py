@@ -114,3 +114,23 @@ def test_an_int8_graph_that_cannot_run_falls_back_too(
     assert model.onnx is not None and model.onnx.name == "model.onnx"
     (line,) = [r.getMessage() for r in caplog.records if r.name == "ragspine.models.resolve"]
     assert line.startswith("me/broken-int8: the int8 parity check could not run (") and "the float graph is used" in line
+
+
+def test_a_kept_result_is_keyed_by_the_tokenizer_and_probe_set_and_judged_on_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kept verdict names the two graphs, the tokenizer and the probe set: another tokenizer
+    blob or a new probe set runs the check again; `ok` is the kept cosine against today's
+    threshold, whatever `ok` the file says."""
+    from ragspine.models.parity import Parity, record, recorded
+
+    int8, fp32, tok, other_tok = (tmp_path / n for n in ("int8.onnx", "fp32.onnx", "tok-a.json", "tok-b.json"))
+    for path in (int8, fp32, tok, other_tok):
+        path.write_text(path.name)
+    record(tmp_path, int8, fp32, tok, Parity(0.995, True))
+    assert recorded(tmp_path, int8, fp32, tok) == Parity(0.995, True)
+    assert recorded(tmp_path, int8, fp32, other_tok) is None, "another tokenizer: checked again"
+    monkeypatch.setattr(parity_module, "PARITY_MIN_COSINE", 0.999)
+    assert recorded(tmp_path, int8, fp32, tok) == Parity(0.995, False), "judged against today's threshold"
+    monkeypatch.setattr(parity_module, "PROBES_VERSION", parity_module.PROBES_VERSION + 1)
+    assert recorded(tmp_path, int8, fp32, tok) is None, "another probe set: checked again"

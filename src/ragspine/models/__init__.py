@@ -5,7 +5,7 @@ Invariant: this package imports only `ragspine.errors` and `ragspine.extras` (it
 retrieval stages and never reads settings); slots pass it the setting name for their errors.
 """
 
-from ragspine.models.hub import HubRef, ModelNotPulled, parse_hub_ref
+from ragspine.models.hub import HubRef, ModelNotPulled, hub_spelling, parse_hub_ref
 from ragspine.models.resolve import ResolvedModel, pick_onnx, resolve_model
 
-__all__ = ["HubRef", "ModelNotPulled", "ResolvedModel", "parse_hub_ref", "pick_onnx", "resolve_model"]
+__all__ = ["HubRef", "ModelNotPulled", "ResolvedModel", "hub_spelling", "parse_hub_ref", "pick_onnx", "resolve_model"]

@@ -131,14 +131,22 @@ def planned_onnx_device(device: str) -> OnnxDevice:
     """What `onnx_session` would ask for here (ONNX Runtime imported to ask it; without it, the
     CPU), for `config show` and /stats; a missing GPU behind a listed provider is seen only when
     a session is made."""
+    available = onnx_providers()
+    if available is None:
+        return OnnxDevice("cpu", (CPU,), "onnxruntime is not installed")
+    try:
+        return onnx_device(device, available)
+    except DeviceUnavailable as exc:
+        return OnnxDevice("none", (), str(exc))
+
+
+def onnx_providers() -> tuple[str, ...] | None:
+    """The providers ONNX Runtime reports here (imported to ask it); None without it."""
     try:
         onnxruntime: Any = importlib.import_module("onnxruntime")
     except ImportError:
-        return OnnxDevice("cpu", (CPU,), "onnxruntime is not installed")
-    try:
-        return onnx_device(device, onnxruntime.get_available_providers())
-    except DeviceUnavailable as exc:
-        return OnnxDevice("none", (), str(exc))
+        return None
+    return tuple(onnxruntime.get_available_providers())
 
 
 def torch_device(torch: Any, device: str) -> str:

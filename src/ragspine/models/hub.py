@@ -44,15 +44,27 @@ class HubRef:
         return f"{self.repo_id}@{self.revision}" if self.revision else self.repo_id
 
 
+def hub_spelling(spec: str) -> str | None:
+    """The ORG/NAME[@REV] of a `hub:` spelling (the prefix in any case, `spec` stripped), or
+    None when `spec` does not start with it: the one reading of the prefix (settings, factory).
+
+    >>> hub_spelling(" HUB:BAAI/bge-m3 "), hub_spelling("BAAI/bge-m3")
+    ('BAAI/bge-m3', None)
+    """
+    text = spec.strip()
+    return text[4:] if text[:4].lower() == "hub:" else None
+
+
 def parse_hub_ref(spec: str) -> HubRef | None:
     """`hub:ORG/NAME@REV`, `ORG/NAME@REV` or `ORG/NAME` → a HubRef; anything else → None.
 
     >>> parse_hub_ref("cross-encoder/ms-marco-MiniLM-L6-v2@main")
     HubRef(repo_id='cross-encoder/ms-marco-MiniLM-L6-v2', revision='main')
-    >>> parse_hub_ref("hub:BAAI/bge-m3").name, parse_hub_ref("./models/x"), parse_hub_ref("a/b/c")
+    >>> parse_hub_ref("HUB:BAAI/bge-m3").name, parse_hub_ref("./models/x"), parse_hub_ref("a/b/c")
     ('BAAI/bge-m3', None, None)
     """
-    text = spec.removeprefix("hub:")
+    model = hub_spelling(spec)
+    text = spec if model is None else model
     repo, _, revision = text.partition("@")
     if not _REPO.fullmatch(repo) or repo.startswith(".") or (revision == "" and text.endswith("@")):
         return None

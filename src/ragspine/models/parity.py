@@ -10,8 +10,10 @@ Invariants:
   scalars taken as one vector (a one-logit cross-encoder). Outputs of different shapes, or any
   NaN, count as -1. The int8 graph passes at `PARITY_MIN_COSINE` (0.99) or above.
 - A result is kept in the repository's cache folder (`ragspine-parity.json`, keyed by the two
-  graphs' blob names, so a re-pulled file is checked again) and read on later resolutions
-  without running anything; `ragspine models verify` runs the check again.
+  graphs' and the tokenizer's blob names and `PROBES_VERSION`, so a re-pulled file or another
+  probe set is checked again) and read on later resolutions without running anything; the
+  verdict is the kept cosine against today's `PARITY_MIN_COSINE`. `ragspine models verify` runs
+  the check again.
 - onnxruntime and tokenizers are imported when a check runs (an ONNX slot has both).
 """
 
@@ -41,6 +43,7 @@ PROBES = (
     ("how do I reset my password", "The weather was sunny all week and the beaches were crowded."),
 )
 _MAX_TOKENS = 128
+PROBES_VERSION = 1  # bump when PROBES, _MAX_TOKENS or the measure change: kept results are redone
 
 
 @dataclass(frozen=True)
@@ -99,20 +102,22 @@ def lowest_cosine(a: list[np.ndarray], b: list[np.ndarray]) -> float:
     return worst
 
 
-def _key(int8: Path, fp32: Path) -> str:
-    return f"{int8.resolve().name}:{fp32.resolve().name}"
+def _key(int8: Path, fp32: Path, tokenizer: Path) -> str:
+    return f"{int8.resolve().name}:{fp32.resolve().name}:{tokenizer.resolve().name}:probes{PROBES_VERSION}"
 
 
-def recorded(repo: Path, int8: Path, fp32: Path) -> Parity | None:
-    """The kept result for this pair of graph files, or None."""
+def recorded(repo: Path, int8: Path, fp32: Path, tokenizer: Path) -> Parity | None:
+    """The kept result for these graph and tokenizer files and this probe set, or None; `ok`
+    is its cosine against `PARITY_MIN_COSINE`."""
     try:
-        entry = json.loads((repo / RECORD).read_text("utf-8")).get(_key(int8, fp32))
-    except (OSError, ValueError, AttributeError):
+        entry = json.loads((repo / RECORD).read_text("utf-8")).get(_key(int8, fp32, tokenizer))
+        cosine = float(entry["cosine"])
+    except (OSError, ValueError, AttributeError, KeyError, TypeError):
         return None
-    return Parity(float(entry["cosine"]), bool(entry["ok"])) if isinstance(entry, dict) else None
+    return Parity(cosine, cosine >= PARITY_MIN_COSINE)
 
 
-def record(repo: Path, int8: Path, fp32: Path, parity: Parity) -> None:
+def record(repo: Path, int8: Path, fp32: Path, tokenizer: Path, parity: Parity) -> None:
     """Keep `parity` for this pair (written to a temporary file and renamed; a read-only cache
     keeps nothing and the check runs again next time)."""
     path = repo / RECORD
@@ -120,7 +125,7 @@ def record(repo: Path, int8: Path, fp32: Path, parity: Parity) -> None:
         kept = json.loads(path.read_text("utf-8")) if path.is_file() else {}
     except (OSError, ValueError):
         kept = {}
-    kept[_key(int8, fp32)] = {"cosine": round(parity.cosine, 6), "ok": parity.ok, "int8": int8.name, "fp32": fp32.name}
+    kept[_key(int8, fp32, tokenizer)] = {"cosine": parity.cosine, "ok": parity.ok, "int8": int8.name, "fp32": fp32.name}
     try:
         handle, temporary = tempfile.mkstemp(dir=repo, prefix=".parity-")
         with os.fdopen(handle, "w", encoding="utf-8") as out:
@@ -132,10 +137,10 @@ def record(repo: Path, int8: Path, fp32: Path, parity: Parity) -> None:
 
 def checked_int8(repo: Path, int8: Path, fp32: Path, tokenizer: Path, *, name: str, again: bool = False) -> Parity:
     """The parity of `int8` against `fp32` (the kept result unless `again`), logged when it fails."""
-    parity = None if again else recorded(repo, int8, fp32)
+    parity = None if again else recorded(repo, int8, fp32, tokenizer)
     if parity is None:
         parity = graph_parity(int8, fp32, tokenizer)
-        record(repo, int8, fp32, parity)
+        record(repo, int8, fp32, tokenizer, parity)
         if not parity.ok:
             log.warning(
                 "%s: the int8 graph %s failed the parity check (lowest cosine %.4f to %s < %.2f on %d fixed probes); "

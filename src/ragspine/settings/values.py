@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Generic, TypeVar, cast
 from urllib.parse import urlsplit
 
-from ragspine.models.hub import parse_hub_ref
+from ragspine.models.hub import hub_spelling, parse_hub_ref
 from ragspine.secret import Secret
 from ragspine.settings.api_keys import ApiKey
 
@@ -97,11 +97,11 @@ def embedding_name(*choices: C) -> Parser[C]:
     plain = choice(*choices)
 
     def parse(raw: str) -> C:
-        value = raw.strip()
-        if value.lower().startswith("hub:"):
-            if parse_hub_ref(value) is None:
+        value, model = raw.strip(), hub_spelling(raw)
+        if model is not None:
+            if parse_hub_ref(model) is None:
                 raise ValueError(f"{value!r} is not a hub id: hub:ORG/NAME or hub:ORG/NAME@REVISION")
-            return cast(C, "hub:" + value[4:])
+            return cast(C, "hub:" + model)
         return plain(value)
 
     return Parser(parse, plain.accepts)  # the spelling is documented in the setting's help

@@ -176,7 +176,8 @@ def top_exhaustive(
     every term summed, in order, into a dense accumulator (cheapest when the index is small):
     the first sparse terms in one `bincount`, a term in many positions as a dense vector
     (`is_dense`), any other scattered. The cut is the k-th best score among the sparse terms'
-    first documents (a lower bound of the k-th best). `mask`: `allowed` over every position,
+    first documents (a lower bound of the k-th best), or, with fewer than k of those, the k-th
+    best in the accumulator. `mask`: `allowed` over every position,
     when the caller has it."""
     if not terms:
         return np.zeros(0, dtype=np.intp), np.zeros(0)
@@ -217,8 +218,11 @@ def top_exhaustive(
     if len(seen) >= k:
         cut = kth_largest(acc[seen], k)
         positions = np.flatnonzero(acc >= cut)
-    else:
+    else:  # too few sparse postings to sample: cut on the accumulator itself
         positions = np.flatnonzero(acc)
+        if len(positions) > k:  # (common terms dominate) ties at the cut kept
+            scores = acc[positions]
+            positions = positions[scores >= kth_largest(scores, k)]
     return positions, acc[positions]
 
 

@@ -173,9 +173,10 @@ class IndexSnapshot:
 
     def _multiplied(self, prepared: QueryTerm, count: int, cache: TermCache, k1: float, b: float) -> QueryTerm:
         """`prepared` (cached at multiplicity 1) at multiplicity `count`, its contributions
-        computed (and cached) first."""
+        computed (and cached) first: as a dense vector only where the exhaustive scan may use
+        it (`top_candidates` reads the arrays)."""
         norms = self.norms(k1, b)
-        if is_dense(prepared, self.n_positions):
+        if is_dense(prepared, self.n_positions) and self.n_positions <= EXHAUSTIVE_MAX:
             if prepared.dense is None:
                 cache.remember_dense(prepared, dense_contributions(prepared, norms, self.n_positions))
         elif prepared.arrays is None:

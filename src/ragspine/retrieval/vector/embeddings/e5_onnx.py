@@ -51,10 +51,11 @@ from typing import Any
 import numpy as np
 
 from ragspine.atomic import write_atomic
-from ragspine.models.device import fallback, onnx_device, onnx_session, session_device
+from ragspine.models.device import fallback, onnx_session, session_device
 from ragspine.retrieval.chunking.chunking import chunk_document
 from ragspine.retrieval.model import DocumentMeta
 from ragspine.retrieval.vector.embeddings.bert import BertLayer
+from ragspine.retrieval.vector.embeddings.e5_where import INT8_ON_CPU, ONNX_ENGINES, e5_device
 from ragspine.retrieval.vector.embeddings.e5_engine import E5Engine, pool
 from ragspine.retrieval.vector.embeddings.support import file_sha256 as file_sha256, require  # re-exported
 
@@ -64,6 +65,7 @@ PRECISIONS = ("fp32", "int8")
 # Per precision; bump one when that graph's numerics change: its cached models and stored
 # vectors are re-made. int8 3: SmoothQuant channel smoothing (`Smoothing`) before quantising.
 GRAPH_REVISIONS = {"fp32": 2, "int8": 3}
+ENGINES = {precision: engine for engine, precision in ONNX_ENGINES.items()}  # precision → its e5 engine
 SMOOTHING_ALPHA = 0.7  # migration strength; chosen by cosine to numpy on eval-corpus chunk texts
 _EXTRA = "embed-e5-onnx"
 _OPSET = 17  # LayerNormalization
@@ -141,10 +143,9 @@ class E5OnnxEngine(E5Engine):
         self.graph_revision = GRAPH_REVISIONS[precision]
         self.weights_sha256, self.onnx_path = cached_graph(model_path, precision, cache_dir)
         super().__init__(model_path, max_tokens=max_tokens, layers=False)
-        gpu_here = onnx_device("auto", ort.get_available_providers()).device == "cuda"
-        if precision == "int8" and device == "auto" and gpu_here:
-            fallback("e5's int8 engine keeps to the CPU (its quantisation kernels are CPU ones); "
-                     "RAGSPINE_E5_ENGINE=onnx-fp32 runs e5 on the GPU")  # fmt: skip
+        planned = e5_device(ENGINES[precision], device, ort.get_available_providers())
+        if planned.why == INT8_ON_CPU:
+            fallback(planned.why)
             device = "cpu"
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragspine import catalog
-from ragspine.models import parse_hub_ref
+from ragspine.models import hub_spelling, parse_hub_ref
 from ragspine.registry import check_options, closed_lookup, spec_from_env
 from ragspine.retrieval.types import EmbeddingBackend
 from ragspine.retrieval.vector.embeddings.support import (
@@ -208,10 +208,11 @@ def make_embedding_backend(spec: str | None = None, **options: Any) -> Embedding
     """
     if spec is None:
         spec = spec_from_env(("RAGSPINE_EMBEDDING", "RAGSPINE_EMBEDDING_BACKEND"), "auto")
-    if spec.strip().lower().startswith("hub:"):  # hub:ORG/NAME[@REV]: the hub backend with that model
+    model = hub_spelling(spec)
+    if model is not None:  # hub:ORG/NAME[@REV]: the hub backend with that model
         if "model_dir" in options:
             raise ValueError(f"embedding backend {spec!r} names its model; model_dir= is not taken with it")
-        spec, options = "hub", {**options, "model_dir": spec.strip()[4:]}
+        spec, options = "hub", {**options, "model_dir": model}
     name, entry = closed_lookup("embedding backend", EMBEDDING_BACKENDS, spec)
     if name == "auto":
         resolved, _ = resolve_auto()
