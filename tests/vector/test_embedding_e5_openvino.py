@@ -96,3 +96,11 @@ class TestE5OpenVino(SemanticBackendSuite):
     @pytest.fixture
     def backend(self, openvino_e5: MultilingualE5EmbeddingBackend) -> MultilingualE5EmbeddingBackend:
         return openvino_e5
+
+
+def test_openvino_runs_on_the_cpu_and_refuses_cuda(openvino_e5: MultilingualE5EmbeddingBackend, cache: Path) -> None:
+    from ragspine.models.device import DeviceUnavailable
+
+    assert openvino_e5.device == "cpu"
+    with pytest.raises(DeviceUnavailable, match="openvino engine runs on the CPU only"):
+        make_embedding_backend("e5", engine="openvino", cache_dir=cache, device="cuda")

