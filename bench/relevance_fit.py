@@ -55,8 +55,9 @@ def _split_of(root: Path, name: str, kind: str) -> str:
     return next(s for s in TUNING_SPLITS if s in have)
 
 
-def record(root: Path, specs: Sequence[str], cache: Path, out: Path, mode: str) -> None:
-    """Record on-topic and off-topic rows for each SET:SPLIT in `specs`."""
+def record(root: Path, specs: Sequence[str], cache: Path, out: Path, mode: str, reuse: bool = False) -> None:
+    """Record on-topic and off-topic rows for each SET:SPLIT in `specs`; `reuse`: only read
+    workspaces already complete under `cache` (SystemExit naming the folder otherwise), never ingest."""
     from ragspine.eval.dataset import load_beir
     from ragspine.eval.product import ProductOptions, doc_id_of, run_product_eval
 
@@ -64,6 +65,8 @@ def record(root: Path, specs: Sequence[str], cache: Path, out: Path, mode: str) 
     for spec in specs:
         name, split = spec.split(":")
         dataset = load_beir(root / name, split)
+        if reuse:
+            _check_cached(dataset, cache, mode)
         other = load_beir(root / OFF_TOPIC[name], _split_of(root, OFF_TOPIC[name], split))
         off = dict(sorted(other.queries.items())[:OFF_TOPIC_QUERIES])
         rows: list[dict[str, Any]] = []
@@ -82,6 +85,18 @@ def record(root: Path, specs: Sequence[str], cache: Path, out: Path, mode: str) 
         path = out / f"{name}-{split}-{mode}.jsonl"
         path.write_text("".join(json.dumps(r) + "\n" for r in rows))
         print(f"{name}/{split} {mode}: {len(rows)} rows -> {path}", flush=True)
+
+
+def _check_cached(dataset: Any, cache: Path, mode: str) -> None:
+    """SystemExit unless `cache` holds `dataset`'s complete workspace for `mode` (its key)."""
+    from ragspine.assembly import load_settings
+    from ragspine.eval.product import MANIFEST_FILE, ProductOptions, workspace_key
+
+    key = workspace_key(dataset, load_settings(flags=ProductOptions(mode=mode).flags(), adopt=False))
+    manifest = cache / f"{dataset.name}-{key}" / MANIFEST_FILE
+    done = json.loads(manifest.read_text()) if manifest.is_file() else {}
+    if done.get("key") != key or done.get("status") != "complete":
+        raise SystemExit(f"--reuse: no complete workspace at {manifest.parent}")
 
 
 def _with_queries(dataset: Any, queries: dict[str, str]) -> Any:
@@ -244,6 +259,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     rec.add_argument("--cache", type=Path, required=True)
     rec.add_argument("--out", type=Path, required=True)
     rec.add_argument("--mode", default="hybrid", choices=("hybrid", "vector", "bm25"))
+    rec.add_argument("--reuse", action="store_true", help="only read complete cached workspaces, never ingest")
     fitter = sub.add_parser("fit")
     fitter.add_argument("folder", type=Path)
     rep = sub.add_parser("report")
@@ -251,7 +267,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     rep.add_argument("--mode", default="hybrid", choices=("hybrid", "vector", "bm25"))
     args = parser.parse_args(argv)
     if args.command == "record":
-        record(args.root, args.sets.split(","), args.cache, args.out, args.mode)
+        record(args.root, args.sets.split(","), args.cache, args.out, args.mode, args.reuse)
     elif args.command == "fit":
         fit(args.folder)
     else:
