@@ -3,6 +3,7 @@
     python -m bench.relevance_fit record EVAL_DIR --sets cmrc2018:dev,scifact:train --cache DIR/ws --out DIR/rel [--limit 800] [--reuse]
     python -m bench.relevance_fit fit DIR/rel
     python -m bench.relevance_fit report DIR/rel --mode hybrid --floors 0.05,0.1
+    python -m bench.relevance_fit lodo DIR/rel --mode hybrid --features fused,vector,log_bm25,log_rank
 
 `record` runs the product eval (`eval.product.run_product_eval`, the path `ragspine eval` takes,
 on the cached workspace: `--cache` may be `ragspine eval`'s own folder, and `--reuse` refuses to
@@ -269,6 +270,27 @@ def report(folder: Path, mode: str, floors: Sequence[float] = ()) -> None:
             print(f"| {label} | " + " | ".join(f"{c[0]} · {c[1]:.3f} · {c[2]:.3f}" if c else "–" for c in cells) + " |")
 
 
+def lodo(folder: Path, mode: str, features: Sequence[str]) -> None:
+    """Leave one set out on the train/dev rows: fit `features` on the other sets (each weighing
+    the same), print the held-out set's ECE (how a feature set generalises; test rows unread)."""
+    from ragspine.retrieval.relevance import Calibration
+
+    by_set = _load(folder, TUNING_SPLITS, mode)
+    if mode == "bm25":
+        by_set = {name: rows for name, rows in by_set.items() if name not in STRESS} or by_set
+    held_out = []
+    for held in by_set:
+        xs, ys, ws = [], [], []
+        for name, rows in by_set.items():
+            if name != held:
+                x, y, _ = _matrix(rows, features)
+                xs.append(x), ys.append(y), ws.append(np.full(len(y), 1.0 / max(1, len(y))))
+        coef, intercept = fit_logistic(np.vstack(xs), np.concatenate(ys), np.concatenate(ws))
+        ece, _ = reliability(_rated(by_set[held], Calibration(tuple(features), tuple(coef), intercept), mode))
+        held_out.append(f"{held} {ece:.3f}")
+    print(f"{mode} {','.join(features)}: held-out ECE " + "; ".join(held_out))
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.relevance_fit", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -286,11 +308,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     rep.add_argument("folder", type=Path)
     rep.add_argument("--mode", default="hybrid", choices=("hybrid", "vector", "bm25"))
     rep.add_argument("--floors", default="", help="more min_score values to report, e.g. 0.05,0.1")
+    out = sub.add_parser("lodo")
+    out.add_argument("folder", type=Path)
+    out.add_argument("--mode", default="hybrid", choices=("hybrid", "vector", "bm25"))
+    out.add_argument("--features", default="fused,vector,log_bm25", help="comma-separated `Calibration` features")
     args = parser.parse_args(argv)
     if args.command == "record":
         record(args.root, args.sets.split(","), args.cache, args.out, args.mode, args.reuse, args.limit)
     elif args.command == "fit":
         fit(args.folder)
+    elif args.command == "lodo":
+        lodo(args.folder, args.mode, args.features.split(","))
     else:
         report(args.folder, args.mode, [float(f) for f in args.floors.split(",") if f])
 
