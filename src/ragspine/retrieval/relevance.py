@@ -80,7 +80,7 @@ def feature_values(names: Sequence[str], scores: Mapping[str, Any], rank: int = 
 CALIBRATIONS: dict[str, Calibration] = {
     "hybrid": Calibration(("fused", "vector", "log_bm25"), (0.4684, 1.9917, -0.3238), -6.747),
     "vector": Calibration(("vector", "log_rank"), (1.4378, -2.0718), -1.525),
-    "bm25": Calibration(("log_rank",), (-2.3348,), -0.2303),
+    "bm25": Calibration(("log_rank",), (-1.9962,), -0.3998),
 }
 
 
