@@ -178,15 +178,23 @@ bench-fusion: $(STAMP)
 # The relevance score's calibration (docs/dense.md#relevance, docs/benchmarks.md#relevance-score):
 # record every set's train/dev and test snippets in each mode (hybrid and vector share a cached
 # workspace, bm25 has its own), fit on train/dev (paste the printed constants into
-# src/ragspine/retrieval/relevance.py), then report calibration and the off-topic cut on test.
+# src/ragspine/retrieval/relevance.py), then report calibration and the off-topic cut on test, at
+# the default min_score and at RELEVANCE_FLOORS. Each split: its first RELEVANCE_LIMIT judged
+# queries by id, and 300 off-topic ones. RELEVANCE_DENSE may be the folder given to
+# `ragspine eval --cache` (the same workspace key: the workspaces are read, not made again).
 RELEVANCE_DIR ?= /tmp/ragspine-relevance
-RELEVANCE_SETS ?= $(FUSION_SETS)
+RELEVANCE_SETS ?= cmrc2018:dev drcd_simplified:dev zh_med_dialogue:dev scifact:train en_medquad:dev xling_ntrex_zh_en:dev
+RELEVANCE_DENSE ?= $(RELEVANCE_DIR)/ws-dense
+RELEVANCE_BM25 ?= $(RELEVANCE_DIR)/ws-bm25
+RELEVANCE_FLOORS ?= 0.05,0.1,0.2
+RELEVANCE_LIMIT ?= 800
 relevance-fit: $(STAMP)
 	for mode in hybrid vector bm25; do for set in $(RELEVANCE_SETS); do for split in $${set##*:} test; do \
 		PYTHONPATH=src:. $(BIN)/python -m bench.relevance_fit record $(EVAL) --sets $${set%%:*}:$$split --mode $$mode \
-		--cache $(RELEVANCE_DIR)/ws-$$( [ $$mode = bm25 ] && echo bm25 || echo dense ) --out $(RELEVANCE_DIR) || exit 1; done; done; done
+		--cache $$( [ $$mode = bm25 ] && echo $(RELEVANCE_BM25) || echo $(RELEVANCE_DENSE) ) --out $(RELEVANCE_DIR) --limit $(RELEVANCE_LIMIT) || exit 1; done; done; done
 	PYTHONPATH=src:. $(BIN)/python -m bench.relevance_fit fit $(RELEVANCE_DIR)
-	for mode in hybrid vector bm25; do PYTHONPATH=src:. $(BIN)/python -m bench.relevance_fit report $(RELEVANCE_DIR) --mode $$mode; done
+	for mode in hybrid vector bm25; do PYTHONPATH=src:. $(BIN)/python -m bench.relevance_fit report $(RELEVANCE_DIR) \
+		--mode $$mode --floors $(RELEVANCE_FLOORS); done
 
 clean:
 	rm -rf $(VENV) .ragspine build src/*.egg-info .pytest_cache .hypothesis

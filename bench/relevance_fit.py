@@ -1,11 +1,14 @@
 """The relevance score's calibration: record, fit, report (docs/benchmarks.md, "Relevance score").
 
-    python -m bench.relevance_fit record EVAL_DIR --sets cmrc2018:dev,scifact:train --cache DIR/ws --out DIR/rel
+    python -m bench.relevance_fit record EVAL_DIR --sets cmrc2018:dev,scifact:train --cache DIR/ws --out DIR/rel [--limit 800] [--reuse]
     python -m bench.relevance_fit fit DIR/rel
-    python -m bench.relevance_fit report DIR/rel --sets cmrc2018,scifact
+    python -m bench.relevance_fit report DIR/rel --mode hybrid --floors 0.05,0.1
+    python -m bench.relevance_fit lodo DIR/rel --mode hybrid --features fused,vector,log_bm25,log_rank
 
 `record` runs the product eval (`eval.product.run_product_eval`, the path `ragspine eval` takes,
-on the cached workspace) for a set's split and records, per query, the best `TOP` snippets'
+on the cached workspace: `--cache` may be `ragspine eval`'s own folder, and `--reuse` refuses to
+ingest when its workspace is missing) for a set's split (its first `--limit` judged queries by
+id) and records, per query, the best `TOP` snippets'
 scores and whether each passage is judged relevant; then the same for `OFF_TOPIC_QUERIES`
 queries of another set (`OFF_TOPIC`, the same split kind), against this set's store: none of
 their passages is relevant. One JSON-lines file per (set, split, mode). `fit` fits the logistic
@@ -14,14 +17,16 @@ cross-language one included: a fit on Chinese Wikipedia questions alone gave the
 negative weight), each set weighing the same, and prints the constants to paste into `ragspine/retrieval/relevance.py`, a table of what each floor cuts
 and the floor it suggests: the least `min_score` (a multiple of 0.05) at which most (`MOSTLY`)
 off-topic queries get no passage on every set but the cross-language stress test (`STRESS`). `report` prints, for the test rows,
-the expected calibration error and a reliability table per set (the shipped constants, through
-`relevance.rate`, so the table is what a caller sees), the share of off-topic queries left with
-no passage and of on-topic queries' relevant passages kept at the default `min_score`.
+the expected calibration error per set and one reliability table with a column per set (the
+shipped constants, through `relevance.rate`, so the table is what a caller sees), and the share
+of off-topic queries left with no passage and of on-topic queries' relevant passages kept at the
+default `min_score` and at each `--floors` value.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 from collections.abc import Iterable, Sequence
@@ -55,8 +60,11 @@ def _split_of(root: Path, name: str, kind: str) -> str:
     return next(s for s in TUNING_SPLITS if s in have)
 
 
-def record(root: Path, specs: Sequence[str], cache: Path, out: Path, mode: str) -> None:
-    """Record on-topic and off-topic rows for each SET:SPLIT in `specs`."""
+def record(root: Path, specs: Sequence[str], cache: Path, out: Path, mode: str, reuse: bool = False,
+           limit: int | None = None) -> None:
+    """Record on-topic and off-topic rows for each SET:SPLIT in `specs`; `reuse`: only read
+    workspaces already complete under `cache` (SystemExit naming the folder otherwise), never ingest;
+    `limit`: the split's first `limit` judged queries by id (None: all)."""
     from ragspine.eval.dataset import load_beir
     from ragspine.eval.product import ProductOptions, doc_id_of, run_product_eval
 
@@ -64,6 +72,11 @@ def record(root: Path, specs: Sequence[str], cache: Path, out: Path, mode: str) 
     for spec in specs:
         name, split = spec.split(":")
         dataset = load_beir(root / name, split)
+        if limit is not None:
+            kept = dict(sorted(dataset.queries.items())[:limit])
+            dataset = dataclasses.replace(dataset, queries=kept, qrels={q: dataset.qrels[q] for q in kept})
+        if reuse:
+            _check_cached(dataset, cache, mode)
         other = load_beir(root / OFF_TOPIC[name], _split_of(root, OFF_TOPIC[name], split))
         off = dict(sorted(other.queries.items())[:OFF_TOPIC_QUERIES])
         rows: list[dict[str, Any]] = []
@@ -84,10 +97,20 @@ def record(root: Path, specs: Sequence[str], cache: Path, out: Path, mode: str) 
         print(f"{name}/{split} {mode}: {len(rows)} rows -> {path}", flush=True)
 
 
+def _check_cached(dataset: Any, cache: Path, mode: str) -> None:
+    """SystemExit unless `cache` holds `dataset`'s complete workspace for `mode` (its key)."""
+    from ragspine.assembly import load_settings
+    from ragspine.eval.product import MANIFEST_FILE, ProductOptions, workspace_key
+
+    key = workspace_key(dataset, load_settings(flags=ProductOptions(mode=mode).flags(), adopt=False))
+    manifest = cache / f"{dataset.name}-{key}" / MANIFEST_FILE
+    done = json.loads(manifest.read_text()) if manifest.is_file() else {}
+    if done.get("key") != key or done.get("status") != "complete":
+        raise SystemExit(f"--reuse: no complete workspace at {manifest.parent}")
+
+
 def _with_queries(dataset: Any, queries: dict[str, str]) -> Any:
     """`dataset` (its corpus, so its cached workspace) with other queries and no judgements."""
-    import dataclasses
-
     return dataclasses.replace(dataset, queries=queries, qrels={})
 
 
@@ -214,25 +237,58 @@ def reliability(rated: Sequence[tuple[dict[str, Any], float]]) -> tuple[float, l
     return ece, table
 
 
-def report(folder: Path, mode: str) -> None:
-    """Markdown: per set's test rows, ECE and the reliability table; the cut at the default floor."""
+def report(folder: Path, mode: str, floors: Sequence[float] = ()) -> None:
+    """Markdown for the test rows of every set in `mode`: a summary (ECE over on-topic and
+    off-topic snippets and over on-topic ones alone; at the default floor, then at each of
+    `floors`, the share of off-topic queries with no passage, of on-topic relevant passages kept
+    and of on-topic queries with no passage), then one reliability table, a column per set."""
     from ragspine.assembly import load_settings
     from ragspine.retrieval.relevance import CALIBRATIONS
 
     calibration = CALIBRATIONS[mode]
-    floor = load_settings(adopt=False).min_score  # the default, unless RAGSPINE_MIN_SCORE is set
-    for name, rows in _load(folder, ("test",), mode).items():
-        on = [r for r in rows if r["kind"] == "on"]
-        ece_on, _ = reliability(_rated(on, calibration, mode))
+    default = load_settings(adopt=False).min_score  # the default, unless RAGSPINE_MIN_SCORE is set
+    cuts = [default, *(f for f in floors if f != default)]
+    by_set = _load(folder, ("test",), mode)
+    print(f"\n**{mode}** (test splits; off-topic: `OFF_TOPIC`'s test queries; at min_score: off-topic "
+          f"queries with no passage / on-topic relevant passages in the top {TOP} kept / on-topic queries "
+          "with no passage)\n")  # fmt: skip
+    print("| set | ECE | ECE on-topic | " + " | ".join(f"at {f:g}" for f in cuts) + " |")
+    print("|---|---:|---:|" + "---|" * len(cuts))
+    tables: dict[str, dict[str, tuple[int, float, float]]] = {}
+    for name, rows in by_set.items():
+        ece_on, _ = reliability(_rated([r for r in rows if r["kind"] == "on"], calibration, mode))
         ece, table = reliability(_rated(rows, calibration, mode))
-        no_passage, kept, on_empty = cut_figures(rows, calibration, mode, floor)
-        print(f"\n**{name}** (test, {mode}; off-topic: {OFF_TOPIC[name]} test queries): ECE {ece:.3f} over "
-              f"on-topic and off-topic top {TOP} ({ece_on:.3f} on-topic alone); at min_score {floor:g}: "
-              f"{no_passage:.1%} of off-topic queries get no passage; {kept:.1%} of on-topic relevant "
-              f"passages in the top {TOP} kept, {on_empty:.1%} of on-topic queries get no passage\n")  # fmt: skip
-        print("| relevance | snippets | mean relevance | share relevant |\n|---|---:|---:|---:|")
-        for label, count, mean, share in table:
-            print(f"| {label} | {count} | {mean:.3f} | {share:.3f} |")
+        tables[name] = {label: (count, mean, share) for label, count, mean, share in table}
+        figures = [cut_figures(rows, calibration, mode, f) for f in cuts]
+        print(f"| {name} | {ece:.3f} | {ece_on:.3f} | " + " | ".join(f"{a:.1%} / {b:.1%} / {c:.1%}" for a, b, c in figures) + " |")
+    labels = [f"{i / BINS:.1f}–{(i + 1) / BINS:.1f}" for i in range(BINS)]
+    print(f"\nReliability ({mode}, test; per bin: snippets · mean relevance · share relevant)\n")
+    print("| relevance | " + " | ".join(tables) + " |\n|---|" + "---:|" * len(tables))
+    for label in labels:
+        cells = [tables[n].get(label) for n in tables]
+        if any(cells):
+            print(f"| {label} | " + " | ".join(f"{c[0]} · {c[1]:.3f} · {c[2]:.3f}" if c else "–" for c in cells) + " |")
+
+
+def lodo(folder: Path, mode: str, features: Sequence[str]) -> None:
+    """Leave one set out on the train/dev rows: fit `features` on the other sets (each weighing
+    the same), print the held-out set's ECE (how a feature set generalises; test rows unread)."""
+    from ragspine.retrieval.relevance import Calibration
+
+    by_set = _load(folder, TUNING_SPLITS, mode)
+    if mode == "bm25":
+        by_set = {name: rows for name, rows in by_set.items() if name not in STRESS} or by_set
+    held_out = []
+    for held in by_set:
+        xs, ys, ws = [], [], []
+        for name, rows in by_set.items():
+            if name != held:
+                x, y, _ = _matrix(rows, features)
+                xs.append(x), ys.append(y), ws.append(np.full(len(y), 1.0 / max(1, len(y))))
+        coef, intercept = fit_logistic(np.vstack(xs), np.concatenate(ys), np.concatenate(ws))
+        ece, _ = reliability(_rated(by_set[held], Calibration(tuple(features), tuple(coef), intercept), mode))
+        held_out.append(f"{held} {ece:.3f}")
+    print(f"{mode} {','.join(features)}: held-out ECE " + "; ".join(held_out))
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -244,18 +300,27 @@ def main(argv: Sequence[str] | None = None) -> None:
     rec.add_argument("--cache", type=Path, required=True)
     rec.add_argument("--out", type=Path, required=True)
     rec.add_argument("--mode", default="hybrid", choices=("hybrid", "vector", "bm25"))
+    rec.add_argument("--reuse", action="store_true", help="only read complete cached workspaces, never ingest")
+    rec.add_argument("--limit", type=int, default=None, help="the split's first N judged queries by id (default: all)")
     fitter = sub.add_parser("fit")
     fitter.add_argument("folder", type=Path)
     rep = sub.add_parser("report")
     rep.add_argument("folder", type=Path)
     rep.add_argument("--mode", default="hybrid", choices=("hybrid", "vector", "bm25"))
+    rep.add_argument("--floors", default="", help="more min_score values to report, e.g. 0.05,0.1")
+    out = sub.add_parser("lodo")
+    out.add_argument("folder", type=Path)
+    out.add_argument("--mode", default="hybrid", choices=("hybrid", "vector", "bm25"))
+    out.add_argument("--features", default="fused,vector,log_bm25", help="comma-separated `Calibration` features")
     args = parser.parse_args(argv)
     if args.command == "record":
-        record(args.root, args.sets.split(","), args.cache, args.out, args.mode)
+        record(args.root, args.sets.split(","), args.cache, args.out, args.mode, args.reuse, args.limit)
     elif args.command == "fit":
         fit(args.folder)
+    elif args.command == "lodo":
+        lodo(args.folder, args.mode, args.features.split(","))
     else:
-        report(args.folder, args.mode)
+        report(args.folder, args.mode, [float(f) for f in args.floors.split(",") if f])
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from typing import Any, cast
 
 from ragspine.agent.agent import LLMProvider, NarrativeRetriever
 from ragspine.http_retry import public_error
+from ragspine.retrieval.relevance import above
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.retrieval.snippet import Citation
 from ragspine.secret import redact_text
@@ -68,10 +69,14 @@ def ask(
     filters: Any = None,
     top_k: int = DEFAULT_ASK_TOP_K,
     filter_fallback: str | None = None,
+    min_score: float | None = None,
 ) -> Answer:
     """Answer `question` from the store; see the module docstring. `filter_fallback` ("retry"
     or "strict"; None: the retriever's own) goes to a retriever with `retrieve_run`; the
     answer's `filters_dropped` names the filter fields dropped to find its sources.
+    `min_score`: the least `relevance` a retrieved snippet needs to become a source, the cut
+    `Workspace.search` makes (`relevance.above`; None: no cut); when it leaves none, the
+    answer is NO_SOURCES and its note names the floor.
 
     >>> from ragspine.retrieval.link.narrative_link import build_narrative_retriever
     >>> retriever, store = build_narrative_retriever(":memory:")
@@ -88,6 +93,9 @@ def ask(
     else:
         snippets, refusal = retriever.retrieve(question, filters=filters or None, top_k=top_k), None
         dropped = list(getattr(snippets, "filters_dropped", ()))
+    if min_score is not None and snippets:
+        snippets = above(snippets, min_score)
+        refusal = refusal or (None if snippets else f"no passage reached min_score {min_score:g}")
     return replace(_answer(question, snippets, refusal, provider), filters_dropped=dropped)
 
 

@@ -30,7 +30,7 @@ from ragspine.cli_common import user_errors as _user_errors
 from ragspine.secret import redact_url
 from ragspine.settings.config import QUERY_STAGE
 from ragspine.render import dropped_note, format_embed_report, format_ingest_report, format_snippets
-from ragspine.cli_options import check_visual, min_score_option
+from ragspine.cli_options import check_visual, min_score_option, parse_filters
 from ragspine.retrieval.model import FILTER_FIELDS
 
 
@@ -319,7 +319,7 @@ def search(
     trace = Trace() if explain else None
 
     with _user_errors():
-        exact = _parse_filters(filters)
+        exact = parse_filters(filters)
         typed = [parse_filter(expression) for expression in wheres]
         where = [exact, *typed] if typed else (exact or None)
         if not query.strip():
@@ -355,16 +355,6 @@ def demo(db: str | None) -> None:
 
     with _user_errors():
         run_demo(db, echo=click.echo, prog=sys.argv[0] if Path(sys.argv[0]).name == "ragspine" else "ragspine")
-
-
-def _parse_filters(items: tuple[str, ...]) -> dict[str, str]:
-    parsed: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"--filter {item!r}: expected KEY=VALUE, e.g. --filter entity=ACME_CN")
-        parsed[key.strip()] = value.strip()
-    return parsed
 
 
 # -- serve, ask, config show: the same settings and assembly as the service and ragspine.open --
@@ -437,6 +427,7 @@ def mcp(db: str | None, config_file: Path | None, libraries: tuple[str, ...], li
 @click.option("--json", "as_json", is_flag=True, help="Print the answer and its citations as JSON.")
 @_config_option
 @_query_stage_options
+@min_score_option
 def ask(
     question: str, db: str | None, filters: tuple[str, ...], top_k: int, as_json: bool, config_file: Path | None,
     query_flags: dict[str, str | None],
@@ -448,7 +439,7 @@ def ask(
     """
     with _user_errors():
         settings = load_settings(config_file=config_file, flags={"RAGSPINE_DB": db, **query_flags})
-        where = _parse_filters(filters)
+        where = parse_filters(filters)
         with _store_workspace(settings) as workspace:
             answer = workspace.ask(question, where=where, top_k=top_k)
     if as_json:

@@ -28,6 +28,17 @@ def min_score_option(func: Any) -> Any:
     )(wrapper)  # fmt: skip
 
 
+def parse_filters(items: tuple[str, ...]) -> dict[str, str]:
+    """`--filter KEY=VALUE` options as exact-match filters; ValueError naming a malformed one."""
+    parsed: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--filter {item!r}: expected KEY=VALUE, e.g. --filter entity=ACME_CN")
+        parsed[key.strip()] = value.strip()
+    return parsed
+
+
 def check_visual(settings: Any, visual: bool, *, libraries: bool = False) -> None:
     """--visual needs RAGSPINE_VISUAL_EMBEDDER, and one store."""
     if visual and settings.visual_embedder == "none":

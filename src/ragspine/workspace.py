@@ -55,7 +55,7 @@ from ragspine.errors import DocumentExists
 from ragspine.model_slots import embedding_device
 from ragspine.settings.config import LEXICAL_MODES, RETRIEVAL_MODES, SETTINGS, Settings
 from ragspine.retrieval.store.protocol import ChunkStoreProtocol
-from ragspine.retrieval.model import check_user_metadata, doc_id_of_chunk
+from ragspine.retrieval.model import check_user_metadata, doc_id_of_chunk, offered_metadata
 from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever
 from ragspine.retrieval.pipeline.otel import export_trace
 from ragspine.retrieval.pipeline.request import SearchRequest, check_filter_fallback, check_top_k, check_where
@@ -379,8 +379,8 @@ class Workspace(Closeable):
     def metadata_fields(self) -> list[str]:
         """The user metadata fields a filter can name here: those of the active chunks a caller
         may see (a field only RESTRICTED documents carry is not listed, as in the unknown-field
-        error)."""
-        return sorted(self.retriever.index.retriever().index.metadata_keys())
+        error), less the metadata RAGSpine writes itself (`model.offered_metadata`)."""
+        return offered_metadata(self.retriever.index.retriever().index.metadata_keys())
 
     def chunk(self, chunk_id: str) -> dict[str, Any]:
         """One active chunk by its id (`doc_id:seq:digest`, as snippets cite it). A ValueError
@@ -432,14 +432,19 @@ class Workspace(Closeable):
         return results
 
     def ask(
-        self, question: str, *, where: Any = None, top_k: int = DEFAULT_ASK_TOP_K, filter_fallback: str | None = None
+        self, question: str, *, where: Any = None, top_k: int = DEFAULT_ASK_TOP_K, filter_fallback: str | None = None,
+        min_score: float | None = None,
     ) -> Answer:
         """A cited answer: from the LLM when one is configured, else extractive. `where`,
-        `top_k` and `filter_fallback` are checked as `search` checks them; the answer's
-        `filters_dropped` says when its sources were found without the filters."""
-        where, top_k = check_where(where), check_top_k(top_k)
-        return ask(self.retriever, question, provider=self.provider, filters=where, top_k=top_k,
-                   filter_fallback=check_filter_fallback(filter_fallback))  # fmt: skip
+        `top_k`, `filter_fallback` and `min_score` are checked as `search` checks them (one
+        `SearchRequest`), and `min_score` (None: RAGSPINE_MIN_SCORE) cuts the sources as it cuts
+        search's snippets; the answer's `filters_dropped` says when its sources were found
+        without the filters."""
+        request = SearchRequest(question, where=where, top_k=top_k, filter_fallback=filter_fallback,
+                                min_score=min_score)  # fmt: skip
+        floor = self.settings.min_score if request.min_score is None else request.min_score
+        return ask(self.retriever, request.query, provider=self.provider, filters=request.where, top_k=request.top_k,
+                   filter_fallback=request.filter_fallback, min_score=floor)  # fmt: skip
 
     def stats(self, *, internals: bool = True) -> dict[str, Any]:
         """The operator's view with `internals` (the CLI, Python, an admin key): the active

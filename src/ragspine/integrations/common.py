@@ -25,7 +25,7 @@ from typing import Any, Protocol, cast, runtime_checkable
 from ragspine.closing import Closeable
 from ragspine.extras import require
 from ragspine.retrieval.filters import And, Or, Predicate, to_dict
-from ragspine.retrieval.pipeline.request import SearchRequest, check_filter_fallback, check_top_k
+from ragspine.retrieval.pipeline.request import SearchRequest, check_filter_fallback, check_relevance_floor, check_top_k
 from ragspine.retrieval.pipeline.snippets import SearchResults
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.retrieval.snippet import Snippet
@@ -151,11 +151,14 @@ class RemoteWorkspace(Closeable):
         return SearchResults(passages(body["snippets"]), filters_dropped=body.get("filters_dropped", []))
 
     def ask(
-        self, question: str, *, where: Any = None, top_k: int = 5, filter_fallback: str | None = None
+        self, question: str, *, where: Any = None, top_k: int = 5, filter_fallback: str | None = None,
+        min_score: float | None = None,
     ) -> dict[str, Any]:
-        """The answer of POST /ask: {question, answer, mode, note, filters_dropped, citations}."""
+        """The answer of POST /ask: {question, answer, mode, note, filters_dropped, citations}
+        (`min_score` None: the service's setting)."""
         payload = {"question": question, "top_k": check_top_k(top_k), "where": _where_object(where),
-                   **optional_kw(filter_fallback=check_filter_fallback(filter_fallback))}  # fmt: skip
+                   **optional_kw(filter_fallback=check_filter_fallback(filter_fallback),
+                                 min_score=check_relevance_floor(min_score))}  # fmt: skip
         body = _answer(self._pool().post("/ask", json=payload))
         body["citations"] = passages(body["citations"])
         return dict(body)

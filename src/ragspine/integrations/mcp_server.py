@@ -209,13 +209,15 @@ def build_mcp_server(
         top_k: AskTopK = 5,
         library: Library = None,
         filter_fallback: FilterFallback = None,
+        min_score: MinScore = None,
     ) -> Annotated[CallToolResult, AskResult]:
         """An answer with numbered citations: from the configured LLM, else extractive."""
         lib = pick(library)
         request = guarded(lambda: SearchRequest(question, where=where, top_k=top_k, max_top_k=MAX_TOP_K,
-                                                filter_fallback=filter_fallback))  # fmt: skip
+                                                filter_fallback=filter_fallback, min_score=min_score))  # fmt: skip
         answer = guarded(lambda: lib.workspace.ask(request.query, where=request.where, top_k=request.top_k,
-                                                   filter_fallback=request.filter_fallback)).to_dict()  # fmt: skip
+                                                   filter_fallback=request.filter_fallback,
+                                                   min_score=request.min_score)).to_dict()  # fmt: skip
         answer.update(citations=_passages(answer["citations"]), where=where or None)
         return _answer(AskResult.model_validate(answer), mcp_text.answer_text)
 

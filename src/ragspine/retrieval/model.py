@@ -3,7 +3,9 @@ filters and indexes use.
 
 Invariant: a `Chunk`'s `text` is verbatim source text and `source_locator` finds it; user
 metadata never shadows a built-in field (`check_user_metadata`); `make_chunk_id` gives the same
-id for the same document, position and text.
+id for the same document, position and text; the metadata RAGSpine writes itself
+(`SYSTEM_METADATA_KEYS`) is never offered as a filter field (`offered_metadata`, the one list
+GET /fields, the facets and the search page read).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict, cast
 
@@ -49,6 +51,19 @@ RESERVED_FIELDS = frozenset(
      "period", "language", "sensitivity", "parent_id", "heading", "window_text", "parent_locator",
      "metadata", "valid_as_of", "ingested_at", "version", "active", "library_id"}
 )  # fmt: skip
+# The metadata RAGSpine itself writes on chunks: the auto chunker's choice and its reason (how a
+# document was cut, not a label). Stored like user metadata, never offered as a field to filter on.
+SYSTEM_METADATA_KEYS = ("chunker", "chunker_reason")
+
+
+def offered_metadata(keys: Iterable[str]) -> list[str]:
+    """The metadata fields offered to a caller as filters (GET /fields, facets, the search page),
+    sorted: the user's own, `keys` less SYSTEM_METADATA_KEYS.
+
+    >>> offered_metadata({"project", "chunker", "chunker_reason", "owner"})
+    ['owner', 'project']
+    """
+    return sorted(set(keys) - set(SYSTEM_METADATA_KEYS))
 
 
 @dataclass(frozen=True)

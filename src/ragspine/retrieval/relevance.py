@@ -78,9 +78,9 @@ def feature_values(names: Sequence[str], scores: Mapping[str, Any], rank: int = 
 
 # Fitted by `python -m bench.relevance_fit fit` (docs/benchmarks.md, "Relevance score").
 CALIBRATIONS: dict[str, Calibration] = {
-    "hybrid": Calibration(("fused", "vector", "log_bm25"), (0.5806, 2.2317, -0.7771), -7.1561),
-    "vector": Calibration(("vector", "log_rank"), (1.427, -3.5282), -0.7275),
-    "bm25": Calibration(("log_rank",), (-4.8153,), 0.7327),
+    "hybrid": Calibration(("fused", "vector", "log_bm25"), (0.4684, 1.9917, -0.3238), -6.747),
+    "vector": Calibration(("vector", "log_rank"), (1.4378, -2.0718), -1.525),
+    "bm25": Calibration(("log_rank",), (-1.9962,), -0.3998),
 }
 
 

@@ -202,7 +202,8 @@ def _routes(ws: Workspace) -> APIRouter:
         """An answer with numbered citations: from the LLM when configured, else extractive."""
         given: Any = body  # the model class is built at run time (its top_k bound)
         where = _where(given)
-        return ws.ask(given.question, where=where, top_k=given.top_k, filter_fallback=given.filter_fallback).to_dict()
+        return ws.ask(given.question, where=where, top_k=given.top_k, filter_fallback=given.filter_fallback,
+                      min_score=given.min_score).to_dict()  # fmt: skip
 
     return router
 

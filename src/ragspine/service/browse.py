@@ -17,12 +17,11 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Query
 from pydantic import BaseModel
 
-from ragspine.retrieval.chunking.auto import CHUNKER_KEYS
+from ragspine.retrieval.model import offered_metadata
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.workspace import Workspace
 
 FACET_FIELDS = ("entity", "period", "topic", "geography", "language", "sensitivity")
-INTERNAL_METADATA = frozenset(CHUNKER_KEYS)  # set by the auto chunker, not by a person
 MAX_FACET_VALUES = 50
 MAX_AROUND = 20
 
@@ -69,7 +68,8 @@ def facet_counts(rows: list[Any]) -> dict[str, Any]:
             continue
         documents.add(row.doc_id)
         values = {name: getattr(row, name) for name in FACET_FIELDS}
-        values.update({k: v for k, v in (row.metadata or {}).items() if k not in INTERNAL_METADATA})
+        metadata = row.metadata or {}
+        values.update({k: metadata[k] for k in offered_metadata(metadata)})
         for name, value in values.items():
             if isinstance(value, (str, int, float)) and not isinstance(value, bool) and str(value) != "":
                 seen[name].add((row.doc_id, str(value)))

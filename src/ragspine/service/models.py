@@ -237,5 +237,6 @@ def query_models(max_top_k: int) -> tuple[type[BaseModel], type[BaseModel]]:
         where: dict[str, Any] | Text | None = Field(None, description=WHERE_HELP)
         top_k: TopK = min(5, max_top_k)
         filter_fallback: FilterFallback | None = Field(None, description=FALLBACK_HELP)
+        min_score: MinScore = None
 
     return SearchIn, AskIn

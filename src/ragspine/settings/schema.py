@@ -340,8 +340,9 @@ class Settings:
         "Least relevance a snippet needs to be returned (every surface; a request's `min_score` "
         "overrides it). Relevance is in [0, 1], calibrated on the shared sets' train/dev splits "
         "and never increasing down a result list, so the floor keeps a prefix. 0 (the default, as "
-        "Elasticsearch's min_score and Qdrant's score_threshold are unset): no cut. 0.05 leaves most "
-        "off-topic questions with no passage, at a cost measured in docs/dense.md#relevance.",
+        "Elasticsearch's min_score and Qdrant's score_threshold are unset): no cut. 0.1 leaves most "
+        "off-topic questions with no passage in hybrid mode, at a cost that differs by corpus "
+        "(docs/dense.md#relevance).",
         float_range(0.0, 1.0),
     )
     chunker: str = setting(

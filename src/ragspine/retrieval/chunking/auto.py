@@ -47,11 +47,11 @@ from ragspine.retrieval.chunking.structure import (
     question_heading,
     rule_hits,
 )
-from ragspine.retrieval.model import Chunk, DocumentMeta
+from ragspine.retrieval.model import SYSTEM_METADATA_KEYS, Chunk, DocumentMeta
 
 AUTO_MIN_MARKS = 2  # marks of a family a document needs before auto picks that family
 QA_MIN_SHARE = 0.2  # questions per paragraph a Q&A collection has at least
-CHUNKER_KEYS = ("chunker", "chunker_reason")  # the metadata auto writes: how a document was cut, not a label
+CHUNKER_KEYS = SYSTEM_METADATA_KEYS  # the metadata auto writes: how a document was cut, not a label
 
 
 @dataclass(frozen=True)

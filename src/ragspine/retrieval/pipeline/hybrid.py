@@ -43,7 +43,8 @@ from typing import Any, TypedDict, Unpack
 
 import numpy as np
 
-from ragspine.retrieval.model import RESERVED_FIELDS, Chunk, FieldFilters, field_filters, index_field_values
+from ragspine.retrieval.model import (RESERVED_FIELDS, Chunk, FieldFilters, field_filters, index_field_values,
+                                      offered_metadata)  # fmt: skip
 from ragspine.retrieval.filters import CORE_FIELDS, Filter, fields_of, parse_filter
 from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1, bm25_idf
 from ragspine.retrieval.fusion.exact import exact_terms, lift_exact
@@ -528,7 +529,7 @@ class HybridRetriever:
             known = self.index.metadata_keys()
             missing = [n for n in unknown if n not in known]
             if missing:
-                listed = ", ".join(sorted(known)) or "none"
+                listed = ", ".join(offered_metadata(known)) or "none"
                 raise ValueError(
                     f"unknown filter field(s) {', '.join(missing)}: not one of "
                     f"{', '.join(CORE_FIELDS)}, and no document carries it as metadata "

@@ -64,7 +64,6 @@ const FIELDS = {
   zh: { entity: "主体", period: "期间", topic: "主题", geography: "地区", language: "语言",
     sensitivity: "密级", doc_id: "文档编号", valid_as_of: "生效日期" },
 };
-const INTERNAL_FIELDS = new Set(["chunker", "chunker_reason"]); // how a document was cut: not a filter
 const LIST_OPS = new Set(["in", "nin", "between"]);
 const $ = (id) => document.getElementById(id);
 let lang = sessionStorage.getItem("ragspine-lang") || ((navigator.language || "en").startsWith("zh") ? "zh" : "en");
@@ -268,7 +267,6 @@ function renderFacets() {
   count.textContent = t("docCount", facetData.documents);
   box.append(count);
   for (const [field, values] of Object.entries(facetData.facets)) {
-    if (INTERNAL_FIELDS.has(field)) continue;
     const group = document.createElement("section");
     group.className = "facet";
     group.dataset.field = field;
@@ -301,7 +299,7 @@ function renderFacets() {
 async function loadFields() {
   try {
     const [fields, facets] = await Promise.all([call("GET", "fields"), call("GET", "facets")]);
-    fieldNames = [...fields.fields, ...fields.metadata].filter((name) => !INTERNAL_FIELDS.has(name));
+    fieldNames = [...fields.fields, ...fields.metadata]; // the service offers only user-facing fields
     operators = fields.operators;
     facetData = facets;
     maxTopK = facets.max_top_k || maxTopK;
