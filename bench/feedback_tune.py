@@ -1,8 +1,9 @@
 """Pseudo-relevance feedback (and the fusion share's oracle): a grid on the product path, chosen leave-one-dataset-out.
 
     python -m bench.feedback_tune run ../shared/eval/scifact --split train --cache /work/evalc3 --out DIR [--limit N] [--configs ...]
-    python -m bench.feedback_tune lodo DIR
+    python -m bench.feedback_tune lodo DIR [TESTDIR]
     python -m bench.feedback_tune oracle DIR --set zh_med_dialogue --split dev
+    python -m bench.feedback_tune fires ../shared/eval/cmrc2018 --split test --cache /work/evalc3
     python -m bench.feedback_tune speed ../shared/eval/scifact --split train --cache /work/evalc3 --configs none,rm3:d5:w0.3
 
 `run` opens the set's cached product workspace (what `ragspine eval --cache DIR` left: the
@@ -20,7 +21,8 @@ every tuning split (train/dev), those at which no tuning set is below `none` by 
 the best mean nDCG@10 over the sets (`none` itself qualifies, so a mode that never helps picks
 `none`); for each held-out set the same rule on the other sets' tuning splits, and its test figure
 (when a test run of that config exists). `oracle` prints, for one split, each `share:S` config and
-the per-query best share (an upper bound on any per-query fusion weighting). `speed` times
+the per-query best share (an upper bound on any per-query fusion weighting). `fires` counts the
+queries the lexical bridge (RAGSPINE_LEXICAL_BRIDGE=cedict) translates on a set. `speed` times
 `Workspace.search` per config, interleaved query by query, vectors made beforehand.
 """
 
@@ -137,9 +139,9 @@ def run(dataset_dir: Path, split: str, cache: Path, out: Path, limit: int | None
         e5.embed_queries = original
 
 
-def _load(folder: Path) -> dict[tuple[str, str], dict[str, dict[str, Any]]]:
+def _load(*folders: Path) -> dict[tuple[str, str], dict[str, dict[str, Any]]]:
     rows: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
-    for path in sorted(folder.glob("*.json")):
+    for path in sorted(p for folder in folders for p in folder.glob("*.json")):
         row = json.loads(path.read_text())
         rows.setdefault((row["set"], row["split"]), {})[row["config"]] = row
     return rows
@@ -153,8 +155,8 @@ def choose(figures: dict[str, dict[str, float]], candidates: Sequence[str]) -> s
     return max(fair, key=lambda c: (statistics.fmean(by[c] for by in figures.values()), c == "none", c))
 
 
-def lodo(folder: Path) -> None:
-    rows = _load(folder)
+def lodo(folders: Sequence[Path]) -> None:
+    rows = _load(*folders)
     tuning = {s: by for (s, split), by in rows.items() if split in TUNING}
     test = {s: by for (s, split), by in rows.items() if split == "test"}
     if "none" not in set.intersection(*(set(by) for by in tuning.values())):
@@ -181,6 +183,10 @@ def lodo(folder: Path) -> None:
 def oracle(folder: Path, name: str, split: str) -> None:
     by = _load(folder).get((name, split), {})
     shares = {c: r for c, r in by.items() if c.startswith("share:")}
+    if shares and "none" in by:  # the default: zscore at its dense share, no feedback
+        from ragspine.retrieval.fusion.rrf import Fusion
+
+        shares.setdefault(f"share:{Fusion().dense_share:g}", by["none"])
     if not shares:
         raise SystemExit(f"no share: runs for {name}/{split} in {folder}")
     for config, row in sorted(shares.items()):
@@ -220,9 +226,28 @@ def speed(dataset_dir: Path, split: str, cache: Path, queries: int, configs: Seq
               f"p95 {sorted(values)[int(0.95 * (len(values) - 1))]:.2f} ms, median per-query diff to {first} {diff:+.2f} ms")  # fmt: skip
 
 
+def fires(dataset_dir: Path, split: str, cache: Path) -> None:
+    """How many of the split's queries the lexical bridge fires for (translates), over the set's
+    cached workspace: where it never fires, every ranking is the same as without it."""
+    from ragspine.retrieval.pipeline.bridge import BridgeChannel
+    from ragspine.workspace import Workspace
+
+    dataset, settings = _opened(dataset_dir, split, cache)
+    with Workspace.from_settings(settings) as workspace:
+        retriever = workspace.retriever.index.retriever()
+        ranker = BridgeChannel().attach(retriever.index, retriever._source)
+        fired = sum(1 for text in dataset.queries.values() if text.strip() and ranker.terms_for(text))
+    languages = sorted(retriever.index.languages())
+    print(f"{dataset.name}/{split}: the bridge fires for {fired} of {len(dataset.queries)} queries (chunk languages {languages})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
+    fi = sub.add_parser("fires")
+    fi.add_argument("dataset", type=Path)
+    fi.add_argument("--split", required=True)
+    fi.add_argument("--cache", type=Path, required=True)
     for name in ("run", "speed"):
         p = sub.add_parser(name)
         p.add_argument("dataset", type=Path)
@@ -233,7 +258,7 @@ def main() -> None:
         if name == "run":
             p.add_argument("--out", type=Path, required=True)
     lo = sub.add_parser("lodo")
-    lo.add_argument("folder", type=Path)
+    lo.add_argument("folder", type=Path, nargs="+", help="run --out folders (tuning and test runs)")
     orc = sub.add_parser("oracle")
     orc.add_argument("folder", type=Path)
     orc.add_argument("--set", required=True)
@@ -244,6 +269,8 @@ def main() -> None:
         run(args.dataset, args.split, args.cache, args.out, args.limit, configs)
     elif args.command == "speed":
         speed(args.dataset, args.split, args.cache, args.queries, configs)
+    elif args.command == "fires":
+        fires(args.dataset, args.split, args.cache)
     elif args.command == "lodo":
         lodo(args.folder)
     else:

@@ -59,7 +59,7 @@ def test_rocchio_moves_the_dense_query_and_is_traced() -> None:
     trace = Trace()
     results = fed.search("export orders", trace=trace)
     decisions = next(s for s in trace.steps if s.stage == "channels").decisions["feedback"]
-    assert decisions["rocchio"] == {"passages": 2, "weight": 0.5} and decisions["rm3"]["terms"]
+    assert decisions["rocchio"] == {"passages": 2, "weight": 0.25} and decisions["rm3"]["terms"]
     assert results[0].chunk.chunk_id in {"d0:0", "d1:0"}
     # the moved vector ranks differently: the fused scores of the same passages change
     moved = {r.chunk.chunk_id: r.fused_score for r in HybridRetriever(
@@ -136,7 +136,7 @@ def test_on_the_product_path_restricted_passages_never_feed_either_feedback(tmp_
     assert with_hidden == without and fed_with == fed_without
     terms = [t for t, _ in fed_with["rm3"]["terms"]]
     assert "dividend" in terms and not {"codenameorchid", "layoffs"} & set(terms)
-    assert fed_with["rm3"]["passages"] == 2 and fed_with["rocchio"] == {"passages": 3, "weight": 0.5}
+    assert fed_with["rm3"]["passages"] == 2 and fed_with["rocchio"] == {"passages": 3, "weight": 0.25}
     assert {d for d, _ in with_hidden} <= set(OPEN_TEXTS)
     # off, the same search traces no feedback at all
     assert _fed_search(tmp_path / "c", hidden=True, RAGSPINE_FEEDBACK="none")[1] == {}
