@@ -2,6 +2,7 @@
 
     python -m bench.feedback_tune run ../shared/eval/scifact --split train --cache /work/evalc3 --out DIR [--limit N] [--configs ...]
     python -m bench.feedback_tune lodo DIR [TESTDIR]
+    python -m bench.feedback_tune table DIR [TESTDIR] --split test --configs none,rm3:d10:w0.1
     python -m bench.feedback_tune oracle DIR --set zh_med_dialogue --split dev
     python -m bench.feedback_tune fires ../shared/eval/cmrc2018 --split test --cache /work/evalc3
     python -m bench.feedback_tune speed ../shared/eval/scifact --split train --cache /work/evalc3 --configs none,rm3:d5:w0.3
@@ -180,6 +181,21 @@ def lodo(folders: Sequence[Path]) -> None:
             print(f"  held out {held}: {picked}; {shown}")
 
 
+def table(folders: Sequence[Path], split: str, configs: Sequence[str]) -> None:
+    """A Markdown table: per set (its `split` runs; "tuning" for train/dev), nDCG@10 of each config
+    (— where not run), and the mean over the sets that ran every config."""
+    rows = {s: by for (s, sp), by in _load(*folders).items() if sp == split or (split == "tuning" and sp in TUNING)}
+    print("| set (queries) | " + " | ".join(configs) + " |")
+    print("|---|" + "---:|" * len(configs))
+    for name, by in sorted(rows.items()):
+        queries = next(iter(by.values()))["queries"]
+        cells = [f"{by[c]['ndcg']:.4f}" if c in by else "—" for c in configs]
+        print(f"| {name} ({queries}) | " + " | ".join(cells) + " |")
+    full = [by for by in rows.values() if all(c in by for c in configs)]
+    if full:
+        print(f"| mean ({len(full)} sets) | " + " | ".join(f"{statistics.fmean(by[c]['ndcg'] for by in full):.4f}" for c in configs) + " |")
+
+
 def oracle(folder: Path, name: str, split: str) -> None:
     by = _load(folder).get((name, split), {})
     shares = {c: r for c, r in by.items() if c.startswith("share:")}
@@ -194,6 +210,10 @@ def oracle(folder: Path, name: str, split: str) -> None:
     queries = next(iter(shares.values()))["per_query"]
     best = statistics.fmean(max(r["per_query"][q] for r in shares.values()) for q in queries)
     print(f"{name}/{split} per-query best share (oracle): nDCG@10 {best:.4f} over {len(queries)} queries")
+    ends = [r["recall_per_query"] for end in (0.0, 1.0) for c, r in shares.items() if float(c.split(":")[1]) == end]
+    if len(ends) == 2:  # either channel's top 100 (share 0: BM25 decides; 1: the vectors)
+        union = statistics.fmean(max(ends[0][q], ends[1][q]) for q in queries)
+        print(f"{name}/{split} Recall@100 of BM25 or dense (either end's top 100): {union:.4f}")
 
 
 def speed(dataset_dir: Path, split: str, cache: Path, queries: int, configs: Sequence[str]) -> None:
@@ -259,6 +279,10 @@ def main() -> None:
             p.add_argument("--out", type=Path, required=True)
     lo = sub.add_parser("lodo")
     lo.add_argument("folder", type=Path, nargs="+", help="run --out folders (tuning and test runs)")
+    ta = sub.add_parser("table")
+    ta.add_argument("folder", type=Path, nargs="+")
+    ta.add_argument("--split", required=True, help="test, or tuning (each set's train/dev)")
+    ta.add_argument("--configs", required=True)
     orc = sub.add_parser("oracle")
     orc.add_argument("folder", type=Path)
     orc.add_argument("--set", required=True)
@@ -271,6 +295,8 @@ def main() -> None:
         speed(args.dataset, args.split, args.cache, args.queries, configs)
     elif args.command == "fires":
         fires(args.dataset, args.split, args.cache)
+    elif args.command == "table":
+        table(args.folder, args.split, configs)
     elif args.command == "lodo":
         lodo(args.folder)
     else:
