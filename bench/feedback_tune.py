@@ -156,6 +156,24 @@ def choose(figures: dict[str, dict[str, float]], candidates: Sequence[str]) -> s
     return max(fair, key=lambda c: (statistics.fmean(by[c] for by in figures.values()), c == "none", c))
 
 
+MODES = ("both", "rm3", "rocchio")
+
+
+def _candidates(configs: Sequence[str], mode: str) -> list[str]:
+    """`none` and the configs of `mode` ("switch": of every feedback mode)."""
+    kinds = MODES if mode == "switch" else (mode,)
+    return [c for c in configs if c == "none" or c.split(":")[0] in kinds]
+
+
+def _held_out(figures: dict[str, dict[str, float]], test: dict[str, dict[str, Any]], candidates: Sequence[str]) -> None:
+    """For each set: the rule's pick on the other sets, and its test figure where run."""
+    for held in sorted(figures):
+        picked = choose({s: by for s, by in figures.items() if s != held}, candidates)
+        got, base = test.get(held, {}).get(picked), test.get(held, {}).get("none")
+        shown = f"test {got['ndcg']:.4f} (none {base['ndcg']:.4f})" if got and base else "test: not run"
+        print(f"  held out {held}: {picked}; {shown}")
+
+
 def lodo(folders: Sequence[Path]) -> None:
     rows = _load(*folders)
     tuning = {s: by for (s, split), by in rows.items() if split in TUNING}
@@ -164,21 +182,14 @@ def lodo(folders: Sequence[Path]) -> None:
         raise SystemExit("every tuning split needs a `none` run")
     figures = {s: {c: r["ndcg"] for c, r in by.items()} for s, by in tuning.items()}
     configs = sorted(set.intersection(*(set(by) for by in figures.values())))
-    modes = {"rm3", "rocchio", "both"}
     print("tuning splits, nDCG@10 (queries):")
     for config in configs:
         cells = " ".join(f"{s} {figures[s][config]:.4f}" for s in sorted(figures))
         print(f"  {config:<20} {cells}  mean {statistics.fmean(figures[s][config] for s in figures):.4f}")
-    for mode in [*sorted(modes), "switch"]:
-        candidates = [c for c in configs if c == "none" or c.split(":")[0] == mode or (mode == "switch" and c.split(":")[0] in modes)]
+    for mode in [*MODES, "switch"]:
+        candidates = _candidates(configs, mode)
         print(f"{mode}: chosen on every tuning set: {choose(figures, candidates)}")
-        for held in sorted(figures):
-            others = {s: by for s, by in figures.items() if s != held}
-            picked = choose(others, candidates)
-            got = test.get(held, {}).get(picked)
-            base = test.get(held, {}).get("none")
-            shown = f"test {got['ndcg']:.4f} (none {base['ndcg']:.4f})" if got and base else "test: not run"
-            print(f"  held out {held}: {picked}; {shown}")
+        _held_out(figures, test, candidates)
 
 
 def table(folders: Sequence[Path], split: str, configs: Sequence[str]) -> None:
