@@ -59,7 +59,7 @@ def test_rocchio_moves_the_dense_query_and_is_traced() -> None:
     trace = Trace()
     results = fed.search("export orders", trace=trace)
     decisions = next(s for s in trace.steps if s.stage == "channels").decisions["feedback"]
-    assert decisions["rocchio"] == {"passages": 2, "weight": 0.5} and decisions["rm3"]["terms"]
+    assert decisions["rocchio"] == {"passages": 2, "weight": 0.25} and decisions["rm3"]["terms"]
     assert results[0].chunk.chunk_id in {"d0:0", "d1:0"}
     # the moved vector ranks differently: the fused scores of the same passages change
     moved = {r.chunk.chunk_id: r.fused_score for r in HybridRetriever(
@@ -94,3 +94,65 @@ def test_rocchio_vector_is_unit_and_leans_towards_the_passages() -> None:
 def test_bad_feedback_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="unknown feedback 'rm4'; valid: none, rm3, rocchio, both"):
         Feedback("rm4")
+
+
+# -- the product path: settings -> ragspine.open (real SQLite store, vectors file) -> search ----------
+
+OPEN_TEXTS = {
+    "r1.md": "Export orders fell sharply; the dividend was cut.",
+    "r2.md": "Export orders fell again and the dividend cut stands.",
+    "r3.md": "The board announced a dividend cut.",
+    "r4.md": "The salary plan is unchanged.",
+}
+HIDDEN_TEXTS = {  # RESTRICTED: nearest the query in both channels, with a word of their own
+    "memo.md": "Export orders export orders codenameorchid codenameorchid.",
+    "memo2.md": "Export orders fell: codenameorchid layoffs planned.",
+}
+FED = {"RAGSPINE_EMBEDDING": "deterministic", "RAGSPINE_RETRIEVAL_MODE": "hybrid", "RAGSPINE_CHUNKER": "paragraph",
+       "RAGSPINE_FEEDBACK": "both", "RAGSPINE_FEEDBACK_DEPTH": "3", "RAGSPINE_FEEDBACK_TERMS": "20"}  # fmt: skip
+
+
+def _fed_search(folder: Any, hidden: bool, **env: str) -> tuple[list[tuple[str, float]], dict[str, Any]]:
+    """(each snippet's doc_id and fused score, the trace's feedback) through the workspace."""
+    import ragspine
+
+    with ragspine.open(folder, env={**FED, **env}) as ws:
+        for doc_id, text in OPEN_TEXTS.items():
+            ws.ingest(text, doc_id=doc_id, sensitivity="INTERNAL")
+        for doc_id, text in HIDDEN_TEXTS.items() if hidden else ():
+            ws.ingest(text, doc_id=doc_id, sensitivity="RESTRICTED")
+        trace = Trace(detail=True)
+        snippets = ws.search("export orders", top_k=4, trace=trace)
+    channels = next(s for s in trace.steps if s.stage == "channels")
+    return [(s["doc_id"], s["scores"]["fused"]) for s in snippets], channels.decisions.get("feedback", {})
+
+
+def test_on_the_product_path_restricted_passages_never_feed_either_feedback(tmp_path: Any) -> None:
+    """RAGSPINE_FEEDBACK=both through `ragspine.open`: with RESTRICTED documents that would top
+    both channels in the store, the results, fused scores and the trace's feedback equal those
+    of the same store without them; the trace shows the RM3 terms (from the two open passages BM25 finds) and the Rocchio passages."""
+    without, fed_without = _fed_search(tmp_path / "a", hidden=False)
+    with_hidden, fed_with = _fed_search(tmp_path / "b", hidden=True)
+    assert with_hidden == without and fed_with == fed_without
+    terms = [t for t, _ in fed_with["rm3"]["terms"]]
+    assert "dividend" in terms and not {"codenameorchid", "layoffs"} & set(terms)
+    assert fed_with["rm3"]["passages"] == 2 and fed_with["rocchio"] == {"passages": 3, "weight": 0.25}
+    assert {d for d, _ in with_hidden} <= set(OPEN_TEXTS)
+    # off, the same search traces no feedback at all
+    assert _fed_search(tmp_path / "c", hidden=True, RAGSPINE_FEEDBACK="none")[1] == {}
+
+
+def test_rocchio_averages_only_the_vectors_a_caller_may_see() -> None:
+    """Rocchio alone (the dense channel): a RESTRICTED chunk nearest the query changes nothing
+    (masked before ranking, so it is never among the passages averaged); ranked with it (never a
+    caller path), the moved vector and the fused scores differ."""
+    backend = DeterministicEmbeddingBackend()
+    secret = _chunk(9, "export orders export orders codenameorchid", "RESTRICTED")
+    fb = Feedback("rocchio", depth=2, dense_weight=1.0)
+
+    def scores(chunks: list[Chunk], **kw: Any) -> list[tuple[str, float]]:
+        found = HybridRetriever(chunks, embedding_backend=backend, feedback=fb, **kw).search("export orders", top_k=4)
+        return [(r.chunk.chunk_id, round(r.fused_score, 9)) for r in found if r.chunk.chunk_id != "d9:0"]
+
+    assert scores([*CORPUS, secret]) == scores(CORPUS)
+    assert scores([*CORPUS, secret], include_restricted=True) != scores(CORPUS)
