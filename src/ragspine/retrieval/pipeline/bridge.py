@@ -65,6 +65,8 @@ class BridgeRanker:
         """BM25 rankings of each variant's translated terms (`LexicalRanker.rank_tokens`); the
         terms are the trace's notes."""
         used = [self.terms_for(variant) for variant in query.variants]
+        if not any(used):  # it does not fire: nothing to search
+            return ChannelRanking([[] for _ in used], [{} for _ in used], notes={"terms": used})
         channel = self.channel
         lexical = LexicalRanker(LexicalChannel(k1=channel.k1, b=channel.b, analyzer=channel.analyzer), self.index)
         ranked = lexical.rank_tokens([channel.analyzer(" ".join(terms)) if terms else [] for terms in used], query)
