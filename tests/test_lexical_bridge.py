@@ -175,3 +175,20 @@ def test_the_settings_build_the_bridge_and_refuse_a_bad_value(tmp_path: Any) -> 
     assert (bridge.name, bridge.weight) == ("bridge", 0.7)
     with pytest.raises(ValueError, match="RAGSPINE_LEXICAL_BRIDGE"):
         resolve_settings({**db, "RAGSPINE_LEXICAL_BRIDGE": "babel"}, adopt=False)
+
+
+def test_bm25_alone_results_are_unchanged_when_the_bridge_does_not_fire() -> None:
+    """A silent extra channel leaves BM25 alone its own order: without the bridge the exact-term
+    lift (`fusion.exact`) is not applied to BM25 alone, so it must not be with a silent bridge."""
+    chunks = [
+        Chunk("a:0", "a", 0, "Quiescent hair follicle stem cells are found in the bulge; the combination is found often.",
+              "a#0", language="en"),
+        Chunk("b:0", "b", 0, "H3K79me2 marks active genes.", "b#0", language="en"),
+        Chunk("c:0", "c", 0, "Stem cells in the skin.", "c#0", language="en"),
+    ]  # fmt: skip
+    query = "The combination of H3K4me3 and H3K79me2 is found in quiescent hair follicle stem cells."
+    trace = Trace()
+    bridged = HybridRetriever(chunks, extra_channels=[BridgeChannel()]).search(query, trace=trace)
+    plain = HybridRetriever(chunks).search(query)
+    assert [(r.chunk.chunk_id, r.fused_score) for r in bridged] == [(r.chunk.chunk_id, r.fused_score) for r in plain]
+    assert next(s for s in trace.steps if s.stage == "fusion").decisions["method"] == "rrf (one ranking)"
