@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -46,7 +47,7 @@ def first_query() -> dict[str, Any]:
     """Fresh processes: tables built, then loaded from the cache, for a Chinese and an English query."""
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as cache:
-        env = {**__import__("os").environ, "XDG_CACHE_HOME": cache}
+        env = {**os.environ, "XDG_CACHE_HOME": cache}
         for case in ("build", "hit"):
             for lang in (("zh", "en") if case == "hit" else ("zh",)):
                 run = subprocess.run([sys.executable, "-c", _FIRST, QUERIES[lang], lang], env=env,
