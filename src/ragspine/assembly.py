@@ -42,7 +42,7 @@ from ragspine.secret import redact_text, redact_url
 from ragspine.retrieval.chunking.factory import CHUNKERS, make_chunker, make_index_text_fn
 from ragspine.retrieval.chunking.protocol import Chunker, IndexTextFn
 from ragspine.retrieval.fusion.rrf import Fusion
-from ragspine.retrieval.pipeline.bridge import make_bridge
+from ragspine.retrieval.pipeline.bridge import make_bridge, resolve_bridge
 from ragspine.retrieval.pipeline.channels import Channel, make_channels
 from ragspine.retrieval.pipeline.feedback import Feedback
 from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever, QueryPlan, build_narrative_retriever
@@ -484,6 +484,7 @@ def _channels(settings: Settings) -> dict[str, str]:
         "chunker": settings.chunker,
         "index_text": settings.contextual,
         "lexical": "bm25 (CJK unigram+bigram) + rrf",
+        "lexical_bridge": "{} ({})".format(*resolve_bridge(settings.lexical_bridge)),
         "dense": backend or "none",
         "embedding": why,
         "fusion": "none (no dense channel)" if mode == "bm25" else describe_fusion(make_fusion(settings)),

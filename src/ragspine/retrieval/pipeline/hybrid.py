@@ -38,7 +38,7 @@ import dataclasses
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypedDict, Unpack
 
 import numpy as np
@@ -300,6 +300,7 @@ class HybridRetriever:
         request = ChannelQuery(self.index, plan.variants, plan.depth, filters, typed)
         started = time.perf_counter()
         runs = self._rank_channels(request, plan)
+        plan = self._settle(plan, runs)
         if trace is not None:
             trace.add("channels", went_out=len(runs.ranked()), ms=_ms_since(started), **self._channels_decisions(runs, plan))
         started = time.perf_counter()
@@ -325,6 +326,15 @@ class HybridRetriever:
         # one k1 for every BM25 score of this query: ranked, fused, read as a signal, reported
         k1 = self.fusion.lexical_k1 if fuses_scores else self.k1
         return _Plan(variants, k, depth, k1, single)
+
+    def _settle(self, plan: _Plan, runs: _Runs) -> _Plan:
+        """`plan`, single after all when the extra channels ranked nothing (the lexical bridge on
+        a same-language query) and BM25 alone is left: an extra channel that stays silent
+        changes no result, as if it were not configured."""
+        if plan.single or self._dense is not None or len(plan.variants) != 1:
+            return plan
+        silent = not any(ranking for _, _, run in runs.extra for ranking in run.rankings)
+        return replace(plan, single=True) if silent else plan
 
     def _rank_channels(self, request: ChannelQuery, plan: _Plan) -> _Runs:
         """Every channel's rankings of every variant over the positions `request` allows."""

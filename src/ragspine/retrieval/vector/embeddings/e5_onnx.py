@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 
 from ragspine.atomic import write_atomic
+from ragspine.user_cache import default_cache_dir
 from ragspine.models.device import fallback, onnx_session, session_device
 from ragspine.retrieval.chunking.chunking import chunk_document
 from ragspine.retrieval.model import DocumentMeta
@@ -74,12 +75,6 @@ _MS = "com.microsoft"  # ONNX Runtime's contrib operators
 # Graph fusions the session turns off: ORT's SkipLayerNormalization kernel (Add + LayerNorm
 # fused) measured ~4.5x slower than the two plain ops on this CPU (bench/notes in build_graph).
 SESSION_DISABLED = ["SkipLayerNormFusion"]
-
-
-def default_cache_dir() -> Path:
-    """`$XDG_CACHE_HOME/ragspine`, else `~/.cache/ragspine`."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "ragspine"
 
 
 def weights_sha256(path: str | Path, cache_dir: Path) -> str:
