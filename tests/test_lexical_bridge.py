@@ -192,3 +192,14 @@ def test_bm25_alone_results_are_unchanged_when_the_bridge_does_not_fire() -> Non
     plain = HybridRetriever(chunks).search(query)
     assert [(r.chunk.chunk_id, r.fused_score) for r in bridged] == [(r.chunk.chunk_id, r.fused_score) for r in plain]
     assert next(s for s in trace.steps if s.stage == "fusion").decisions["method"] == "rrf (one ranking)"
+
+
+def test_a_cache_path_that_is_not_a_regular_file_or_nests_too_deep_is_rebuilt(tmp_path: Path) -> None:
+    import os
+
+    path = tables_path(tmp_path)
+    path.write_text("[" * 100_000, encoding="utf-8")  # past the JSON parser's recursion depth
+    assert _read_tables(path) is None
+    path.unlink()
+    os.mkfifo(path)  # reading a FIFO would block for ever
+    assert _read_tables(path) is None

@@ -49,7 +49,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         ingest_demo(ws)
         ws.ingest_text(XSS_TEXT, "xss<b>doc</b>", title=XSS_TITLE, entity="<i>EVIL</i>", sensitivity="PUBLIC")
         ws.ingest_text(MARKDOWN_TEXT, "heron_note", title="Heron note", entity="HERON", sensitivity="PUBLIC",
-                       metadata={"chunker": "qa", "project": "birds"})  # chunker: internal, never a filter
+                       metadata={"project": "birds"})  # the auto chunker adds `chunker`: internal, never a filter
         for n in range(KESTRELS):
             ws.ingest_text(f"Kestrel sighting {n}: one kestrel hovered.", f"kestrel_{n:02d}", title=f"Kestrel {n}",
                            entity="KESTREL", topic="field_note", sensitivity="PUBLIC")

@@ -35,3 +35,12 @@ def test_fields_facets_and_errors_offer_user_fields_only(tmp_path: Path) -> None
     assert fields == {"fields": list(CORE_FIELDS), "metadata": ["project"], "operators": list(OPERATORS)}
     assert facets["project"] == [{"value": "birds", "count": 1}]
     assert not set(SYSTEM_METADATA_KEYS) & set(facets), sorted(facets)
+
+
+def test_user_metadata_may_not_take_a_name_ragspine_writes_itself(tmp_path: Path) -> None:
+    ws = ragspine.open(tmp_path / "s.db", env=BM25_ENV)
+    for key in SYSTEM_METADATA_KEYS:
+        with pytest.raises(ValueError, match=f"'{key}' is written by RAGSpine itself"):
+            ws.ingest_text("Herons nest in reed beds.", "d", metadata={key: "alice"})
+    ws.ingest_text("Herons nest in reed beds.", "d", metadata={"owner": "alice"})
+    assert [s["doc_id"] for s in ws.search("herons", where={"owner": "alice"})] == ["d"]

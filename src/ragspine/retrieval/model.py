@@ -108,7 +108,8 @@ class Chunk:
 
 
 def check_user_metadata(metadata: Any) -> None:
-    """User metadata: a dict of name → string or number; names must not shadow Chunk fields."""
+    """User metadata: a dict of name → string or number; names must not shadow Chunk fields or
+    the metadata RAGSpine writes itself (SYSTEM_METADATA_KEYS)."""
     if not isinstance(metadata, dict):
         raise ValueError(f"metadata must be a dict, got {type(metadata).__name__}")
     for key, value in metadata.items():
@@ -116,6 +117,8 @@ def check_user_metadata(metadata: Any) -> None:
             raise ValueError(f"metadata key {key!r}: use letters, digits, '_', '.', '-'")
         if key in RESERVED_FIELDS:
             raise ValueError(f"metadata key {key!r} is a built-in field; pass it as a field instead")
+        if key in SYSTEM_METADATA_KEYS:
+            raise ValueError(f"metadata key {key!r} is written by RAGSpine itself (how a document was cut); use another name")
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             raise ValueError(f"metadata {key!r} must be a string or a number, got {value!r}")
 

