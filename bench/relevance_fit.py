@@ -1,6 +1,6 @@
 """The relevance score's calibration: record, fit, report (docs/benchmarks.md, "Relevance score").
 
-    python -m bench.relevance_fit record EVAL_DIR --sets cmrc2018:dev,scifact:train --cache DIR/ws --out DIR/rel [--limit 800] [--reuse]
+    python -m bench.relevance_fit record EVAL_DIR --sets cmrc2018:dev,scifact:train --cache DIR/ws --out DIR/rel [--limit 800] [--reuse] [--kinds off]
     python -m bench.relevance_fit fit DIR/rel
     python -m bench.relevance_fit report DIR/rel --mode hybrid --floors 0.05,0.1
     python -m bench.relevance_fit lodo DIR/rel --mode hybrid --features fused,vector,log_bm25,log_rank
@@ -50,6 +50,7 @@ OFF_TOPIC = {
     "xling_ntrex_zh_en": "cmrc2018",
 }
 TUNING_SPLITS = ("train", "dev")
+KINDS = ("on", "off")  # on-topic rows (the set's own queries) and off-topic rows (`OFF_TOPIC`'s)
 
 
 def _split_of(root: Path, name: str, kind: str) -> str:
@@ -61,10 +62,11 @@ def _split_of(root: Path, name: str, kind: str) -> str:
 
 
 def record(root: Path, specs: Sequence[str], cache: Path, out: Path, mode: str, reuse: bool = False,
-           limit: int | None = None) -> None:
+           limit: int | None = None, kinds: Sequence[str] = KINDS) -> None:
     """Record on-topic and off-topic rows for each SET:SPLIT in `specs`; `reuse`: only read
     workspaces already complete under `cache` (SystemExit naming the folder otherwise), never ingest;
-    `limit`: the split's first `limit` judged queries by id (None: all)."""
+    `limit`: the split's first `limit` judged queries by id (None: all); `kinds`: the kinds of rows
+    to record again (the file's rows of the other kind are kept as they are)."""
     from ragspine.eval.dataset import load_beir
     from ragspine.eval.product import ProductOptions, doc_id_of, run_product_eval
 
@@ -79,8 +81,12 @@ def record(root: Path, specs: Sequence[str], cache: Path, out: Path, mode: str, 
             _check_cached(dataset, cache, mode)
         other = load_beir(root / OFF_TOPIC[name], _split_of(root, OFF_TOPIC[name], split))
         off = dict(sorted(other.queries.items())[:OFF_TOPIC_QUERIES])
-        rows: list[dict[str, Any]] = []
+        path = out / f"{name}-{split}-{mode}.jsonl"
+        kept_rows = [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
+        rows: list[dict[str, Any]] = [r for r in kept_rows if r["kind"] not in kinds]
         for kind, queries, qrels in (("on", dataset.queries, dataset.qrels), ("off", off, {})):
+            if kind not in kinds:
+                continue
             seen: dict[str, list[Any]] = {}
             options = ProductOptions(mode=mode, cache=str(cache), progress=False,
                                      on_snippets=lambda text, found: seen.__setitem__(text, found[:TOP]))  # fmt: skip
@@ -92,7 +98,7 @@ def record(root: Path, specs: Sequence[str], cache: Path, out: Path, mode: str, 
                     rows.append({"kind": kind, "qid": qid, "rank": rank, "label": int(judged.get(doc_id_of(s["doc_id"]), 0) > 0),
                                  "fused": s["scores"]["fused"], "vector": s["scores"]["vector"], "bm25": s["scores"]["bm25"],
                                  "relevant_total": sum(1 for g in judged.values() if g > 0)})  # fmt: skip
-        path = out / f"{name}-{split}-{mode}.jsonl"
+        rows.sort(key=lambda r: KINDS.index(r["kind"]))  # on-topic rows first, each kind in query order
         path.write_text("".join(json.dumps(r) + "\n" for r in rows))
         print(f"{name}/{split} {mode}: {len(rows)} rows -> {path}", flush=True)
 
@@ -157,9 +163,9 @@ def fit(folder: Path) -> None:
 
     fitted: dict[str, Calibration] = {}
     for mode, shipped in CALIBRATIONS.items():
-        by_set = _load(folder, TUNING_SPLITS, mode)  # the stress test too: its cross-language queries are real ones
-        if mode == "bm25":  # but BM25 cannot match across languages: there it says nothing about BM25's ranks
-            by_set = {name: rows for name, rows in by_set.items() if name not in STRESS} or by_set
+        # the stress test too: its cross-language queries are real ones, and in BM25 mode the lexical
+        # bridge (on by default) matches them across languages (docs/benchmarks.md, "Relevance score")
+        by_set = _load(folder, TUNING_SPLITS, mode)
         if not by_set:
             continue
         xs, ys, ws = [], [], []
@@ -276,8 +282,6 @@ def lodo(folder: Path, mode: str, features: Sequence[str]) -> None:
     from ragspine.retrieval.relevance import Calibration
 
     by_set = _load(folder, TUNING_SPLITS, mode)
-    if mode == "bm25":
-        by_set = {name: rows for name, rows in by_set.items() if name not in STRESS} or by_set
     held_out = []
     for held in by_set:
         xs, ys, ws = [], [], []
@@ -302,6 +306,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     rec.add_argument("--mode", default="hybrid", choices=("hybrid", "vector", "bm25"))
     rec.add_argument("--reuse", action="store_true", help="only read complete cached workspaces, never ingest")
     rec.add_argument("--limit", type=int, default=None, help="the split's first N judged queries by id (default: all)")
+    rec.add_argument("--kinds", default="on,off", help="the rows to record again: on, off or both (the file's others are kept)")
     fitter = sub.add_parser("fit")
     fitter.add_argument("folder", type=Path)
     rep = sub.add_parser("report")
@@ -314,7 +319,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     out.add_argument("--features", default="fused,vector,log_bm25", help="comma-separated `Calibration` features")
     args = parser.parse_args(argv)
     if args.command == "record":
-        record(args.root, args.sets.split(","), args.cache, args.out, args.mode, args.reuse, args.limit)
+        record(args.root, args.sets.split(","), args.cache, args.out, args.mode, args.reuse, args.limit,
+               tuple(k for k in args.kinds.split(",") if k))
     elif args.command == "fit":
         fit(args.folder)
     elif args.command == "lodo":

@@ -78,9 +78,9 @@ def feature_values(names: Sequence[str], scores: Mapping[str, Any], rank: int = 
 
 # Fitted by `python -m bench.relevance_fit fit` (docs/benchmarks.md, "Relevance score").
 CALIBRATIONS: dict[str, Calibration] = {
-    "hybrid": Calibration(("fused", "vector", "log_bm25"), (0.4684, 1.9917, -0.3238), -6.747),
+    "hybrid": Calibration(("fused", "vector", "log_bm25"), (0.4218, 2.9911, -0.2223), -7.5758),
     "vector": Calibration(("vector", "log_rank"), (1.4378, -2.0718), -1.525),
-    "bm25": Calibration(("log_rank",), (-1.9962,), -0.3998),
+    "bm25": Calibration(("log_rank",), (-2.0479,), -0.5093),
 }
 
 
