@@ -70,23 +70,6 @@ def apply(retriever: Any, config: str) -> None:
         raise SystemExit(f"unknown config {config!r}")
 
 
-def _cached_vectors() -> tuple[Any, Any]:
-    """Serve each query's vector from memory after its first embedding; returns (class, original)."""
-    from ragspine.retrieval.vector.embeddings.e5 import MultilingualE5EmbeddingBackend as E5
-
-    original = E5.embed_queries
-    vectors: dict[str, list[float]] = {}
-
-    def embed_queries(self: Any, batch: list[str]) -> list[list[float]]:
-        missing = [t for t in dict.fromkeys(batch) if t not in vectors]
-        if missing:
-            vectors.update(zip(missing, original(self, missing), strict=True))
-        return [vectors[t] for t in batch]
-
-    E5.embed_queries = embed_queries  # type: ignore[method-assign]
-    return E5, original
-
-
 def _opened(dataset_dir: Path, split: str, cache: Path) -> tuple[Any, Any]:
     """(the split, settings at its cached workspace), refusing one whose ingest has not finished."""
     from bench.fusion_learn import cached_workspace
@@ -109,13 +92,14 @@ def _limited(dataset: Any, limit: int | None) -> Any:
 
 def run(dataset_dir: Path, split: str, cache: Path, out: Path, limit: int | None, configs: Sequence[str]) -> None:
     from ragspine.eval.metrics import evaluate_run
+    from bench.fusion_learn import cached_query_vectors
     from ragspine.eval.product import _query_all
     from ragspine.workspace import Workspace
 
     dataset, settings = _opened(dataset_dir, split, cache)
     dataset = _limited(dataset, limit)
     out.mkdir(parents=True, exist_ok=True)
-    e5, original = _cached_vectors()
+    e5, original = cached_query_vectors()
     try:
         with Workspace.from_settings(settings) as workspace:
             stats = workspace.stats()
@@ -229,11 +213,12 @@ def oracle(folder: Path, name: str, split: str) -> None:
 
 def speed(dataset_dir: Path, split: str, cache: Path, queries: int, configs: Sequence[str]) -> None:
     """`Workspace.search` top_k 10 per config, interleaved, each query's vector made beforehand."""
+    from bench.fusion_learn import cached_query_vectors
     from ragspine.workspace import Workspace
 
     dataset, settings = _opened(dataset_dir, split, cache)
     texts = [t for _, t in sorted(dataset.queries.items()) if t.strip()][:queries]
-    e5, original = _cached_vectors()
+    e5, original = cached_query_vectors()
     configs = list(configs)
     timings: dict[str, list[float]] = {c: [] for c in configs}
     try:

@@ -762,15 +762,10 @@ def latency(dataset_dir: Path, split: str, cache: Path, queries: int, method: st
     )
 
 
-def speed(dataset_dir: Path, split: str, cache: Path, queries: int, methods: Sequence[str]) -> None:
-    """`ragspine search`'s own call (`HybridRetriever.search`, top_k 10) under each fusion method,
-    one process, the methods interleaved query by query. Each query's vector is made once first
-    and served from memory, so the timings hold the channels and the fusion, not the encoder."""
+def cached_query_vectors() -> tuple[Any, Any]:
+    """Serve each query's vector from memory after its first embedding; returns (class, original)."""
     from ragspine.retrieval.vector.embeddings.e5 import MultilingualE5EmbeddingBackend as E5
-    from ragspine.workspace import Workspace
 
-    dataset, settings = cached_workspace(dataset_dir, split, cache)
-    texts = [t for _, t in sorted(dataset.queries.items()) if t.strip()][:queries]
     original = E5.embed_queries
     vectors: dict[str, list[float]] = {}
 
@@ -781,6 +776,18 @@ def speed(dataset_dir: Path, split: str, cache: Path, queries: int, methods: Seq
         return [vectors[t] for t in batch]
 
     E5.embed_queries = embed_queries  # type: ignore[method-assign]
+    return E5, original
+
+
+def speed(dataset_dir: Path, split: str, cache: Path, queries: int, methods: Sequence[str]) -> None:
+    """`ragspine search`'s own call (`HybridRetriever.search`, top_k 10) under each fusion method,
+    one process, the methods interleaved query by query. Each query's vector is made once first
+    and served from memory, so the timings hold the channels and the fusion, not the encoder."""
+    from ragspine.workspace import Workspace
+
+    dataset, settings = cached_workspace(dataset_dir, split, cache)
+    texts = [t for _, t in sorted(dataset.queries.items()) if t.strip()][:queries]
+    E5, original = cached_query_vectors()
     methods = list(methods)
     timings: dict[str, list[float]] = {m: [] for m in methods}
     try:
