@@ -72,9 +72,13 @@ def public_error(exc: BaseException) -> str:
     'http_error (HTTP 401)'
     >>> public_error(ValueError("anything"))
     'ValueError'
+    >>> public_error(TimeoutError("no answer within 0.3 s"))  # one cause, one code, whoever saw it
+    'timeout'
     """
     if isinstance(exc, EndpointError):
         return f"{exc.code} (HTTP {exc.status})" if exc.status else exc.code
+    if isinstance(exc, TimeoutError):  # a deadline passed: the same code as an upstream's timeout
+        return TIMEOUT
     return type(exc).__name__
 
 

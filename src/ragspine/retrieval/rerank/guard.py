@@ -6,7 +6,7 @@ called; an exception, a run longer than `timeout_s`, or an answer that is not a 
 keeps the incoming (fused) order and is logged. `rerank_traced` / `rerank_head` never raise and
 never add, drop or duplicate a result; the `RerankLineage` says which reranker ran, on how many
 candidates, how many were withheld, and whether (and why) the fused order was kept; the why is
-the short public code `http_retry.public_error` gives (`http_error (HTTP 500)`, `TimeoutError`),
+the short public code `http_retry.public_error` gives (`http_error (HTTP 500)`, `timeout`),
 never a rerank server's URL, a value from its reply or an exception's text (those go to the log).
 """
 
