@@ -126,13 +126,14 @@ bench-ann: $(STAMP)
 	$(BIN)/python -m pip install --quiet 'hnswlib>=0.8' 'usearch>=2.0'
 	for lib in faiss faisssq hnswlib usearch usearch16 usearchi8; do PYTHONPATH=. $(BIN)/python -m bench.ann_libraries $$lib 20000 64; done
 
-# ragspine's BM25 channel vs bm25s in one process, queries tokenised inside the timed loop
-# (docs/benchmarks.md#lexical-per-query-overhead). bm25s is a benchmark-only dependency.
+# ragspine's BM25 channel vs bm25s and rank_bm25 in one process, queries tokenised inside the timed
+# loop (docs/benchmarks.md#lexical-per-query-overhead-make-bench-lexical). bm25s and rank_bm25 are
+# benchmark-only dependencies, installed here and never by the package.
 # LEXICAL_BEFORE=REF (e.g. main) also times git revision REF's ragspine in the same process.
 LEXICAL_SCALES ?= scifact,1M
 LEXICAL_BEFORE ?=
 bench-lexical: $(STAMP)
-	$(BIN)/python -m pip install --quiet 'bm25s==0.3.16'
+	$(BIN)/python -m pip install --quiet 'bm25s==0.3.16' 'rank_bm25==0.2.2'
 	OPENBLAS_NUM_THREADS=1 PYTHONPATH=.:src $(BIN)/python -m bench.lexical_compare --scales $(LEXICAL_SCALES) $(if $(LEXICAL_BEFORE),--before $(LEXICAL_BEFORE))
 # Replicas over PostgreSQL + pgvector (pgserver wheel) against one SQLite node (issue 21): ingest
 # files/s, replica start-up, staleness after writes, req/s and p95 with 1..SCALE_REPLICAS replicas.

@@ -150,15 +150,16 @@ def rank_bm25_engine(folder: Path, queries: list[str], passes: int) -> dict[str,
     del docs
     sample = queries if n_postings <= RANK_BM25_MAX_POSTINGS else queries[:: max(1, len(queries) // 10)]
     tokens = [tokenize(q) for q in sample]
-
-    def run(t: list[str]) -> None:
-        scores = model.get_scores(t)
-        top = np.argpartition(scores, len(scores) - K)[len(scores) - K :]
-        top[np.argsort(-scores[top])]
-
-    lat = _latencies(run, tokens)
+    lat = _latencies(lambda t: rank_bm25_top(model, t), tokens)
     return {"build_s": seconds, "docs_per_s": model.corpus_size / seconds,
             "steady": _summary(lat), "queries_timed": len(tokens)}  # fmt: skip
+
+
+def rank_bm25_top(model: Any, tokens: list[str]) -> np.ndarray:
+    """Row numbers of rank_bm25's top K for `tokens`, best first (every document scored)."""
+    scores = model.get_scores(tokens)
+    top = np.argpartition(scores, len(scores) - K)[len(scores) - K :]
+    return top[np.argsort(-scores[top], kind="stable")]
 
 
 def compare(folder: Path, queries: list[str], passes: int) -> dict[str, Any]:
@@ -272,6 +273,13 @@ def _id_lists(folder: Path) -> list[list[int]]:
 
 def _agreement(index, retriever, queries, tokens, folder) -> float:  # type: ignore[no-untyped-def]
     """Mean share of bm25s's top-10 (float32 scores) that ragspine's top-10 also returns."""
+    top = lambda i: retriever.retrieve([tokens[i]], k=K, show_progress=False).documents[0].tolist()  # noqa: E731
+    return top10_overlap(index, top, queries, folder)
+
+
+def top10_overlap(index, top, queries, folder) -> float:  # type: ignore[no-untyped-def]
+    """Mean share of another engine's top-10 (`top(i)`: row numbers of the token cache, for
+    `queries[i]`) that ragspine's NarrativeIndex.retrieve top-10 also returns."""
     row_of = {}
     offsets_n = len(np.load(folder / "offsets.npy")) - 1
     rows = index.store.execute_read("SELECT row_id FROM narrative_chunk WHERE active = 1 ORDER BY row_id")
@@ -279,9 +287,9 @@ def _agreement(index, retriever, queries, tokens, folder) -> float:  # type: ign
     for position, (row_id,) in enumerate(rows):
         row_of[position] = row_id
     shares = []
-    for q, t in zip(queries, tokens, strict=True):
+    for i, q in enumerate(queries):
         ours = {r.chunk.chunk_id for r in index.retrieve(q, top_k=K, rerank=False)}
-        docs = retriever.retrieve([t], k=K, show_progress=False).documents[0].tolist()
+        docs = [int(d) for d in top(i)]
         theirs = {c.chunk_id for c in index.store.chunks_by_row_ids([row_of[d] for d in docs]) if c}
         shares.append(len(ours & theirs) / max(1, len(theirs)))
     return float(np.mean(shares))

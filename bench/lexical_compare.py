@@ -13,6 +13,13 @@ How each engine is called, per query, inside the timed region (top 10, k1 = 1.5,
   same chunks (a `Tokenized` of ids and vocabulary); numpy backend, one query per call; it
   returns row numbers and scores (no chunk objects).
 - ragspine core: `IndexSnapshot.search(tokenize(q), 10)`, the scoring alone (positions out).
+- rank_bm25 0.2.2: `BM25Okapi(k1=1.5, b=0.75)` built from the same tokens; per query
+  `get_scores(tokenize(q))` (every chunk scored, in numpy) and the top 10 by `np.argpartition`
+  (`bench.engines.rank_bm25_top`). It is about 100× slower, so it answers only every
+  `--rank-bm25-every`-th query (default 3: 100 of SciFact's 300) in the same interleaved passes;
+  not at 1M (its per-document dicts would take gigabytes).
+  Its idf is Okapi's (negative idf floored at 0.25 × the mean), not Lucene's, so its top 10 can
+  differ: `rank_bm25_top10_overlap` is the mean share of its top 10 that `retrieve` also returns.
 - with `--before REF` (e.g. `--before main`): the same two ragspine calls on git revision REF's
   package, loaded beside this one in the same process (`bench.before`), on the same store (its
   own lexical index files): before and after timed interleaved, under the same load.
@@ -35,14 +42,16 @@ from typing import Any
 import numpy as np
 
 from bench.before import load_before
-from bench.engines import _agreement, _bm25s_index, _open, _summary
+from bench.engines import _agreement, _bm25s_index, _open, _summary, _token_lists, rank_bm25_top, top10_overlap
 from bench.prepare import prepare
 
 K = 10
+RANK_BM25 = "rank_bm25 BM25Okapi get_scores + top 10"
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def compare(folder: Path, passes: int, before: str | None = None) -> dict[str, Any]:
+def compare(folder: Path, passes: int, before: str | None = None, rank_every: int = 0) -> dict[str, Any]:
+    """Every engine on every query in turn (rank_bm25 on every `rank_every`-th; 0: not at all)."""
     from ragspine.retrieval.lexical.tokenize import tokenize
 
     queries = json.loads((folder / "queries.json").read_text())
@@ -55,20 +64,31 @@ def compare(folder: Path, passes: int, before: str | None = None) -> dict[str, A
         "bm25s retrieve": lambda q: retriever.retrieve([tokenize(q) or [""]], k=K, show_progress=False),
         "ragspine IndexSnapshot.search": lambda q: snapshot.search(tokenize(q), K, k1=1.5, b=0.75),
     }
+    if rank_every:
+        from rank_bm25 import BM25Okapi
+
+        okapi = BM25Okapi(_token_lists(folder), k1=1.5, b=0.75)
+        engines[RANK_BM25] = lambda q: rank_bm25_top(okapi, tokenize(q))
     if before is not None:
         engines |= _before_engines(before, folder)
     times: dict[str, list[float]] = {name: [] for name in engines}
     for p in range(passes + 1):
-        for q in queries:
+        for i, q in enumerate(queries):
             for name, fn in engines.items():
+                if name == RANK_BM25 and i % rank_every:
+                    continue  # rank_bm25 answers every rank_every-th query only
                 t = time.perf_counter()
                 fn(q)
                 if p:  # pass 0 warms every engine up
                     times[name].append(time.perf_counter() - t)
     tokens = [tokenize(q) or [""] for q in queries]
     agree = _agreement(index, retriever, queries, tokens, folder)
-    store.close()
     out: dict[str, Any] = {"chunks": n, "queries": len(queries), "passes": passes, "top10_agreement": agree}
+    if rank_every:
+        top = lambda i: rank_bm25_top(okapi, tokenize(queries[i]))  # noqa: E731
+        out |= {"rank_bm25_queries": len(queries[::rank_every]),
+                "rank_bm25_top10_overlap": top10_overlap(index, top, queries, folder)}  # fmt: skip
+    store.close()
     return out | {name: _summary(t) for name, t in times.items()}
 
 
@@ -96,6 +116,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/ragspine-bench"))
     parser.add_argument("--scifact", type=Path, default=ROOT.parent / "shared" / "eval" / "scifact")
     parser.add_argument("--passes", type=int, default=5)
+    parser.add_argument("--rank-bm25-every", type=int, default=3, help="rank_bm25 answers every N-th query (0: never)")
     parser.add_argument("--before", metavar="REF", help="also time git revision REF's ragspine, same process")
     parser.add_argument("--profile", action="store_true", help="print bench.lexical_profile's figures instead")
     args = parser.parse_args()
@@ -113,10 +134,13 @@ def main() -> None:
     for name in args.scales.split(","):
         prepare(args.work, name, args.scifact)
         load = os.getloadavg()
-        result = compare(args.work / name, 1 if name == "1M" else args.passes, before)
+        every = 0 if name == "1M" else args.rank_bm25_every  # rank_bm25 at 1M: gigabytes of dicts
+        result = compare(args.work / name, 1 if name == "1M" else args.passes, before, every)
         result |= {"load_before": load, "load_after": os.getloadavg(), "bm25s": bm25s.__version__}
         ours, theirs = result["ragspine NarrativeIndex.retrieve"]["qps"], result["bm25s retrieve"]["qps"]
         result["retrieve_over_bm25s"] = ours / theirs
+        if RANK_BM25 in result:
+            result["retrieve_over_rank_bm25"] = ours / result[RANK_BM25]["qps"]
         if before is not None:
             old = result["before: NarrativeIndex.retrieve"]["qps"]
             result |= {"before_retrieve_over_bm25s": old / theirs, "retrieve_over_before": ours / old}

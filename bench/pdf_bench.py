@@ -15,11 +15,18 @@ BM25-only `ingest_paths` of the folder into a fresh SQLite store with each extra
 from __future__ import annotations
 
 import argparse
+import importlib
+import os
 import random
 import tempfile
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from bench.before import load_before
 
 from ragspine.ingest.loaders import pdf_text
 from ragspine.ingest.loaders.pdf_text import read_pdf_pages
@@ -103,23 +110,121 @@ def compare(paths: list[Path], repeat: int) -> Compared:
     return Compared(best, [len(pages) for pages in texts["pypdf"]], same, cjk_pages)
 
 
-def time_ingest(folder: Path, warm: list[Path], work: Path) -> dict[str, tuple[float, int, int]]:
-    """Seconds, chunks and failed files of a BM25-only ingest of `folder` into a fresh store, per
-    extractor, each after an untimed ingest of the `warm` files (imports, first-use costs)."""
-    from ragspine.ingest.pipeline import ingest_paths
+@dataclass
+class Side:
+    """One way of ingesting the folder: `ingest(paths, db)` returns the run's report, `load(path,
+    data)` the document text (with page spans) that run chunked, `store(db)` opens its store."""
 
-    out = {}
-    for name in EXTRACTORS:
-        original = pdf_text.pdf_extractor
-        setattr(pdf_text, "pdf_extractor", lambda name=name: name)  # what load_pdf asks, for this run
-        try:
-            ingest_paths(warm, str(work / f"warm-{name}.db"))
+    name: str
+    ingest: Callable[[list[Path], str], Any]
+    load: Callable[[Path, bytes], Any]
+    store: Callable[[str], Any]
+
+
+@contextmanager
+def _extractor(name: str) -> Iterator[None]:
+    original = pdf_text.pdf_extractor
+    setattr(pdf_text, "pdf_extractor", lambda: name)  # what load_pdf asks, for this run
+    try:
+        yield
+    finally:
+        setattr(pdf_text, "pdf_extractor", original)
+
+
+def today(extractor: str, index: bool = False) -> Side:
+    """This checkout's `ingest_paths` with `extractor`; `index`: the lexical index built at ingest
+    too, as `ragspine ingest` does (`lexical_analyzer`)."""
+    from ragspine.ingest.loaders import load_document
+    from ragspine.ingest.mojibake import repair_mojibake
+    from ragspine.ingest.pipeline import ingest_paths
+    from ragspine.retrieval.lexical.analyzers import make_analyzer
+    from ragspine.retrieval.store.sqlite import ChunkStore
+
+    def ingest(paths: list[Path], db: str) -> Any:
+        with _extractor(extractor):
+            return ingest_paths(paths, db, progress=False, lexical_analyzer=make_analyzer() if index else None)
+
+    def load(path: Path, data: bytes) -> Any:
+        with _extractor(extractor):
+            return repair_mojibake(load_document(path, data))[0]  # the text prepare() chunks
+
+    name = f"today, {extractor}" + (" + lexical index (as ragspine ingest)" if index else "")
+    return Side(name, ingest, load, ChunkStore)
+
+
+def before(ref: str, work: Path) -> Side:
+    """Git revision `ref`'s `ingest_paths` (pypdf only), loaded beside this one by `bench.before`."""
+    package = load_before(ref, work / "before")
+    pipeline = importlib.import_module(f"{package}.ingest.pipeline")
+    loaders = importlib.import_module(f"{package}.ingest.loaders")
+    store = importlib.import_module(f"{package}.retrieval.store.sqlite").ChunkStore
+    ingest = lambda paths, db: pipeline.ingest_paths(paths, db, progress=False)  # noqa: E731
+    return Side(f"before ({ref}), pypdf", ingest, loaders.load_document, store)
+
+
+def time_ingest(
+    folder: Path, warm: list[Path], work: Path, sides: list[Side], rounds: int
+) -> dict[str, tuple[float, int, int]]:
+    """Best seconds, chunks and failed files of a BM25-only ingest of `folder` into a fresh store,
+    per side, `rounds` times with the order of the sides reversed every other round; each side
+    first ingests the `warm` files untimed (imports, first-use costs). Each side's last store
+    stays at `work/<n>-<round>.db` for `check_citations`."""
+    out: dict[str, tuple[float, int, int]] = {}
+    numbered = list(enumerate(sides))
+    for n, side in numbered:
+        side.ingest(warm, str(work / f"warm-{n}.db"))
+    for round_ in range(rounds):
+        for n, side in numbered if round_ % 2 == 0 else numbered[::-1]:
             start = time.perf_counter()
-            report = ingest_paths([folder], str(work / f"{name}.db"))
-            out[name] = (time.perf_counter() - start, report.chunks, len(report.failures))
-        finally:
-            setattr(pdf_text, "pdf_extractor", original)
+            report = side.ingest([folder], str(work / f"{n}-{round_}.db"))
+            took = time.perf_counter() - start
+            best = min(took, out.get(side.name, (took,))[0])
+            out[side.name] = (best, report.chunks, len(report.failures))
     return out
+
+
+def check_citations(side: Side, db: str, folder: Path) -> tuple[int, list[str]]:
+    """Every chunk stored in `db` checked with `ragspine.testing.citations.citation_failure`
+    against the text `side` loads from its file: (chunks checked, failures)."""
+    from ragspine.testing.citations import citation_failure
+
+    store = side.store(db)
+    try:
+        chunks = list(store.iter_chunks())
+    finally:
+        store.close()
+    loaded: dict[str, Any] = {}
+    failures = []
+    for chunk in chunks:
+        if chunk.doc_id not in loaded:
+            path = folder / chunk.doc_id
+            loaded[chunk.doc_id] = side.load(path, path.read_bytes())
+        doc = loaded[chunk.doc_id]
+        failure = citation_failure(chunk.text, chunk.source_locator, doc.text, doc.page_spans, doc.page_numbers)
+        if failure is not None:
+            failures.append(failure)
+    return len(chunks), failures
+
+
+def print_ingest(folder: Path, grouped: list[tuple[str, Path]], pages: int, args: argparse.Namespace, work: Path) -> None:
+    """Time the sides' ingests (interleaved), then check every stored chunk's citation."""
+    sides = [today("pypdfium2"), today("pypdf")]
+    if args.before:
+        sides = [before(args.before, work), *sides, today("pypdfium2", index=True)]
+    warm = [next(p for g, p in grouped if g == group) for group in dict.fromkeys(g for g, _ in grouped)]
+    timed = time_ingest(folder, warm, work, sides, args.rounds)
+    base = timed[sides[0].name][0]
+    print(f"BM25-only ingest_paths of the {len(grouped)} files, {pages} pages; best of {args.rounds} rounds, "
+          f"sides interleaved; citations: every stored chunk against its file's text (load {os.getloadavg()})")  # fmt: skip
+    print(f"| ingest | seconds | files/s | pages/s | chunks | failed | × {sides[0].name} | chunks checked | citation failures |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for n, side in enumerate(sides):
+        s, chunks, failed = timed[side.name]
+        checked, failures = check_citations(side, str(work / f"{n}-{args.rounds - 1}.db"), folder)
+        print(f"| {side.name} | {s:.2f} | {len(grouped) / s:.2f} | {pages / s:.1f} | {chunks} | {failed} | "
+              f"{base / s:.2f} | {checked} | {len(failures)} |")  # fmt: skip
+        for failure in failures[:5]:
+            print(f"  citation failure: {failure}")
 
 
 def main() -> None:
@@ -130,6 +235,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--ingest", action="store_true", help="also time a BM25-only ingest_paths per extractor")
     parser.add_argument("--extra", type=Path, nargs="*", default=[], help="more PDFs (files or folders) to read")
+    parser.add_argument("--before", metavar="REF", help="also ingest with git revision REF's code (implies --ingest)")
+    parser.add_argument("--rounds", type=int, default=2, help="timed ingests per side, order reversed each round")
     args = parser.parse_args()
     import pypdf
     import pypdfium2
@@ -154,14 +261,8 @@ def main() -> None:
                 print(f"| {group} | {len(rows)} | {count} | {name} | {took[name]:.2f} | {count / took[name]:.0f} | "
                       f"{took['pypdf'] / took[name]:.2f} |")  # fmt: skip
         print(f"pages whose text is the same from both (whitespace ignored): {result.same} of {pages}")
-        if args.ingest:
-            warm = [next(p for g, p in grouped if g == group) for group in dict.fromkeys(g for g, _ in grouped)]
-            timed = time_ingest(folder, warm, Path(tmp))
-            print("| BM25-only ingest_paths | seconds | files/s | chunks | failed | × pypdf |")
-            print("|---|---:|---:|---:|---:|---:|")
-            for name, (s, chunks, failed) in timed.items():
-                print(f"| {name} | {s:.2f} | {len(paths) / s:.1f} | {chunks} | {failed} | {timed['pypdf'][0] / s:.2f} |")
-
+        if args.ingest or args.before:
+            print_ingest(folder, grouped, pages, args, Path(tmp))
 
 if __name__ == "__main__":
     main()
