@@ -7,9 +7,16 @@ is read by both extractors through `read_pdf_pages` (the loader's path: cleaning
 joining included), alternating which goes first, `--repeat` times; the best time per file and
 extractor is summed, so noise from the shared machine hits both alike. Prints pages/s for each,
 the ratio, and how many pages read the same (whitespace ignored). `--ingest` also times a
-BM25-only `ingest_paths` of the folder into a fresh SQLite store with each extractor.
+BM25-only `ingest_paths` of the folder into a fresh SQLite store with each extractor;
+`--before REF` adds git revision REF's `ingest_paths` (`bench.before`: its package imported
+beside this one, same process) and today's with the lexical index built at ingest, as
+`ragspine ingest` does. The ingests run `--rounds` times, the sides' order reversed every other
+round, best time kept; files/s and pages/s are of the whole folder. After the timing, every
+chunk each side stored is checked against the text that side's loader gives for its file
+(`ragspine.testing.citations.citation_failure`: text equals the cited slice, page range exact);
+the count checked and the failures are printed.
 
-    PYTHONPATH=src:. .venv/bin/python -m bench.pdf_bench --files 60 --pages 8 --ingest
+    PYTHONPATH=src:. .venv/bin/python -m bench.pdf_bench --files 60 --pages 8 --ingest --before ebe533d
 """
 
 from __future__ import annotations
