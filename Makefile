@@ -91,13 +91,14 @@ bench-embed: $(STAMP)
 # with each (issue 37; docs/benchmarks.md#pdf-text-extraction-make-bench-pdf). PDF_EXTRA: more
 # PDFs (files or folders), e.g. real ones from /usr/share/doc. PDF_BEFORE=REF (default ebe533d,
 # issue 37's base; empty: none) also ingests with revision REF's code, interleaved, and every
-# side's stored chunks are checked against the text they cite.
+# side's stored chunks are checked against the text they cite. PDF_ARGS: more options (--repeat N).
 PDF_FILES ?= 60
 PDF_PAGES ?= 8
 PDF_BEFORE ?= ebe533d
+PDF_ARGS ?=
 bench-pdf: $(STAMP)
 	PYTHONPATH=src:. $(BIN)/python -m bench.pdf_bench --files $(PDF_FILES) --pages $(PDF_PAGES) --ingest \
-		$(if $(PDF_BEFORE),--before $(PDF_BEFORE)) $(if $(PDF_EXTRA),--extra $(PDF_EXTRA))
+		$(if $(PDF_BEFORE),--before $(PDF_BEFORE)) $(if $(PDF_EXTRA),--extra $(PDF_EXTRA)) $(PDF_ARGS)
 
 # Dense channel cold attach at 100k vectors (fresh process per run); BEFORE=<src folder> adds older code.
 bench-attach: $(STAMP)

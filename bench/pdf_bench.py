@@ -8,9 +8,9 @@ joining included), alternating which goes first, `--repeat` times; the best time
 extractor is summed, so noise from the shared machine hits both alike. Prints pages/s for each,
 the ratio, and how many pages read the same (whitespace ignored). `--ingest` also times a
 BM25-only `ingest_paths` of the folder into a fresh SQLite store with each extractor;
-`--before REF` adds git revision REF's `ingest_paths` (`bench.before`: its package imported
-beside this one, same process) and today's with the lexical index built at ingest, as
-`ragspine ingest` does. The ingests run `--rounds` times, the sides' order reversed every other
+`--before REF` times instead git revision REF's `ingest_paths` (`bench.before`: its package
+imported beside this one, same process), today's with pypdfium2, and today's with the lexical
+index built at ingest too, as `ragspine ingest` does. The ingests run `--rounds` times, the sides' order reversed every other
 round, best time kept; files/s and pages/s are of the whole folder. After the timing, every
 chunk each side stored is checked against the text that side's loader gives for its file
 (`ragspine.testing.citations.citation_failure`: text equals the cited slice, page range exact);
@@ -216,8 +216,8 @@ def check_citations(side: Side, db: str, folder: Path) -> tuple[int, list[str]]:
 def print_ingest(folder: Path, grouped: list[tuple[str, Path]], pages: int, args: argparse.Namespace, work: Path) -> None:
     """Time the sides' ingests (interleaved), then check every stored chunk's citation."""
     sides = [today("pypdfium2"), today("pypdf")]
-    if args.before:
-        sides = [before(args.before, work), *sides, today("pypdfium2", index=True)]
+    if args.before:  # before and after: today's default extractor, then as `ragspine ingest` runs
+        sides = [before(args.before, work), today("pypdfium2"), today("pypdfium2", index=True)]
     warm = [next(p for g, p in grouped if g == group) for group in dict.fromkeys(g for g, _ in grouped)]
     timed = time_ingest(folder, warm, work, sides, args.rounds)
     base = timed[sides[0].name][0]
