@@ -15,7 +15,7 @@ How each engine is called, per query, inside the timed region (top 10, k1 = 1.5,
 - ragspine core: `IndexSnapshot.search(tokenize(q), 10)`, the scoring alone (positions out).
 - rank_bm25 0.2.2: `BM25Okapi(k1=1.5, b=0.75)` built from the same tokens; per query
   `get_scores(tokenize(q))` (every chunk scored, in numpy) and the top 10 by `np.argpartition`
-  (`bench.engines.rank_bm25_top`). It is about 100× slower, so it answers only every
+  (`bench.engines.rank_bm25_top`). It is about 200× slower, so it answers only every
   `--rank-bm25-every`-th query (default 3: 100 of SciFact's 300) in the same interleaved passes;
   not at 1M (its per-document dicts would take gigabytes).
   Its idf is Okapi's (negative idf floored at 0.25 × the mean), not Lucene's, so its top 10 can
