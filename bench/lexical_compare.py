@@ -39,7 +39,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-
 from bench.before import load_before
 from bench.engines import _agreement, _bm25s_index, _open, _summary, _token_lists, rank_bm25_top, top10_overlap
 from bench.prepare import prepare
