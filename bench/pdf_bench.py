@@ -25,6 +25,7 @@ import argparse
 import importlib
 import os
 import random
+import signal
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -67,9 +68,38 @@ def chinese_pdf(path: Path, rng: random.Random, pages: int) -> None:
     path.write_bytes(cjk_pdf_bytes([lines() for _ in range(pages)]))
 
 
-def make_folder(root: Path, files: int, pages: int, seed: int, extra: list[Path]) -> list[tuple[str, Path]]:
+def readable(path: Path, seconds: int = 20, least: int = 200) -> bool:
+    """`--screen`: both extractors read `path` without an error, each within `seconds`, and give
+    at least `least` non-space characters (the bench stops on a file an extractor cannot read,
+    and a scanned PDF without a text layer times nothing). Prints why a file is left out."""
+
+    def expired(*_: object) -> None:
+        raise TimeoutError(f"over {seconds} s")
+
+    data = path.read_bytes()
+    previous = signal.signal(signal.SIGALRM, expired)
+    try:
+        for name in EXTRACTORS:
+            signal.alarm(seconds)
+            try:
+                pages, _ = read_pdf_pages(data, path, extractor=name)
+            except Exception as exc:  # noqa: BLE001 - any failure leaves the file out, said below
+                print(f"screened out {path.name}: {name} raised {type(exc).__name__}")
+                return False
+            finally:
+                signal.alarm(0)
+            if sum(len("".join(page.split())) for page in pages) < least:
+                print(f"screened out {path.name}: {name} gives under {least} characters of text")
+                return False
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    return True
+
+
+def make_folder(root: Path, files: int, pages: int, seed: int, extra: list[Path], screen: bool = False) -> list[tuple[str, Path]]:
     """(group, path) of every PDF written into `root`: generated English and Chinese, then copies
-    of the fixtures' PDFs and of `extra` (files, or folders searched for *.pdf)."""
+    of the fixtures' PDFs and of `extra` (files, or folders searched for *.pdf); `screen`: only
+    the `readable` ones."""
     rng = random.Random(seed)
     out = []
     for i in range(files):
@@ -78,6 +108,8 @@ def make_folder(root: Path, files: int, pages: int, seed: int, extra: list[Path]
         (chinese_pdf if chinese else english_pdf)(path, rng, pages)
         out.append(("generated Chinese (non-embedded STSong-Light)" if chinese else "generated English (fpdf2)", path))
     found = [*sorted(FIXTURES.rglob("*.pdf")), *(q for e in extra for q in (sorted(e.rglob("*.pdf")) if e.is_dir() else [e]))]
+    if screen:
+        found = [source for source in found if readable(source)]
     for n, source in enumerate(found):
         path = root / f"real{n:03d}-{source.name}"
         path.write_bytes(source.read_bytes())
@@ -242,6 +274,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--ingest", action="store_true", help="also time a BM25-only ingest_paths per extractor")
     parser.add_argument("--extra", type=Path, nargs="*", default=[], help="more PDFs (files or folders) to read")
+    parser.add_argument("--screen", action="store_true",
+                        help="leave out PDFs an extractor cannot read (error, over 20 s) or with under 200 characters of text")  # fmt: skip
     parser.add_argument("--before", metavar="REF", help="also ingest with git revision REF's code (implies --ingest)")
     parser.add_argument("--rounds", type=int, default=2, help="timed ingests per side, order reversed each round")
     args = parser.parse_args()
@@ -251,7 +285,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "pdfs"
         folder.mkdir()
-        grouped = make_folder(folder, args.files, args.pages, args.seed, args.extra)
+        grouped = make_folder(folder, args.files, args.pages, args.seed, args.extra, args.screen)
         paths = [path for _, path in grouped]
         mb = sum(p.stat().st_size for p in paths) / 1e6
         result = compare(paths, args.repeat)
