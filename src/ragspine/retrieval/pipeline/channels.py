@@ -42,9 +42,10 @@ from ragspine.retrieval.types import ChunkSource
 from ragspine.retrieval.vector.dense.channel import DenseChannel, DenseRanking
 from ragspine.retrieval.vector.dense.ranking import adopt_recent, recent_state
 
-# Query embeddings started ahead (`DenseRanker.embed_ahead`): one worker per search in flight,
-# up to the executor's default; threads are made on demand and kept.
-_AHEAD = ThreadPoolExecutor(thread_name_prefix="ragspine-query-embed")
+# Query embeddings started ahead (`DenseRanker.embed_ahead`): a worker per search in flight
+# (threads are made only when none is idle, and kept), so concurrent searches (a server's
+# request threads) never queue behind one another's encoder or remote embedding call.
+_AHEAD = ThreadPoolExecutor(max_workers=64, thread_name_prefix="ragspine-query-embed")
 Ahead = Future[tuple[list[np.ndarray], Any]]  # a query's vectors being made, and the worker's recent state
 
 
