@@ -11,6 +11,7 @@ import pytest
 from ragspine.assembly import build_retriever, load_settings
 from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot
 from ragspine.retrieval.model import DocumentMeta
+from ragspine.retrieval.pipeline import channels
 from ragspine.retrieval.pipeline.channels import (
     EXTRA_CHANNELS,
     ChannelQuery,
@@ -214,3 +215,14 @@ def test_an_encoder_error_on_the_worker_thread_reaches_the_caller() -> None:
     retriever = _hybrid(NotingBackend(fail=True))
     with pytest.raises(RuntimeError, match="the encoder broke"):
         retriever.search("revenue", top_k=3)
+
+
+def test_a_forked_process_embeds_ahead_on_a_pool_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    backend = NotingBackend()
+    retriever = _hybrid(backend)
+    first = [r.chunk.chunk_id for r in retriever.search(VARIANTS[0], top_k=3)]
+    parent = channels._ahead_pool()
+    monkeypatch.setattr(channels.os, "getpid", lambda: -1)  # as in a child after fork
+    assert channels._ahead_pool() is not parent
+    assert [r.chunk.chunk_id for r in retriever.search(VARIANTS[0], top_k=3)] == first
+    assert backend.query_threads[-1].startswith("ragspine-query-embed")

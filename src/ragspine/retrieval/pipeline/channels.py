@@ -24,6 +24,8 @@ channels (RAGSPINE_EXTRA_CHANNELS, `make_channel`) are fused beside them with th
 from __future__ import annotations
 
 import contextvars
+import os
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -44,8 +46,22 @@ from ragspine.retrieval.vector.dense.ranking import adopt_recent, recent_state
 
 # Query embeddings started ahead (`DenseRanker.embed_ahead`): a worker per search in flight
 # (threads are made only when none is idle, and kept), so concurrent searches (a server's
-# request threads) never queue behind one another's encoder or remote embedding call.
-_AHEAD = ThreadPoolExecutor(max_workers=64, thread_name_prefix="ragspine-query-embed")
+# request threads) never queue behind one another's encoder or remote embedding call. One pool
+# per process: a forked child (server workers) gets its own, never the parent's dead threads.
+_AHEAD: dict[int, ThreadPoolExecutor] = {}
+_AHEAD_LOCK = threading.Lock()
+
+
+def _ahead_pool() -> ThreadPoolExecutor:
+    pid = os.getpid()
+    pool = _AHEAD.get(pid)
+    if pool is None:
+        with _AHEAD_LOCK:
+            pool = _AHEAD.get(pid)
+            if pool is None:
+                _AHEAD.clear()
+                pool = _AHEAD[pid] = ThreadPoolExecutor(max_workers=64, thread_name_prefix="ragspine-query-embed")
+    return pool
 Ahead = Future[tuple[list[np.ndarray], Any]]  # a query's vectors being made, and the worker's recent state
 
 
@@ -197,7 +213,7 @@ class DenseRanker:
         def embed() -> tuple[list[np.ndarray], Any]:
             return view.embed_queries(variants), recent_state()
 
-        return _AHEAD.submit(contextvars.copy_context().run, embed)
+        return _ahead_pool().submit(contextvars.copy_context().run, embed)
 
     def rank_with(
         self, view: DenseRanking, query: ChannelQuery, ahead: Ahead | None = None
