@@ -31,6 +31,9 @@ Invariants:
   device is not in `model_id` (the same graph; a GPU's vectors match within float rounding).
   The int8 graph's dynamic quantisation operators have CPU kernels only: with `auto` it stays on
   the CPU (logged once when a GPU is there); on a GPU use fp32.
+- Queries (`encode(..., is_query=True)`) run on a second session of `QUERY_THREADS` intra-op
+  threads when `threads` is None on the CPU (`query_threads`; made at the first query), else on
+  the one session: the same graph and options, so the same vectors.
 - onnx (to build) and onnxruntime (to run) are imported lazily; without them the error names the
   `[embed-e5-onnx]` extra.
 """
