@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 CORE := $(VENV)/.core
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test docs docs-check bench bench-graph bench-cold bench-rerank bench-query bench-post bench-embed bench-attach bench-visual bench-ann bench-lexical bench-scale bench-startup bench-ray bench-fusion bench-pdf bench-gpu relevance-fit clean
+.PHONY: demo test docs docs-check bench bench-graph bench-cold bench-rerank bench-query bench-post bench-embed bench-attach bench-visual bench-ann bench-ann-e2e bench-lexical bench-scale bench-startup bench-ray bench-fusion bench-pdf bench-gpu relevance-fit clean
 
 # The package alone (what `make demo` needs): quick on a fresh machine.
 $(CORE): pyproject.toml
@@ -130,6 +130,10 @@ bench-ann: $(STAMP)
 		$$( [ $$scale = 1M ] && echo --queries 50 ) || exit 1; done
 	$(BIN)/python -m pip install --quiet 'hnswlib>=0.8' 'usearch>=2.0'
 	for lib in faiss faisssq hnswlib usearch usearch16 usearchi8; do PYTHONPATH=. $(BIN)/python -m bench.ann_libraries $$lib 20000 64; done
+# Warm hybrid search at 1M end to end (the real e5 query encoder in every call), before and
+# after interleaved; needs the store and saved index `make bench-ann` leaves (it builds none).
+bench-ann-e2e: $(STAMP)
+	PYTHONPATH=.:src $(BIN)/python -m bench.ann_e2e --scale 1M --queries 300 --before
 
 # ragspine's BM25 channel vs bm25s and rank_bm25 in one process, queries tokenised inside the timed
 # loop (docs/benchmarks.md#lexical-per-query-overhead-make-bench-lexical). bm25s and rank_bm25 are

