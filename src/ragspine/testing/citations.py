@@ -12,7 +12,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-_LOCATOR = re.compile(r"@(\d+)-(\d+)(?:;pages=(\d+)(?:-(\d+))?)?$")
+from ragspine.retrieval.visual.protocol import locator_pages
+
+_SPAN = re.compile(r"@(\d+)-(\d+)(?:;pages=[\d-]+)?$")
 
 
 def citation_failure(
@@ -30,16 +32,17 @@ def citation_failure(
     >>> citation_failure("cd", "a.pdf#p1@2-4;pages=1-2", "abcdef", [(0, 3), (3, 6)], [1, 2]) is None
     True
     """
-    match = _LOCATOR.search(locator)
+    match = _SPAN.search(locator)
     if match is None:
         return f"{locator}: no @start-end span"
     start, end = int(match.group(1)), int(match.group(2))
     if text[start:end] != chunk_text:
         return f"{locator}: the chunk's text is not the cited slice"
     touched = [n for (s, e), n in zip(page_spans, page_numbers, strict=True) if s < end and start < e]
-    if match.group(3) is None:
+    pages = locator_pages(locator)
+    if pages is None:
         return f"{locator}: no ;pages= although the document has pages" if page_spans else None
-    first, last = int(match.group(3)), int(match.group(4) or match.group(3))
+    first, last = pages
     if touched != [n for n in page_numbers if first <= n <= last]:
         shown = f"{touched[0]}-{touched[-1]}" if touched else "none"
         return f"{locator}: cites pages {first}-{last}, the slice touches {shown}"
