@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -16,7 +17,7 @@ import pytest
 
 from ragspine import http_retry
 from ragspine.assembly import build_retriever, load_settings
-from ragspine.background import DaemonCall
+from ragspine.background import DaemonCall, DaemonPool
 from ragspine.http_retry import request_deadline
 from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot
 from ragspine.retrieval.model import DocumentMeta
@@ -265,19 +266,13 @@ def test_a_search_that_fails_in_bm25_abandons_the_embedding_ahead(monkeypatch: p
 
 
 def test_an_abandoned_call_that_had_not_begun_never_runs() -> None:
-    gate, ran = threading.Event(), []
-    first = DaemonCall(gate.wait, name="t-gate")  # holds nothing: calls run on threads of their own
-    call = DaemonCall(lambda: ran.append(1), name="t-abandoned")
+    ran: list[int] = []
+    call = DaemonCall(lambda: ran.append(1), start=False)  # as queued for a pool's worker
     call.abandon()
-    call.result(5.0)
-    gate.set()
-    assert first.result(5.0) is True
-    assert len(ran) <= 1  # it may have begun before `abandon`; never twice
-    late = DaemonCall.__new__(DaemonCall)  # the thread's own step, once abandoned first
-    late._fn, late._error = (lambda: ran.append(2)), None
-    late.abandon()
-    late._run()
-    assert 2 not in ran
+    call.run()
+    assert ran == [] and call.result(5.0) is None
+    done = DaemonPool("t-pool").submit(lambda: ran.append(2))
+    assert done.result(5.0) is None and ran == [2]
 
 
 def test_a_search_embeds_inline_when_no_thread_can_be_started(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -292,16 +287,20 @@ def test_a_search_embeds_inline_when_no_thread_can_be_started(monkeypatch: pytes
         start(self)
 
     monkeypatch.setattr(threading.Thread, "start", refuse)
+    monkeypatch.setattr(channels, "_AHEAD", DaemonPool("ragspine-query-embed"))  # no idle worker to reuse
     assert [r.chunk.chunk_id for r in retriever.search(VARIANTS[0], top_k=3)] == first
     assert backend.query_threads[-1] == threading.current_thread().name
 
 
 def test_a_forked_process_embeds_ahead_and_finds_the_same() -> None:
+    """A child forked while another thread held the pool's lock (or with the parent's idle
+    workers, which do not exist in it) searches on a pool of its own."""
     backend = NotingBackend()
     retriever = _hybrid(backend)
     first = [r.chunk.chunk_id for r in retriever.search(VARIANTS[0], top_k=3)]
     read, write = os.pipe()
-    pid = os.fork()
+    with channels._AHEAD._lock:  # noqa: SLF001 - as if another search thread held it at the fork
+        pid = os.fork()
     if pid == 0:  # the child: search, write what it found and on which thread, leave
         code = 1
         try:
@@ -311,10 +310,15 @@ def test_a_forked_process_embeds_ahead_and_finds_the_same() -> None:
         finally:
             os._exit(code)
     os.close(write)
+    deadline = time.monotonic() + 30
+    while os.waitpid(pid, os.WNOHANG) == (0, 0):
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child hung on the parent's pool lock")
+        time.sleep(0.05)
     with os.fdopen(read, "rb") as answer:
         found, thread = json.loads(answer.read() or b"null")
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
     assert found == first and thread.startswith("ragspine-query-embed")
 
 

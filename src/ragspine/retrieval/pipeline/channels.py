@@ -31,7 +31,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from ragspine import catalog
-from ragspine.background import DaemonCall
+from ragspine.background import DaemonCall, DaemonPool
 from ragspine.registry import Registry
 from ragspine.retrieval.filters import Filter
 from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1
@@ -43,6 +43,9 @@ from ragspine.retrieval.vector.dense.ranking import adopt_recent, recent_state
 from ragspine.retrieval.vector.embeddings.support import is_remote
 
 Ahead = DaemonCall[tuple[list[np.ndarray], Any]]  # a query's vectors being made, and the worker's recent state
+# Query embeddings started ahead: a daemon worker per search in flight, kept idle between
+# searches (no thread start per search; concurrent searches never queue behind one another).
+_AHEAD = DaemonPool("ragspine-query-embed")
 
 
 @dataclass
@@ -180,8 +183,8 @@ class DenseRanker:
         return self.rank_with(self.view_for(query), query)[0]
 
     def embed_ahead(self, query: ChannelQuery) -> Ahead | None:
-        """`query`'s vectors (`rank_with`'s), being made on a daemon thread of its own
-        (`background.DaemonCall`: in the caller's context variables; an exiting interpreter
+        """`query`'s vectors (`rank_with`'s), being made on a daemon worker thread
+        (`background.DaemonPool`: in the caller's context variables; an exiting interpreter
         does not wait for it) while the caller ranks BM25: the encoder (ONNX Runtime, numpy's
         BLAS) releases the GIL, so on two cores the two overlap. None (embedded in
         `rank_with`, as before) when `ahead` is off, the view is made per query (lazy), the
@@ -197,7 +200,7 @@ class DenseRanker:
             return view.embed_queries(variants), recent_state()
 
         try:
-            return DaemonCall(embed, name="ragspine-query-embed")
+            return _AHEAD.submit(embed)
         except RuntimeError:  # no thread to be had (interpreter shutdown, thread limit)
             return None
 
