@@ -81,8 +81,9 @@ _MS = "com.microsoft"  # ONNX Runtime's contrib operators
 SESSION_DISABLED = ["SkipLayerNormFusion"]
 # A query (a few dozen tokens) runs on one intra-op thread when the thread count is left to
 # ONNX Runtime: as fast alone as two on this 2-core machine, and it leaves the other core to
-# BM25, which ranks meanwhile (`pipeline.channels.DenseRanker.embed_ahead`). Its vectors were
-# bit-identical to the two-thread session's on 300 bench queries (a test checks a sample).
+# BM25, which ranks meanwhile (`pipeline.channels.DenseRanker.embed_ahead`). Its vectors are
+# bit-identical to the default session's (a test checks a sample; `bench.ann_e2e` reports
+# `identical_query_vectors` on every timed query).
 QUERY_THREADS = 1
 
 
