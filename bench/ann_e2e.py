@@ -208,10 +208,11 @@ def main() -> None:
             name: all(_key(a) == _key(b) for a, b in zip(answers[name], answers[f"BEFORE {name}"], strict=True))
             for name in runs if f"BEFORE {name}" in runs
         }  # fmt: skip
+        query_session = answers["embed only (e5)"]
+        passages_session = answers["embed only (e5), before: the passages' session"]
         out["identical_query_vectors"] = all(
-            np.array_equal(np.asarray(a), np.asarray(b))
-            for a, b in zip(answers["embed only (e5)"], answers["embed only (e5), before: the passages' session"], strict=True)
-        )  # fmt: skip
+            np.array_equal(np.asarray(a), np.asarray(b)) for a, b in zip(query_session, passages_session, strict=True)
+        )
         out["identical_e5_vs_drawn"] = all(
             _key(a) == _key(b) for a, b in zip(answers["retrieve (e5 + hybrid ANN)"],
                                                answers["retrieve, drawn vector (no encoder)"], strict=True)

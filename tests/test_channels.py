@@ -357,6 +357,7 @@ def test_ctrl_c_during_a_search_does_not_wait_for_the_query_encoder(tmp_path: Pa
     script.write_text(_CTRL_C, encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(Path(channels.__file__).parents[3])}
     started = time.monotonic()
-    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=50, check=False)
+    command = [sys.executable, str(script)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=50, check=False)
     assert "KeyboardInterrupt" in done.stderr, done.stderr
     assert time.monotonic() - started < 30, "the interpreter waited for the encoder"
