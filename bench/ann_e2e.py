@@ -26,13 +26,21 @@ while BM25 ranks (`DenseRanker.ahead` off), on its own one-thread ONNX Runtime s
 (`query_threads` None: the passages' session), and before the unfiltered candidate set was one
 read-only array counted once per view (a fresh writable copy per query brings the old count
 back), so before and after run side by side under the same load. Results are checked equal.
-"embed only" times the encoder as `ragspine search` now runs it (the query session).
+"embed only" times the encoder as `ragspine search` now runs it (the query session);
+`identical_query_vectors` says whether its vectors equal the passages' session's (the "before"
+row) bit for bit on every timed query (the e5 vector is thrown away by every other row).
+`--profile` instead runs the drawn-vector `retrieve` (no encoder) under cProfile on `--queries`
+queries after the warm-up and prints, per query, the cumulative milliseconds of the ragspine
+functions that take the most, and the functions with the most time of their own (C calls
+included: the HNSW search, the row reads); nothing else is timed.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
+import pstats
 import os
 import platform
 import time
@@ -133,6 +141,8 @@ def main() -> None:
     parser.add_argument("--ef-search", type=int, default=AnnConfig().ef_search)
     parser.add_argument("--before", action="store_true", help="also time the code before this change, interleaved")
     parser.add_argument("--no-search", action="store_true", help="skip the public Workspace.search runs")
+    parser.add_argument("--profile", action="store_true",
+                        help="print a cProfile summary of the drawn-vector retrieve (ms a query), nothing else")  # fmt: skip
     args = parser.parse_args()
     out: dict[str, Any] = {"scale": args.scale, "load_before": os.getloadavg(), "cpus": os.cpu_count(),
                            "python": platform.python_version()}  # fmt: skip
@@ -168,6 +178,9 @@ def main() -> None:
                                       "extra_channels": settings.extra_channels}  # fmt: skip
             return lambda q: workspace.search(q, top_k=10)
 
+        if args.profile:
+            _profile(backend.drawn(retriever()), queries, args.warm, args.queries)
+            return
         # Every timed variant searches its own index: a query's second search on one index would
         # find its terms and chunks in that index's caches, and be faster for it.
         runs: dict[str, Callable[[str], Any]] = {
@@ -195,6 +208,11 @@ def main() -> None:
             name: all(_key(a) == _key(b) for a, b in zip(answers[name], answers[f"BEFORE {name}"], strict=True))
             for name in runs if f"BEFORE {name}" in runs
         }  # fmt: skip
+        query_session = answers["embed only (e5)"]
+        passages_session = answers["embed only (e5), before: the passages' session"]
+        out["identical_query_vectors"] = all(
+            np.array_equal(np.asarray(a), np.asarray(b)) for a, b in zip(query_session, passages_session, strict=True)
+        )
         out["identical_e5_vs_drawn"] = all(
             _key(a) == _key(b) for a, b in zip(answers["retrieve (e5 + hybrid ANN)"],
                                                answers["retrieve, drawn vector (no encoder)"], strict=True)
@@ -209,6 +227,35 @@ def _as_before(run: Callable[[str], Any], encoder: Any) -> Callable[[str], Any]:
             return run(q)
 
     return old
+
+
+def _profile(run: Callable[[str], Any], queries: list[str], warm: int, n: int, top: int = 25) -> None:
+    """`run` on `warm` untimed queries, then on `n` under cProfile; the summary, ms a query."""
+    for q in queries[:warm]:
+        run(" ".join(reversed(q.split())) + " ")
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for i in range(n):
+        run(queries[i % len(queries)])
+    profiler.disable()
+    stats: dict[Any, Any] = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    rows = [(where, name, calls, own, cumulative) for (where, _, name), (_, calls, own, cumulative, _) in stats.items()]
+    print(f"cProfile of {n} drawn-vector retrieve calls, ms a query (profiling overhead included)")
+    print(f"{'cumulative':>10} {'own':>7} {'calls':>6}  function (ragspine's, by cumulative time)")
+    ours = [r for r in rows if "ragspine" in r[0]]
+    for where, name, calls, own, cumulative in sorted(ours, key=lambda r: -r[4])[:top]:
+        print(f"{cumulative * 1000 / n:10.2f} {own * 1000 / n:7.2f} {calls / n:6.1f}  {_short(where)}:{name}")
+    print(f"{'own':>10} {'':>7} {'calls':>6}  function (any, C calls included, by own time)")
+    for where, name, calls, own, _ in sorted(rows, key=lambda r: -r[3])[:top]:
+        print(f"{own * 1000 / n:10.2f} {'':>7} {calls / n:6.1f}  {_short(where)}:{name}")
+
+
+def _short(where: str) -> str:
+    """A profiled function's file, from the package down (`~` for a C call)."""
+    for root in ("ragspine/", "site-packages/"):
+        if root in where:
+            return where.split(root, 1)[1]
+    return where
 
 
 def _timed(

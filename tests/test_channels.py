@@ -3,12 +3,22 @@ BM25 from Python and from RAGSPINE_EXTRA_CHANNELS; RESTRICTED and filters hold f
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import sys
 import threading
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ragspine import http_retry
 from ragspine.assembly import build_retriever, load_settings
+from ragspine.background import DaemonCall, DaemonPool
+from ragspine.http_retry import request_deadline
 from ragspine.retrieval.lexical.index.snapshot import IndexSnapshot
 from ragspine.retrieval.model import DocumentMeta
 from ragspine.retrieval.pipeline import channels
@@ -173,20 +183,23 @@ def test_score_fusion_fuses_only_ranked_positions_and_survives_a_non_finite_scor
 
 
 class NotingBackend:
-    """A deterministic backend that notes which thread embeds each query (and can fail)."""
+    """A deterministic backend that notes which thread embeds each query, whether that thread is
+    a daemon and the request deadline it sees (and can fail, or wait for `gate`)."""
 
-    is_remote = False
-
-    def __init__(self, *, fail: bool = False) -> None:
+    def __init__(self, *, fail: bool = False, remote: bool = False) -> None:
         self.inner = make_embedding_backend("deterministic", dim=16)
-        self.dim, self.model_id, self.fail = self.inner.dim, self.inner.model_id, fail
+        self.dim, self.model_id, self.fail, self.is_remote = self.inner.dim, self.inner.model_id, fail, remote
         self.query_threads: list[str] = []
+        self.daemons: list[bool] = []
+        self.deadlines: list[float | None] = []
 
     def embed_texts(self, texts: list[str]) -> list[list[float]]:
         return self.inner.embed_texts(texts)
 
     def embed_queries(self, texts: list[str]) -> list[list[float]]:
         self.query_threads.append(threading.current_thread().name)
+        self.daemons.append(threading.current_thread().daemon)
+        self.deadlines.append(http_retry._DEADLINE.get())
         if self.fail:
             raise RuntimeError("the encoder broke")
         return self.inner.embed_texts([f"query: {t}" for t in texts])
@@ -201,9 +214,12 @@ def test_the_query_is_embedded_while_bm25_ranks_with_identical_results(monkeypat
     ahead, inline = _hybrid(ahead_backend), _hybrid(inline_backend)
     monkeypatch.setattr(DenseRanker, "ahead", True)
     queries = [*VARIANTS, "dividend payout", "股息", "zzz unmatched"]
-    got = {q: [(r.chunk.chunk_id, r.fused_score, r.bm25_score, r.vector_score) for r in ahead.search(q, top_k=5)] for q in queries}
+    with request_deadline(30.0):
+        got = {q: [(r.chunk.chunk_id, r.fused_score, r.bm25_score, r.vector_score) for r in ahead.search(q, top_k=5)] for q in queries}
     assert recent_query_vector(ahead_backend, queries[-1]) is not None  # the caller thread sees it (RAPTOR reuses it)
     assert ahead_backend.query_threads and all(n.startswith("ragspine-query-embed") for n in ahead_backend.query_threads)
+    assert all(ahead_backend.daemons), "an exiting interpreter (Ctrl-C, SIGTERM) must not wait for the encoder"
+    assert all(d is not None for d in ahead_backend.deadlines), "the caller's request deadline holds on the worker"
     monkeypatch.setattr(DenseRanker, "ahead", False)
     for q in queries:
         assert [(r.chunk.chunk_id, r.fused_score, r.bm25_score, r.vector_score) for r in inline.search(q, top_k=5)] == got[q]
@@ -217,12 +233,131 @@ def test_an_encoder_error_on_the_worker_thread_reaches_the_caller() -> None:
         retriever.search("revenue", top_k=3)
 
 
-def test_a_forked_process_embeds_ahead_on_a_pool_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+def _lexical_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """BM25's filter raises (as `IndexSnapshot._field` does for a field it does not know)."""
+
+    def fail(self: IndexSnapshot, name: str) -> Any:
+        raise ValueError(f"unknown filter field {name!r}")
+
+    monkeypatch.setattr(IndexSnapshot, "_field", fail)
+
+
+def test_a_remote_backend_embeds_the_query_only_once_bm25_has_ranked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No embedding ahead for a remote backend: the query is sent once the search got that far,
+    so a search that fails in BM25 sends nothing."""
+    backend = NotingBackend(remote=True)
+    retriever = _hybrid(backend)
+    assert retriever.search("revenue", top_k=3)
+    assert backend.query_threads == [threading.current_thread().name]
+    _lexical_fails(monkeypatch)
+    with pytest.raises(ValueError, match="unknown filter field"):
+        retriever.search("dividend payout", top_k=3, topic="governance")
+    assert backend.query_threads == [threading.current_thread().name], "the failed search sent its query"
+
+
+def test_a_search_that_fails_in_bm25_abandons_the_embedding_ahead(monkeypatch: pytest.MonkeyPatch) -> None:
+    retriever = _hybrid(NotingBackend())
+    abandoned: list[bool] = []
+    monkeypatch.setattr(DaemonCall, "abandon", lambda self: abandoned.append(True))
+    _lexical_fails(monkeypatch)
+    with pytest.raises(ValueError, match="unknown filter field"):
+        retriever.search("revenue", top_k=3, topic="governance")
+    assert abandoned == [True]
+
+
+def test_an_abandoned_call_that_had_not_begun_never_runs() -> None:
+    ran: list[int] = []
+    call = DaemonCall(lambda: ran.append(1), start=False)  # as queued for a pool's worker
+    call.abandon()
+    call.run()
+    assert ran == [] and call.result(5.0) is None
+    done = DaemonPool("t-pool").submit(lambda: ran.append(2))
+    assert done.result(5.0) is None and ran == [2]
+
+
+def test_a_search_embeds_inline_when_no_thread_can_be_started(monkeypatch: pytest.MonkeyPatch) -> None:
     backend = NotingBackend()
     retriever = _hybrid(backend)
     first = [r.chunk.chunk_id for r in retriever.search(VARIANTS[0], top_k=3)]
-    parent = channels._ahead_pool()
-    monkeypatch.setattr(channels.os, "getpid", lambda: -1)  # as in a child after fork
-    assert channels._ahead_pool() is not parent
+    start = threading.Thread.start
+
+    def refuse(self: threading.Thread) -> None:
+        if self.name.startswith("ragspine-query-embed"):
+            raise RuntimeError("can't create new thread at interpreter shutdown")
+        start(self)
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    monkeypatch.setattr(channels, "_AHEAD", DaemonPool("ragspine-query-embed"))  # no idle worker to reuse
     assert [r.chunk.chunk_id for r in retriever.search(VARIANTS[0], top_k=3)] == first
-    assert backend.query_threads[-1].startswith("ragspine-query-embed")
+    assert backend.query_threads[-1] == threading.current_thread().name
+
+
+def test_a_forked_process_embeds_ahead_and_finds_the_same() -> None:
+    """A child forked while another thread held the pool's lock (or with the parent's idle
+    workers, which do not exist in it) searches on a pool of its own."""
+    backend = NotingBackend()
+    retriever = _hybrid(backend)
+    first = [r.chunk.chunk_id for r in retriever.search(VARIANTS[0], top_k=3)]
+    read, write = os.pipe()
+    with channels._AHEAD._lock:  # noqa: SLF001 - as if another search thread held it at the fork
+        pid = os.fork()
+    if pid == 0:  # the child: search, write what it found and on which thread, leave
+        code = 1
+        try:
+            found = [r.chunk.chunk_id for r in retriever.search(VARIANTS[0], top_k=3)]
+            os.write(write, json.dumps([found, backend.query_threads[-1]]).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+    deadline = time.monotonic() + 30
+    while os.waitpid(pid, os.WNOHANG) == (0, 0):
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child hung on the parent's pool lock")
+        time.sleep(0.05)
+    with os.fdopen(read, "rb") as answer:
+        found, thread = json.loads(answer.read() or b"null")
+    assert found == first and thread.startswith("ragspine-query-embed")
+
+
+_CTRL_C = """
+import signal, sys, threading, time
+from ragspine.retrieval.pipeline.hybrid import HybridRetriever
+from ragspine.retrieval.vector.dense.channel import DenseChannel
+from ragspine.retrieval.vector.embeddings.factory import make_embedding_backend
+from ragspine.testing.channel import CHUNKS
+
+class Slow:
+    is_remote = False
+    def __init__(self):
+        self.inner = make_embedding_backend("deterministic", dim=16)
+        self.dim, self.model_id, self.slow = self.inner.dim, self.inner.model_id, False
+    def embed_texts(self, texts):
+        return self.inner.embed_texts(texts)
+    def embed_queries(self, texts):
+        if self.slow:
+            time.sleep(60)  # an encoder (or a remote call) that takes minutes
+        return self.inner.embed_texts(texts)
+
+backend = Slow()
+retriever = HybridRetriever(CHUNKS, dense=DenseChannel(backend))
+backend.slow = True
+signal.signal(signal.SIGALRM, signal.default_int_handler)  # Ctrl-C, half a second in
+signal.setitimer(signal.ITIMER_REAL, 0.5)
+retriever.search("revenue", top_k=3)
+"""
+
+
+def test_ctrl_c_during_a_search_does_not_wait_for_the_query_encoder(tmp_path: Path) -> None:
+    """A real interpreter: interrupted while the query is being embedded ahead, it exits at once
+    (a non-daemon worker would keep it alive until the encoder returned)."""
+    script = tmp_path / "ctrl_c.py"
+    script.write_text(_CTRL_C, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(Path(channels.__file__).parents[3])}
+    started = time.monotonic()
+    command = [sys.executable, str(script)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=50, check=False)
+    assert "KeyboardInterrupt" in done.stderr, done.stderr
+    assert time.monotonic() - started < 30, "the interpreter waited for the encoder"

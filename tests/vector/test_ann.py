@@ -281,3 +281,8 @@ def test_the_unfiltered_candidate_set_is_one_read_only_array_counted_once(tmp_pa
         half = np.arange(0, N, 2)
         assert view.rank(_vectors(1, seed=5)[0], half, 10)[0] == view.rank(_vectors(1, seed=5)[0], half.copy(), 10)[0]
         assert view._counted[0][0] is allowed  # noqa: SLF001 - a writable filter set is not remembered
+        frozen = half.view()  # read-only, yet its contents change with `half`: never remembered
+        frozen.flags.writeable = False
+        assert view.rank(_vectors(1, seed=6)[0], frozen, 10) == view.rank(_vectors(1, seed=6)[0], half.copy(), 10)
+        assert view._counted[0][0] is allowed  # noqa: SLF001 - only the snapshot's own array is
+        assert snapshot.is_unfiltered(allowed) and not snapshot.is_unfiltered(frozen) and not snapshot.is_unfiltered(copy)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -363,3 +364,28 @@ def test_an_explicit_thread_count_runs_queries_on_the_one_session(cache: Path) -
     assert isinstance(backend, MultilingualE5EmbeddingBackend)
     engine = backend._model  # noqa: SLF001
     assert engine.query_threads is None and engine._query_session() is engine._session  # noqa: SLF001
+
+
+def test_the_query_session_opens_on_the_device_the_passages_got(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """RAGSPINE_DEVICE=auto with CUDA offered but not starting (this machine has the CPU build):
+    the passages' session falls back to the CPU, and the query session is opened there, not on
+    "auto" again (no second GPU start on a search)."""
+    import onnxruntime
+
+    from ragspine.retrieval.vector.embeddings import e5_onnx
+
+    monkeypatch.setattr(onnxruntime, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
+    opened: list[str] = []
+    real = e5_onnx.onnx_session
+
+    def noting(*args: Any, **kwargs: Any) -> Any:
+        opened.append(kwargs["device"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(e5_onnx, "onnx_session", noting)
+    backend = MultilingualE5EmbeddingBackend(engine="onnx-fp32", cache_dir=cache, device="auto")
+    engine = backend._model  # noqa: SLF001
+    assert engine.device == "cpu" and engine.query_threads == 1
+    backend.embed_queries(["revenue"])
+    backend.embed_queries(["营收"])
+    assert opened == ["auto", "cpu"]  # the passages' session, then the queries' (once)

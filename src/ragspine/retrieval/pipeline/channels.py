@@ -23,11 +23,7 @@ channels (RAGSPINE_EXTRA_CHANNELS, `make_channel`) are fused beside them with th
 
 from __future__ import annotations
 
-import contextvars
-import os
-import threading
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Protocol, runtime_checkable
@@ -35,6 +31,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from ragspine import catalog
+from ragspine.background import DaemonCall, DaemonPool
 from ragspine.registry import Registry
 from ragspine.retrieval.filters import Filter
 from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1
@@ -43,26 +40,12 @@ from ragspine.retrieval.lexical.tokenize import tokenize
 from ragspine.retrieval.types import ChunkSource
 from ragspine.retrieval.vector.dense.channel import DenseChannel, DenseRanking
 from ragspine.retrieval.vector.dense.ranking import adopt_recent, recent_state
+from ragspine.retrieval.vector.embeddings.support import is_remote
 
-# Query embeddings started ahead (`DenseRanker.embed_ahead`): a worker per search in flight
-# (threads are made only when none is idle, and kept), so concurrent searches (a server's
-# request threads) never queue behind one another's encoder or remote embedding call. One pool
-# per process: a forked child (server workers) gets its own, never the parent's dead threads.
-_AHEAD: dict[int, ThreadPoolExecutor] = {}
-_AHEAD_LOCK = threading.Lock()
-
-
-def _ahead_pool() -> ThreadPoolExecutor:
-    pid = os.getpid()
-    pool = _AHEAD.get(pid)
-    if pool is None:
-        with _AHEAD_LOCK:
-            pool = _AHEAD.get(pid)
-            if pool is None:
-                _AHEAD.clear()
-                pool = _AHEAD[pid] = ThreadPoolExecutor(max_workers=64, thread_name_prefix="ragspine-query-embed")
-    return pool
-Ahead = Future[tuple[list[np.ndarray], Any]]  # a query's vectors being made, and the worker's recent state
+Ahead = DaemonCall[tuple[list[np.ndarray], Any]]  # a query's vectors being made, and the worker's recent state
+# Query embeddings started ahead: a daemon worker per search in flight, kept idle between
+# searches (no thread start per search; concurrent searches never queue behind one another).
+_AHEAD = DaemonPool("ragspine-query-embed")
 
 
 @dataclass
@@ -200,20 +183,26 @@ class DenseRanker:
         return self.rank_with(self.view_for(query), query)[0]
 
     def embed_ahead(self, query: ChannelQuery) -> Ahead | None:
-        """`query`'s vectors (`rank_with`'s), being made on a worker thread while the caller
-        ranks BM25: the encoder (ONNX Runtime, numpy's BLAS) releases the GIL, so on two cores
-        the two overlap. None (embedded in `rank_with`, as before) when `ahead` is off or the
-        view is made per query (lazy). The same vectors either way: one backend call, run in
-        the caller's context variables; `rank_with` makes the worker's `recent_query_vector`
-        the caller's."""
-        if not self.ahead or self.view is None:
+        """`query`'s vectors (`rank_with`'s), being made on a daemon worker thread
+        (`background.DaemonPool`: in the caller's context variables; an exiting interpreter
+        does not wait for it) while the caller ranks BM25: the encoder (ONNX Runtime, numpy's
+        BLAS) releases the GIL, so on two cores the two overlap. None (embedded in
+        `rank_with`, as before) when `ahead` is off, the view is made per query (lazy), the
+        backend is remote (the query leaves the machine only once the search got that far),
+        or no thread can be started. The same vectors either way: one backend call;
+        `rank_with` makes the worker's `recent_query_vector` the caller's. A caller that stops
+        before `rank_with` calls `abandon` on it."""
+        if not self.ahead or self.view is None or is_remote(self.dense.backend):
             return None
         view, variants = self.view, list(query.variants)
 
         def embed() -> tuple[list[np.ndarray], Any]:
             return view.embed_queries(variants), recent_state()
 
-        return _ahead_pool().submit(contextvars.copy_context().run, embed)
+        try:
+            return _AHEAD.submit(embed)
+        except RuntimeError:  # no thread to be had (interpreter shutdown, thread limit)
+            return None
 
     def rank_with(
         self, view: DenseRanking, query: ChannelQuery, ahead: Ahead | None = None

@@ -339,8 +339,13 @@ class HybridRetriever:
     def _rank_channels(self, request: ChannelQuery, plan: _Plan) -> _Runs:
         """Every channel's rankings of every variant over the positions `request` allows."""
         ahead = self._dense.embed_ahead(request) if self._dense is not None else None  # while BM25 ranks
-        tokens = [self.analyzer(variant) for variant in plan.variants]
-        lexical = self.lexical.rank_tokens(tokens, request, k1=plan.k1)
+        try:
+            tokens = [self.analyzer(variant) for variant in plan.variants]
+            lexical = self.lexical.rank_tokens(tokens, request, k1=plan.k1)
+        except BaseException:
+            if ahead is not None:
+                ahead.abandon()  # the search failed: its query vectors are not wanted
+            raise
         runs = _Runs(tokens, lexical)
         if self._dense is not None:
             runs.view = self._dense.view_for(request)

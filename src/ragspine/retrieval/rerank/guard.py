@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import logging
 import operator
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, TypedDict, Unpack
 
+from ragspine.background import DaemonCall
 from ragspine.http_retry import public_error, request_deadline
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.retrieval.types import RetrievalResult
@@ -113,27 +113,14 @@ def rerank_traced(
 
 def _call(order: Order, query: str, candidates: list[str], timeout_s: float | None) -> list[int]:
     """`order(query, a copy of candidates)`; TimeoutError when `timeout_s` passes first (the call
-    is left to finish on its daemon thread; its answer is ignored). The call runs under
+    is left to finish on its daemon thread, `background.DaemonCall`; its answer is ignored). The call runs under
     `http_retry.request_deadline(timeout_s)`: an HTTP reranker's request itself ends at the
     deadline (retries and backoff included), so its thread does not outlive the timeout."""
     if timeout_s is None:
         return order(query, list(candidates))
-    box: dict[str, Any] = {}
 
-    def run() -> None:
-        try:
-            with request_deadline(timeout_s):
-                box["answer"] = order(query, list(candidates))
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
-            box["error"] = exc
+    def run() -> list[int]:
+        with request_deadline(timeout_s):
+            return order(query, list(candidates))
 
-    worker = threading.Thread(target=run, name="ragspine-rerank", daemon=True)
-    worker.start()
-    worker.join(timeout_s)
-    if worker.is_alive():
-        raise TimeoutError(f"no answer within {timeout_s:g} s")
-    error = box.get("error")
-    if error is not None:
-        raise error if isinstance(error, Exception) else RuntimeError(repr(error))
-    answer: list[int] = box["answer"]
-    return answer
+    return DaemonCall(run, name="ragspine-rerank").result(timeout_s)

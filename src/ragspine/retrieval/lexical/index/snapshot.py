@@ -317,6 +317,11 @@ class IndexSnapshot:
         everything = np.arange(self.n_positions, dtype=np.int64)
         return everything if allow is None else everything[allow(everything)]  # type: ignore[operator]
 
+    def is_unfiltered(self, positions: np.ndarray) -> bool:
+        """Whether `positions` is the very array `allowed_positions` returns without a filter
+        (identity, not equal contents: that array never changes, so what was worked out from
+        it may be kept)."""
+        return positions is self._unfiltered
     def active_counts(self) -> tuple[int, int]:
         """(documents, chunks) among the active positions (of `visible()`: those a caller may
         see), from the doc_id codes held for filters; worked out once per snapshot."""

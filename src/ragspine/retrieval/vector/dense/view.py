@@ -139,16 +139,17 @@ class DenseView:
         return [p for p, _ in best], dict(best)
 
     def _with_vector(self, allowed: np.ndarray) -> int:
-        """How many `allowed` positions have a vector. Remembered for a read-only `allowed` (the
-        snapshot's unfiltered candidate set, the same array every query): at a million positions
-        counting them again costs ~1.5 ms a query."""
-        counted = self._counted
-        if counted and counted[0][0] is allowed:
-            return counted[0][1]
+        """How many `allowed` positions have a vector. Remembered only when `allowed` is the
+        snapshot's unfiltered candidate set (`IndexSnapshot.is_unfiltered`: the very array
+        `allowed_positions` returns without a filter, the same every query): at a million
+        positions counting them again costs ~1.5 ms a query. Any other array is counted."""
+        counted = next(iter(self._counted), None)  # the slot read once
+        if counted is not None and counted[0] is allowed:
+            return counted[1]
         if not self._has_vector:
             self._has_vector.append(self.rows >= 0)
         count = int(np.count_nonzero(self._has_vector[0][allowed]))
-        if not allowed.flags.writeable:
+        if self.snapshot.is_unfiltered(allowed):
             self._counted[:] = [(allowed, count)]
         return count
 

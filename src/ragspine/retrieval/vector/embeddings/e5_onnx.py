@@ -81,8 +81,9 @@ _MS = "com.microsoft"  # ONNX Runtime's contrib operators
 SESSION_DISABLED = ["SkipLayerNormFusion"]
 # A query (a few dozen tokens) runs on one intra-op thread when the thread count is left to
 # ONNX Runtime: as fast alone as two on this 2-core machine, and it leaves the other core to
-# BM25, which ranks meanwhile (`pipeline.channels.DenseRanker.embed_ahead`). Its vectors were
-# bit-identical to the two-thread session's on 300 bench queries (a test checks a sample).
+# BM25, which ranks meanwhile (`pipeline.channels.DenseRanker.embed_ahead`). Its vectors are
+# bit-identical to the default session's (a test checks a sample; `bench.ann_e2e` reports
+# `identical_query_vectors` on every timed query).
 QUERY_THREADS = 1
 
 
@@ -161,27 +162,28 @@ class E5OnnxEngine(E5Engine):
         )  # fmt: skip
         self.device = session_device(self._session)
         # Queries run on their own one-thread session when the thread count is ONNX Runtime's
-        # default on the CPU (`query_threads`; None: the passages' session).
+        # default on the CPU (`query_threads`; None: the passages' session). It is opened on the
+        # device the passages' session got ("cpu"), never the one asked for: a GPU that failed
+        # to start is not tried again on a search.
         self.query_threads = QUERY_THREADS if threads is None and self.device == "cpu" else None
-        self._query_sessions: dict[int, Any] = {}
+        self._query_runtime: Any = None  # made at the first query
         self._query_lock = threading.Lock()
-        self._open = (ort, options, device)
+        self._open = (ort, options)
 
     def _query_session(self) -> Any:
-        """The session queries run on: one of `query_threads` intra-op threads (made at the first
-        query), or the passages' own."""
+        """The session queries run on: one of `query_threads` intra-op threads on `self.device`
+        (made at the first query), or the passages' own."""
         threads = self.query_threads
         if threads is None:
             return self._session
         with self._query_lock:
-            session = self._query_sessions.get(threads)
-            if session is None:
-                ort, options, device = self._open
-                session = self._query_sessions[threads] = onnx_session(
-                    ort, self.onnx_path, device=device, threads=threads, options=options, what="e5",
+            if self._query_runtime is None:
+                ort, options = self._open
+                self._query_runtime = onnx_session(
+                    ort, self.onnx_path, device=self.device, threads=threads, options=options, what="e5",
                     disabled_optimizers=SESSION_DISABLED,
                 )  # fmt: skip
-            return session
+            return self._query_runtime
 
     def _forward_for(self, batch: list[list[int]], is_query: bool) -> np.ndarray:
         return self._forward(batch, self._query_session() if is_query else self._session)
