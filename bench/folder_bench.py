@@ -1,6 +1,6 @@
-"""A user's folder, timed as a user times it: `ragspine ingest`, then the first search that finds something, then full hybrid.
+"""A user's folder, timed as a user times it: `ragspine ingest`, then the first search that finds the answer, then full hybrid.
 
-    python -m bench.folder_bench --folder DIR [--before SRC] [--rounds 1] [--query TEXT] [--json F]
+    python -m bench.folder_bench --folder DIR [--before SRC] [--rounds 1] [--query TEXT [--expect DOC_ID]] [--json F]
 
 Each side and round ingests `--folder` into a new store with the real CLI in a fresh process
 (`python -m ragspine ingest DIR --db STORE`, default settings: the `auto` embedding, e5 where
@@ -9,7 +9,9 @@ Each side and round ingests `--folder` into a new store with the real CLI in a f
 - **first search**: a second process polls `ragspine search QUERY --db STORE --json` (the plain
   command a user types; its default hybrid mode ranks BM25 plus whatever vectors exist) once the
   store file exists, waiting `--poll` seconds between searches, until a search returns the
-  document `--expect` (a doc_id; empty: any hit) among its top 5.
+  document `--expect` among its top 5 (a doc_id; default: the answer to the default `--query` in
+  `bench.folder_source`'s folder; with a `--query` of your own, any hit unless `--expect` names
+  one). A search that still misses it after the ingest has ended stops the run.
   Recorded: the wall time from the start of the ingest to that search's return, that search's
   own wall time, how many searches were tried, whether the ingest was still running, the last
   line that search logged (a warning, if any) and the last line of each distinct error of the
@@ -91,8 +93,12 @@ def _round(folder: Path, db: Path, env: dict[str, str], query: str, expect: str,
             time.sleep(0.1)
         tries, errors, first = 0, [], None
         while first is None and time.perf_counter() - start < limit:
+            ended = ingest.poll() is not None
             wall, hits, error = _search(db, query, env)
             tries += 1
+            if not _found(hits, expect) and ended:
+                raise SystemExit(f"{query!r} does not find {expect or 'anything'} after the ingest ended "
+                                 f"(exit {ingest.returncode}; see {log}): give --query/--expect for this folder")  # fmt: skip
             if _found(hits, expect):
                 first = {"first_search_s": time.perf_counter() - start, "first_search_own_s": wall,
                          "ingest_running": ingest.poll() is None, "first_search_logged": error,
@@ -157,13 +163,16 @@ def main() -> None:
     parser.add_argument("--before", type=Path, default=None, help="src folder of the code to compare with")
     parser.add_argument("--rounds", type=int, default=1, help="ingests per side (alternated)")
     parser.add_argument("--query", default=QUERY, help="a query the folder's text answers")
-    parser.add_argument("--expect", default=EXPECT, help="doc_id the query must find (empty: any hit)")
+    parser.add_argument("--expect", default=None,
+                        help=f"doc_id the query must find (empty: any hit; default: {EXPECT} for the default query, else empty)")  # fmt: skip
     parser.add_argument("--poll", type=float, default=1.0, help="seconds between polling searches")
     parser.add_argument("--limit", type=float, default=3600.0, help="give up on the first search after this")
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "ragspine-folder")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = parser.parse_args()
     folder, work = args.folder.resolve(), args.work.resolve()
+    if args.expect is None:
+        args.expect = EXPECT if args.query == QUERY else ""
     sides = {"after": _env(ROOT / "src", "auto")}
     if args.before is not None:
         sides = {"before": _env(args.before.resolve(), "auto"), **sides}
