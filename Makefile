@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 CORE := $(VENV)/.core
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test docs docs-check bench bench-graph bench-cold bench-rerank bench-query bench-post bench-embed bench-attach bench-visual bench-ann bench-ann-e2e bench-lexical bench-scale bench-startup bench-ray bench-fusion bench-pdf bench-gpu relevance-fit clean
+.PHONY: demo test docs docs-check bench bench-graph bench-cold bench-rerank bench-query bench-post bench-embed bench-attach bench-visual bench-ann bench-ann-e2e bench-lexical bench-scale bench-startup bench-ray bench-fusion bench-pdf bench-folder bench-gpu relevance-fit clean
 
 # The package alone (what `make demo` needs): quick on a fresh machine.
 $(CORE): pyproject.toml
@@ -99,6 +99,18 @@ PDF_ARGS ?=
 bench-pdf: $(STAMP)
 	PYTHONPATH=src:. $(BIN)/python -m bench.pdf_bench --files $(PDF_FILES) --pages $(PDF_PAGES) --ingest \
 		$(if $(PDF_BEFORE),--before $(PDF_BEFORE)) $(if $(PDF_EXTRA),--extra $(PDF_EXTRA)) $(PDF_ARGS)
+
+# A user's folder timed as a user times it (issue 37; docs/benchmarks.md#a-300-file-mixed-folder-make-bench-folder):
+# `ragspine ingest FOLDER` with the default settings (real e5 embedding) in a new store per side
+# and round, a second process polling `ragspine search` until it finds the answer (time to the
+# first search), then full hybrid (the ingest's embedding done, every chunk with a vector).
+# FOLDER: any folder of documents; `python -m bench.folder_source` assembles the 320-file mixed
+# folder the docs report under /work/tmp-folder/mixed300. BEFORE=<src folder of another checkout>
+# adds that code's rounds, alternated with this checkout's. FOLDER_QUERY: a query the folder answers,
+# FOLDER_EXPECT: the doc_id it must find (default: any hit for a query of your own).
+FOLDER_ROUNDS ?= 1
+bench-folder: $(STAMP)
+	PYTHONPATH=. $(BIN)/python -m bench.folder_bench --folder $(FOLDER) --rounds $(FOLDER_ROUNDS) $(if $(BEFORE),--before $(BEFORE)) $(if $(FOLDER_QUERY),--query "$(FOLDER_QUERY)") $(if $(FOLDER_EXPECT),--expect "$(FOLDER_EXPECT)")
 
 # Dense channel cold attach at 100k vectors (fresh process per run); BEFORE=<src folder> adds older code.
 bench-attach: $(STAMP)

@@ -114,3 +114,32 @@ def test_the_traces_vector_counts_leave_restricted_chunks_out(tmp_path: Path) ->
             assert channels.decisions["dense"]["vectors"] == {"with_vector": 1, "active": 1}
         finally:
             index.close()
+
+
+def test_a_few_embedded_chunks_in_another_language_do_not_silence_bm25(tmp_path: Path) -> None:
+    """Mid-embedding, the dense channel's head holds only the chunks embedded so far. Those being
+    in another language than the query is no sign that the answer is a translation: the exact
+    BM25 match keeps its weight (before the fix the fusion let the vectors rank alone, and a
+    Chinese question over a half-embedded mixed folder returned the five embedded English notes)."""
+    from ragspine.retrieval.vector.dense.pending import embed_missing
+
+    db = tmp_path / "s.db"
+    _store(db)  # 200 English chunks, no vectors
+    with ChunkStore(str(db)) as store:
+        index = NarrativeIndex(store, embedding_backend=DeterministicEmbeddingBackend(), embed_on_write=False)
+        try:
+            index.ingest("港口起重机在第三周停运，维修需要两周。", DocumentMeta(doc_id="zh", title="港口"))
+            for i in range(10):  # more Chinese text that BM25 matches less well
+                index.ingest(f"港口第{i}号泊位的月度吞吐量报告。", DocumentMeta(doc_id=f"zh{i}", title="港口"))
+            assert index.dense is not None
+            english = [c for c in store.iter_chunks() if c.doc_id in ("d00", "d01", "d02", "d03", "d04")]
+            assert embed_missing(index.dense.vectors, index.dense.backend, english) == 5
+            trace = Trace()
+            results = index.rank("港口起重机停运", top_k=5, trace=trace)
+            channels = next(step for step in trace.steps if step.stage == "channels")
+            assert channels.decisions["dense"]["vectors"] == {"with_vector": 5, "active": DOCS + 11}
+            fusion = next(step for step in trace.steps if step.stage == "fusion")
+            assert fusion.decisions["signals"]["crosses_language"] is False
+            assert results[0].chunk.doc_id == "zh"
+        finally:
+            index.close()

@@ -511,13 +511,18 @@ class HybridRetriever:
     ) -> QuerySignals:
         """What the fusion reads about this query: the first variant's BM25 match, gap and
         coverage, the dense channel's best cosines, the two top-10 lists' agreement, and
-        whether the vectors' best answers are in another language (BM25 cannot see them)."""
+        whether the vectors' best answers are in another language (BM25 cannot see them).
+        While some visible chunks have no vector yet (searching while embedding runs), the
+        vectors' head is only the embedded part's: it never counts as crossing, so BM25 keeps
+        its weight instead of the few embedded chunks ranking alone."""
         tokens, top = first
         best = sorted(top.values(), reverse=True)[:2]
         match, covered = self._lexical_coverage(tokens, best[0] if best else 0.0, k1)
         ranked = dense[0] if dense else []
         cosines = vector_scores or {}
         crossing = view.languages_crossed(query, ranked[:CROSS_DEPTH])
+        if any(crossing) and not self._vectors_complete(view):
+            crossing = []
         return QuerySignals(
             query=query,
             tokens=len(tokens),
@@ -529,6 +534,12 @@ class HybridRetriever:
             crosses=bool(crossing) and crossing[0],
             cross_share=sum(crossing) / len(crossing) if crossing else 0.0,
         )
+
+    def _vectors_complete(self, view: DenseRanking) -> bool:
+        """Whether every visible chunk has a vector in `view` (a view without per-position rows,
+        e.g. a vector store's, counts as complete)."""
+        rows = getattr(view, "rows", None)  # a DenseView: each position's vector row (< 0: none)
+        return rows is None or bool(np.all(rows[self.index.active_positions()] >= 0))
 
     def check_where(self, where: Filter | Mapping[str, Any] | None) -> Filter | None:
         """Parse `where` and check every field it names can be filtered on here."""
