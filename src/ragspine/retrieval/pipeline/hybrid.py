@@ -521,7 +521,7 @@ class HybridRetriever:
         ranked = dense[0] if dense else []
         cosines = vector_scores or {}
         crossing = view.languages_crossed(query, ranked[:CROSS_DEPTH])
-        if any(crossing) and not self._vectors_complete(view):
+        if any(crossing) and not self._vectors_complete():
             crossing = []
         return QuerySignals(
             query=query,
@@ -535,11 +535,13 @@ class HybridRetriever:
             cross_share=sum(crossing) / len(crossing) if crossing else 0.0,
         )
 
-    def _vectors_complete(self, view: DenseRanking) -> bool:
-        """Whether every visible chunk has a vector in `view` (a view without per-position rows,
-        e.g. a vector store's, counts as complete)."""
-        rows = getattr(view, "rows", None)  # a DenseView: each position's vector row (< 0: none)
-        return rows is None or bool(np.all(rows[self.index.active_positions()] >= 0))
+    def _vectors_complete(self) -> bool:
+        """Whether every chunk the dense channel may embed has its vector (`DenseCoverage.missing`,
+        kept by the channel per attach: no per-query scan). RESTRICTED chunks a remote backend
+        never sees are `lexical_only`, not missing, so they never change this; a lazy slot
+        embeds what a query allows, so it is complete."""
+        ranker = self._dense
+        return ranker is None or ranker.view is None or ranker.dense.coverage().missing <= 0
 
     def check_where(self, where: Filter | Mapping[str, Any] | None) -> Filter | None:
         """Parse `where` and check every field it names can be filtered on here."""
