@@ -27,7 +27,7 @@ def test_hybrid_search_and_stats_over_http(serve: Any) -> None:
     assert all(isinstance(s["scores"]["vector"], float) for s in found["snippets"])
     assert client.get("/stats", headers=ADMIN).json()["index"]["dense"] == {
         "stored_vectors": 2, "active": 2, "with_vector": 2, "lexical_only": 0, "missing": 0,
-        "damaged": 0, "problem": None, "healthy": True,
+        "damaged": 0, "problem": None, "healthy": True, "note": None,
     }  # fmt: skip
 
     refused = client.post("/search", json={"query": "margin", "mode": "bm25"})

@@ -154,8 +154,9 @@ def embed_missing(
 
 def lazy_batch(todo: list[tuple[int, Any]], limit: int | None, where: object) -> list[tuple[int, Any]]:
     """Which of `todo` ((position, chunk) without a vector) to embed now: none when more than
-    `limit` of the chunks a caller may see are missing (the logged fallback: BM25 for them until
-    `ragspine embed`), else all of those plus RESTRICTED ones within what is left of `limit`.
+    `limit` of the chunks a caller may see are missing (the fallback: BM25 for them until
+    `ragspine embed`; the search says so once, `NarrativeIndex._note_vectors`, not here on every
+    attach), else all of those plus RESTRICTED ones within what is left of `limit`.
     RESTRICTED chunks never count against the limit, so they never decide what visible chunks
     get (None: no limit)."""
     shown = [item for item in todo if not is_restricted(item[1].sensitivity)]
@@ -163,10 +164,6 @@ def lazy_batch(todo: list[tuple[int, Any]], limit: int | None, where: object) ->
     if limit is None:
         return shown + hidden
     if len(shown) > limit:
-        log.warning(
-            "%d chunks have no vector in %s: they are ranked by BM25 only until embedded; "
-            "run `ragspine embed` to embed them", len(shown), where,
-        )  # fmt: skip
         return []
     return shown + hidden[: limit - len(shown)]
 
