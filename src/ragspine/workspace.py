@@ -22,7 +22,8 @@ Invariants:
   (`assembly.resolve_embedding`; never in economy/bm25/lexical mode, which builds no backend
   and creates no vectors file). Then every ingest embeds the new document's chunks (vectors in
   `<db>.vectors.sqlite`, keyed by the backend's model_id), and `embed_pending` embeds whatever
-  a bulk ingest left without a vector. A vectors file made by another model is refused at open
+  a bulk ingest left without a vector. A search never makes the vectors file: a store ingested
+  BM25-only stays BM25-only (its trace and `stats` say so) until an embed. A vectors file made by another model is refused at open
   (`VectorModelMismatch`, whose message says how to re-embed), never mixed.
 """
 

@@ -13,7 +13,13 @@ kept beside the store in `<db>.vectors.sqlite` keyed by chunk_id and model (`Chu
 memory for an in-memory or PostgreSQL store), or in the `ChunkVectorStore` given as `vectors`
 (pgvector, Qdrant: RAGSPINE_VECTOR_STORE through the assembly). A RESTRICTED chunk is never sent to a remote
 backend. Retrieval never recomputes a stored vector; see `DenseChannel` for what happens to
-chunks that have none.
+chunks that have none. A search never creates the vectors file: over a store that has none (a
+BM25-only ingest) it ranks by BM25 alone, embeds nothing, and says so in its trace (the
+`channels` step's `dense.note`) and, once per process and store state, in the log
+(`vectors_note`); the file is made by the first write that embeds (`open_vectors`: an ingest
+with `embed_on_write`, `embed_pending`), and a search opens it once it exists. While some
+chunks lack a vector the note says "embedding in progress" when an embed run holds the marker
+(`embed_marker`), else what fills the rest (`ragspine embed`).
 
 With an `index_text` function (Contextual Retrieval, `make_index_text_fn`), BM25 indexes and the
 dense channel embeds `index_text(chunk)`, never changing a chunk's `text`; its lexical index and
