@@ -1,6 +1,6 @@
 """A store ingested BM25-only stays BM25-only until the user embeds (issue 37, item 2): a search
 with an embedding backend configured makes no vectors file, logs no WARNING and says in its
-lineage and `/stats` that there are no vectors and how to add them; a store whose vectors cover
+lineage, `/stats` and `config show` that there are no vectors and how to add them; a store whose vectors cover
 part of the chunks says "embedding in progress" while an embed run holds the marker, else
 "X of N … `ragspine embed` fills the rest", logged once per process and store state; after
 `ragspine embed` the same search is hybrid. Real CLI (click's runner), real Workspace, real
@@ -75,6 +75,8 @@ def test_a_search_over_a_bm25_only_store_writes_nothing_and_says_how_to_embed(
     assert stats["index"]["retrieval"] == "hybrid" and stats["index"]["embedding_model"] is not None
     assert stats["index"]["dense"]["stored_vectors"] == 0 and stats["index"]["dense"]["with_vector"] == 0
     assert stats["index"]["dense"]["note"] == NO_VECTORS
+    shown = _cli("config", "show", "--db", str(db), embedding="deterministic")
+    assert shown.endswith(f"vectors:\n  {NO_VECTORS}\n")
     assert sorted(p.name for p in db.parent.iterdir()) == before
 
 
@@ -89,6 +91,8 @@ def test_ragspine_embed_makes_the_bm25_only_store_hybrid(folder: Path, tmp_path:
     assert out["snippets"] and all(isinstance(s["scores"]["vector"], float) for s in out["snippets"])
     explained = _cli("search", "harbour crane outage", "--db", str(db), "--explain", embedding="deterministic")
     assert "note=" not in explained and "with_vector=5, active=5" in explained
+    shown = json.loads(_cli("config", "show", "--db", str(db), "--json", embedding="deterministic"))
+    assert [(v["with_vector"], v["active"], v["in_progress"]) for v in shown["vectors"]] == [(5, 5, False)]
 
 
 DOCS = 200  # one-chunk documents: more missing than the lazy limit (64), so a search embeds none
