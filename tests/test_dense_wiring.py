@@ -155,7 +155,7 @@ def test_hybrid_search_through_the_workspace(dense: None, tmp_path: Path) -> Non
         assert stats["index"]["embedding_model"] == "deterministic:blake2b-tokens-v1;dim=256"
         assert stats["index"]["dense"] == {"stored_vectors": 3, "active": 3, "with_vector": 3,
                                            "lexical_only": 0, "missing": 0, "damaged": 0,
-                                           "problem": None, "healthy": True}  # fmt: skip
+                                           "problem": None, "healthy": True, "note": None}  # fmt: skip
         assert stats["channels"]["fusion"].startswith("zscore (dense share 0.5:")
         assert ws.embed_pending(progress=False).embedded == 0  # type: ignore[union-attr]
         with pytest.raises(ValueError, match="runs hybrid retrieval.*cannot switch to 'bm25'"):
@@ -189,6 +189,8 @@ def test_fusion_settings_reach_the_index(dense: None, tmp_path: Path, monkeypatc
 
 def test_workspaces_share_a_local_backend_and_close_their_vectors(dense: None, tmp_path: Path) -> None:
     with ragspine.open(tmp_path / "a") as a, ragspine.open(tmp_path / "b") as b:
+        # a new store has no vectors file until its first write embeds (a search never makes one)
+        assert a.retriever.index.open_vectors() is not None and b.retriever.index.open_vectors() is not None
         assert a.retriever.index.dense is not None and b.retriever.index.dense is not None
         assert a.retriever.index.dense.backend is b.retriever.index.dense.backend
         vectors = a.retriever.index.dense.vectors

@@ -20,7 +20,7 @@ from ingest_fixtures import write_pdf  # noqa: E402 - tests/ingest, put on the p
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "operations.md"
 # kinds that only exist while a process has a file open, or after damage or a crash
-TRANSIENT = {"sqlite companion", "vectors companion", "moved aside", "temporary"}
+TRANSIENT = {"sqlite companion", "vectors companion", "moved aside", "temporary", "embed marker"}
 
 
 def _table() -> list[tuple[str, str]]:

@@ -469,27 +469,15 @@ def config_show(
     db: str | None, host: str | None, port: int | None, config_file: Path | None, as_json: bool
 ) -> None:
     """Print each setting's effective value and where it came from (default, environment,
-    file, flag); secrets are masked. Flags preview what `serve`/`ask` would use."""
-    from ragspine.assembly import channels as describe_channels
+    file, flag), secrets masked, and how many chunks have vectors (read only). Flags preview
+    what `serve`/`ask` would use."""
     from ragspine.assembly import resolve_settings
-    from ragspine.settings.config import describe
+    from ragspine.config_show import print_config
 
     flags = {"RAGSPINE_DB": db, "RAGSPINE_HOST": host, "RAGSPINE_PORT": port}
     with _user_errors():
         resolved = resolve_settings(config_file=config_file, flags=flags)
-    rows = describe(resolved)
-    channels = describe_channels(resolved.settings)
-    if as_json:
-        settings = {name: {"value": value, "source": source} for name, value, source in rows}
-        click.echo(json.dumps({"settings": settings, "effective": channels}, ensure_ascii=False, indent=2))
-        return
-    width = max(len(name) for name, _, _ in rows)
-    value_width = min(48, max(len(value) for _, value, _ in rows))
-    for name, value, source in rows:
-        click.echo(f"{name:<{width}}  {value:<{value_width}}  {source}")
-    click.echo("\neffective:")
-    for key, value in channels.items():
-        click.echo(f"  {key:<15} {value}")
+    print_config(resolved, as_json)
 
 
 @main.group()

@@ -275,6 +275,14 @@ def _temporary(path: Path, _: _Work) -> tuple[str, str]:
     return "note", "a temporary file a crash left behind; safe to delete when no ragspine process runs"
 
 
+def _marker(path: Path, _: _Work) -> tuple[str, str]:
+    from ragspine.retrieval.vector.dense.embed_marker import MARKER_SUFFIX, embedding_in_progress
+
+    if embedding_in_progress(str(path)[: -len(MARKER_SUFFIX)]):
+        return "ok", "an embed run is writing the vectors file now"
+    return "note", "left by an embed run that was stopped; safe to delete"
+
+
 def _unknown(path: Path, _: _Work) -> tuple[str, str]:
     return "unknown", "not a file ragspine writes; left alone"
 
@@ -283,7 +291,7 @@ _CHECKERS: dict[str, Callable[[Path, _Work], tuple[str, str]]] = {
     "chunk store": _chunk_store, "sqlite companion": _companion, "vectors": _vectors,
     "vectors companion": _companion, "matrix cache": _matrix, "alignment cache": _alignment,
     "ann index": _ann, "lexical index": _lexical, "relation graph": _graph, "raptor tree": _raptor,
-    "page index": _pages, "moved aside": _moved, "temporary": _temporary,
+    "page index": _pages, "moved aside": _moved, "temporary": _temporary, "embed marker": _marker,
 }  # fmt: skip
 
 

@@ -34,6 +34,7 @@ FILE_KINDS: tuple[FileKind, ...] = (
     FileKind("matrix cache", _TAG + r"\.vectors\.sqlite\.matrix", "<vectors>.matrix", derived=True),
     FileKind("alignment cache", _TAG + r"\.vectors\.sqlite\.align", "<vectors>.align", derived=True),
     FileKind("ann index", _TAG + r"\.vectors\.sqlite\.hnsw", "<vectors>.hnsw", derived=True),
+    FileKind("embed marker", _TAG + r"\.vectors\.sqlite\.embedding", "<vectors>.embedding", derived=True),
     FileKind("lexical index", r"\.bm25", "<db>.bm25/", derived=True),
     FileKind("relation graph", r"\.graph\.json", "<db>.graph.json", derived=False),
     FileKind("raptor tree", r"\.raptor\.sqlite(-wal|-shm|-journal)?", "<db>.raptor.sqlite", derived=False),

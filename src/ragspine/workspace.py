@@ -22,7 +22,8 @@ Invariants:
   (`assembly.resolve_embedding`; never in economy/bm25/lexical mode, which builds no backend
   and creates no vectors file). Then every ingest embeds the new document's chunks (vectors in
   `<db>.vectors.sqlite`, keyed by the backend's model_id), and `embed_pending` embeds whatever
-  a bulk ingest left without a vector. A vectors file made by another model is refused at open
+  a bulk ingest left without a vector. A search never makes the vectors file: a store ingested
+  BM25-only stays BM25-only (its trace and `stats` say so) until an embed. A vectors file made by another model is refused at open
   (`VectorModelMismatch`, whose message says how to re-embed), never mixed.
 """
 
@@ -63,6 +64,7 @@ from ragspine.retrieval.pipeline.snippets import SearchResults
 from ragspine.retrieval.pipeline.trace import Trace
 from ragspine.retrieval.relevance import above
 from ragspine.retrieval.sensitivity import is_restricted
+from ragspine.retrieval.vector.dense.channel import vector_key
 from ragspine.retrieval.vector.dense.chunk_vectors import BatchEmbedder, EmbedReport
 from ragspine.retrieval.vector.errors import VectorStoreError
 from ragspine.store_record import vector_store_of
@@ -123,7 +125,7 @@ class Workspace(Closeable):
         index = retriever.index
         # What this workspace runs, from what was built (not re-resolved per request).
         self.retrieval_mode = (
-            "bm25" if index.dense is None else ("vector" if index.channels == "vector" else "hybrid")
+            "bm25" if index.embedding_backend is None else ("vector" if index.channels == "vector" else "hybrid")
         )
 
     @classmethod
@@ -462,6 +464,11 @@ class Workspace(Closeable):
         documents, chunks = self.store.counts()
         index["data_version"] = self.store.data_version()
         dense = self.retriever.index.dense
+        noted = self.retriever.index.vectors_note(chunks)  # chunks without a vector: what to do
+        if dense is None and noted is not None:  # a BM25-only store: no vectors file until `ragspine embed`
+            index["embedding_model"] = vector_key(self.retriever.index.embedding_backend)
+            index["dense"] = {"stored_vectors": 0, "active": chunks, "with_vector": 0, "lexical_only": 0,
+                              "missing": chunks, "damaged": 0, "problem": None, "healthy": True, "note": noted[2]}  # fmt: skip
         if dense is not None:
             coverage = dense.coverage()
             index["embedding_model"] = dense.vectors.model_id
@@ -480,6 +487,7 @@ class Workspace(Closeable):
                 "damaged": coverage.damaged,
                 "problem": coverage.problem,
                 "healthy": coverage.problem is None and coverage.damaged == 0 and stored is not None,
+                "note": noted[2] if noted is not None else None,
             }
         index["vector_store"] = vector_store_of(self.settings)  # kind, location (masked), collection
         visual = getattr(self.retriever, "visual", None)  # the page index (RAGSPINE_VISUAL_EMBEDDER)

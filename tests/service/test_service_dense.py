@@ -27,7 +27,7 @@ def test_hybrid_search_and_stats_over_http(serve: Any) -> None:
     assert all(isinstance(s["scores"]["vector"], float) for s in found["snippets"])
     assert client.get("/stats", headers=ADMIN).json()["index"]["dense"] == {
         "stored_vectors": 2, "active": 2, "with_vector": 2, "lexical_only": 0, "missing": 0,
-        "damaged": 0, "problem": None, "healthy": True,
+        "damaged": 0, "problem": None, "healthy": True, "note": None,
     }  # fmt: skip
 
     refused = client.post("/search", json={"query": "margin", "mode": "bm25"})
@@ -116,3 +116,29 @@ def test_a_posted_document_is_indexed_in_the_background_before_any_search(serve:
     assert list(Path(served.ws.settings.db + ".bm25").glob("*/manifest.json"))  # its files, for the next process
     found = served.client.post("/search", json={"query": "gross margin", "top_k": 1}).json()
     assert found["snippets"][0]["doc_id"] == "en" and lexical.stats["builds"] == 1  # the search built nothing
+
+
+def test_a_bm25_only_store_stays_so_over_http_until_embedded(serve: Any) -> None:
+    """A store whose chunks were written BM25-only (another process, `RAGSPINE_EMBEDDING=none`)
+    served with an embedding model: searches rank by BM25, make no vectors file and /stats says
+    so; after an embed the same server searches hybrid."""
+    from ragspine.retrieval.model import DocumentMeta
+    from ragspine.retrieval.pipeline.narrative_index import NarrativeIndex
+    from ragspine.retrieval.store.sqlite import ChunkStore
+
+    served = serve(embedding="deterministic")
+    db = Path(served.ws.settings.db)
+    with ChunkStore(str(db)) as store:  # the BM25-only writer
+        NarrativeIndex(store).ingest("Borealis gross margin fell because of a recall.", DocumentMeta("en"))
+    for _ in range(2):
+        found = served.client.post("/search", json={"query": "gross margin recall", "top_k": 2}).json()
+        assert found["snippets"][0]["doc_id"] == "en" and found["snippets"][0]["scores"]["vector"] is None
+    dense = served.client.get("/stats", headers=ADMIN).json()["index"]["dense"]
+    assert (dense["stored_vectors"], dense["with_vector"], dense["missing"]) == (0, 0, 1)
+    assert dense["note"] == "no vectors for this store: ranked by BM25 only; `ragspine embed` adds them"
+    assert not list(db.parent.glob("*vectors*"))  # no vectors file (the lexical index is BM25's own)
+    report = served.ws.embed_pending(progress=False)
+    assert report is not None and report.embedded == 1
+    found = served.client.post("/search", json={"query": "gross margin recall", "top_k": 2}).json()
+    assert isinstance(found["snippets"][0]["scores"]["vector"], float)
+    assert served.client.get("/stats", headers=ADMIN).json()["index"]["dense"]["note"] is None

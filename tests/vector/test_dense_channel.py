@@ -83,6 +83,9 @@ def test_missing_vectors_are_filled_lazily_or_reported(db_path: Path, caplog: py
         _ingest(NarrativeIndex(store))  # BM25 only: no vectors at all
         backend = Recording()
         index = NarrativeIndex(store, embedding_backend=backend)
+        assert index.retrieve("revenue", top_k=2)[0].vector_score is None  # a BM25-only store stays so
+        assert not backend.seen and not Path(f"{db_path}.vectors.sqlite").exists()
+        assert index.open_vectors() is not None  # what a write does: the file is made
         with caplog.at_level(logging.INFO, logger="ragspine.retrieval.vector.dense.channel"):
             index.retrieve("revenue", top_k=2)
         assert "embedding 4 chunks that have no vector yet" in caplog.text
@@ -94,9 +97,9 @@ def test_missing_vectors_are_filled_lazily_or_reported(db_path: Path, caplog: py
         fallback.dense.lazy_limit = 0
         fallback.embed_on_write = False
         fallback.ingest("Freight costs rose sharply.", DocumentMeta("freight"))
-        with caplog.at_level(logging.WARNING, logger="ragspine.retrieval.vector.dense.channel"):
+        with caplog.at_level(logging.WARNING, logger="ragspine.retrieval.pipeline.narrative_index"):
             results = fallback.retrieve("freight costs", top_k=6)
-        assert "1 chunks have no vector" in caplog.text and "ragspine embed" in caplog.text
+        assert "5 of 6 chunks have vectors; `ragspine embed` fills the rest" in caplog.text
         assert results[0].chunk.doc_id == "freight" and results[0].vector_score is None
         report = fallback.embed_pending(progress=False)
         assert report is not None and report.embedded == 1 and report.present == 5
@@ -192,13 +195,14 @@ def test_vectors_written_by_another_writer_are_picked_up(db_path: Path) -> None:
         store.init_schema()
         _ingest(NarrativeIndex(store))  # no vectors yet
         index = NarrativeIndex(store, embedding_backend=backend)
-        assert index.dense is not None
-        index.dense.lazy_limit = 0  # this process will not embed them itself
         index.retrieve("revenue", top_k=2)
-        assert index.dense.coverage().with_vector == 0
+        assert index.dense is None and not backend.seen  # no vectors file: BM25 only, none made
         with ChunkVectors.beside(store, model_id=backend.model_id) as other:  # e.g. `ragspine embed`
             embed_chunks(store, other, backend, progress=False)
-        index.ingest("A later note.", DocumentMeta("later"))  # the next snapshot catches up
+        index.retrieve("revenue", top_k=2)  # the file exists now: the search opens it
+        assert index.dense is not None and index.dense.coverage().with_vector == 4
+        index.dense.lazy_limit = 0  # this process will not embed missing ones itself
+        index.ingest("A later note.", DocumentMeta("later"), valid_as_of="")  # embedded on write
         index.retrieve("revenue", top_k=2)
         assert index.dense.coverage().with_vector == 5
 

@@ -544,11 +544,10 @@ def _embed_pending(
         index = NarrativeIndex(
             store, embedding_backend=backend, embed_on_write=False, index_text=index_text, vectors=vectors
         )
-        assert index.dense is not None
-        try:
+        try:  # the vectors file is made by this pass if the store had none (`embed_pending`)
             report = index.embed_pending(progress=progress, batch_size=batch_size)
         finally:
-            index.dense.vectors.close()
+            index.close()
     except VectorModelMismatch as exc:
         raise VectorModelMismatch(f"the documents were ingested but not embedded: {exc}") from exc
     assert report is not None

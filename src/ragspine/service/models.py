@@ -163,6 +163,11 @@ class DenseOut(BaseModel):
     damaged: int = Field(0, description="Stored vectors that failed their checksum (ranked by BM25 until `ragspine embed`)")
     problem: str | None = Field(None, description="Why the stored vectors cannot be read at all (search runs on BM25)")
     healthy: bool = Field(True, description="No damaged or unreadable vectors")
+    note: str | None = Field(
+        None,
+        description="While some chunks have no vector (ranked by BM25 only): no vectors for the store yet, "
+        "embedding in progress (X of N), or X of N with `ragspine embed` to fill the rest; null: all have one",
+    )
 
 
 class VisualOut(BaseModel):

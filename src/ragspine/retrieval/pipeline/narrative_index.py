@@ -13,7 +13,13 @@ kept beside the store in `<db>.vectors.sqlite` keyed by chunk_id and model (`Chu
 memory for an in-memory or PostgreSQL store), or in the `ChunkVectorStore` given as `vectors`
 (pgvector, Qdrant: RAGSPINE_VECTOR_STORE through the assembly). A RESTRICTED chunk is never sent to a remote
 backend. Retrieval never recomputes a stored vector; see `DenseChannel` for what happens to
-chunks that have none.
+chunks that have none. A search never creates the vectors file: over a store that has none (a
+BM25-only ingest) it ranks by BM25 alone, embeds nothing, and says so in its trace (the
+`channels` step's `dense.note`) and, once per process and store state, in the log
+(`vectors_note`); the file is made by the first write that embeds (`open_vectors`: an ingest
+with `embed_on_write`, `embed_pending`), and a search opens it once it exists. While some
+chunks lack a vector the note says "embedding in progress" when an embed run holds the marker
+(`embed_marker`), else what fills the rest (`ragspine embed`).
 
 With an `index_text` function (Contextual Retrieval, `make_index_text_fn`), BM25 indexes and the
 dense channel embeds `index_text(chunk)`, never changing a chunk's `text`; its lexical index and
@@ -24,6 +30,7 @@ index text, so changing it re-indexes and re-embeds instead of mixing the two.
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -61,6 +68,8 @@ from ragspine.retrieval.types import EmbeddingBackend, QueryRewriter
 from ragspine.retrieval.vector.dense.ann import AnnConfig
 from ragspine.retrieval.vector.dense.channel import DenseChannel, vector_key
 from ragspine.retrieval.vector.dense.chunk_vectors import BatchEmbedder, ChunkVectors, EmbedReport, embed_chunks
+from ragspine.retrieval.vector.stores.sqlite import vectors_path
+from ragspine.retrieval.vector.dense.embed_marker import embedding_in_progress, embedding_run, vector_note
 from ragspine.retrieval.vector.dense.pending import embed_missing
 from ragspine.retrieval.vector.errors import VectorFilesDamaged, VectorStoreError
 from ragspine.retrieval.vector.stores.inprocess import ChunkVectorStore
@@ -68,6 +77,8 @@ from ragspine.retrieval.vector.stores.inprocess import ChunkVectorStore
 log = logging.getLogger(__name__)
 
 _ROW_CACHE_MAX = 20_000  # stored rows kept in memory per NarrativeIndex
+_NOTED: dict[str, str] = {}  # per store path, the vector state last logged by `_note_vectors` (once per process)
+_NOTED_LOCK = threading.Lock()
 
 
 class NarrativeIndex:
@@ -132,22 +143,58 @@ class NarrativeIndex:
         self._retrievers: dict[bool, HybridRetriever] = {}
         self._row_cache: dict[int, Chunk] = {}
         self.dense: DenseChannel | None = None
+        self._absent: tuple[str, str, Any] | None = None  # (path, model_id, ann) until a write makes the file
+        self._noted: str | None = None  # the vector note last logged (`_note_vectors`)
         if embedding_backend is not None:
             key = vector_key(embedding_backend)
-            problem = None
-            if vectors is None and key is not None:  # a backend without a model_id: in memory only
-                try:
-                    vectors = ChunkVectors.beside(
-                        store, model_id=key, dim=getattr(embedding_backend, "dim", None), tag=index_text_tag(index_text)
-                    )
-                except VectorFilesDamaged as exc:  # search goes on: BM25 (and a few vectors in memory)
-                    log.warning("%s; searching without the stored vectors", exc)
-                    problem = f"vectors unreadable: {exc}"
-                    vectors = ChunkVectors(None, model_id=key)
-            self.dense = DenseChannel(embedding_backend, vectors, problem=problem, index_text=index_text, ann=ann)
+            path = vectors_path(store, index_text_tag(index_text))
+            if vectors is None and key is not None and path is not None and not os.path.exists(path):
+                self._absent = (path, key, ann)  # BM25-only store: a search never creates the file
+            else:
+                self._open_dense(vectors, ann)
         # The lexical index: files beside the store (`<db>.bm25/`) unless persist_index=False
         # or the store is in memory.
         self.lexical_index = StoreIndex(store, analyzer, persist=persist_index, index_text=index_text)
+
+    def _open_dense(self, vectors: ChunkVectorStore | None, ann: AnnConfig | None) -> DenseChannel:
+        """Make the dense channel over `vectors` (None: the vectors file beside the store, made
+        if absent; in memory for a backend without a model_id or an in-memory store)."""
+        backend = self.embedding_backend
+        assert backend is not None
+        key, problem = vector_key(backend), None
+        if vectors is None and key is not None:  # a backend without a model_id: in memory only
+            try:
+                vectors = ChunkVectors.beside(
+                    self.store, model_id=key, dim=getattr(backend, "dim", None), tag=index_text_tag(self.index_text)
+                )
+            except VectorFilesDamaged as exc:  # search goes on: BM25 (and a few vectors in memory)
+                log.warning("%s; searching without the stored vectors", exc)
+                problem = f"vectors unreadable: {exc}"
+                vectors = ChunkVectors(None, model_id=key)
+        self._absent = None
+        self.dense = DenseChannel(backend, vectors, problem=problem, index_text=self.index_text, ann=ann)
+        return self.dense
+
+    def open_vectors(self) -> DenseChannel | None:
+        """The dense channel a write embeds into (None without a backend): the vectors file is made
+        now if it was absent. A search never calls it (a BM25-only store stays so); RAPTOR, which
+        clusters chunk vectors, does."""
+        if self.embedding_backend is None:
+            return None
+        if self._absent is not None:
+            with self._lock:
+                if self._absent is not None:
+                    self._open_dense(None, self._absent[2])
+                    self._retrievers.clear()
+        return self.dense
+
+    def _dense_if_present(self) -> None:
+        """A search over a store whose vectors file was absent: open it once it exists (an embed
+        run in another process made it); else the search stays BM25-only and writes nothing.
+        Called under `_lock`."""
+        if self._absent is not None and os.path.exists(self._absent[0]):
+            self._open_dense(None, self._absent[2])
+            self._retrievers.clear()
 
     def ingest(self, text: str, meta: DocumentMeta, valid_as_of: str = "") -> int:
         """Chunk `text` (with the index's chunker) and make it the active version of `meta.doc_id`; return chunks written.
@@ -166,7 +213,7 @@ class NarrativeIndex:
     def replace_chunks(self, doc_id: str, chunks: Sequence[Chunk], valid_as_of: str = "") -> int:
         """Make already-made chunks (e.g. with page locators) the active version of `doc_id`."""
         written = self.store.replace_doc_chunks(doc_id, chunks, valid_as_of=valid_as_of)
-        if self.dense is not None and self.embed_on_write:
+        if self.embed_on_write and self.open_vectors() is not None:
             self._embed(chunks)
         self._after_write()
         return written
@@ -188,14 +235,16 @@ class NarrativeIndex:
         at or above the ANN threshold, bring the HNSW index up to date too. `embed_batches`: who
         embeds the batches (e.g. `ray_embed.RayBatchEmbedder`); None: this index's backend. None
         when there is no embedding backend."""
-        if self.dense is None:
+        dense = self.open_vectors()
+        if dense is None:
             return None
-        report = embed_chunks(
-            self.store, self.dense.vectors, self.dense.backend, batch_size=batch_size, progress=progress,
-            index_text=self.index_text, embed_batches=embed_batches,
-        )
-        vectors = self.dense.vectors
-        if isinstance(vectors, ChunkVectors) and self.dense.ann_config.applies(vectors.count()):
+        vectors = dense.vectors
+        with embedding_run(vectors.path if isinstance(vectors, ChunkVectors) else None):
+            report = embed_chunks(
+                self.store, vectors, dense.backend, batch_size=batch_size, progress=progress,
+                index_text=self.index_text, embed_batches=embed_batches,
+            )
+        if isinstance(vectors, ChunkVectors) and dense.ann_config.applies(vectors.count()):
             with self._lock:
                 self._retrievers.clear()
             self.retriever()  # reads the new vectors: the ANN index is built or updated (and saved) now, not by a search
@@ -268,9 +317,50 @@ class NarrativeIndex:
     ) -> list[RetrievalResult]:
         """The channels and fusion stages over the current snapshot (no rerank): `HybridRetriever.search`
         with `filters` the exact matches on the five metadata fields."""
-        return self.retriever(include_restricted=include_restricted).search(
-            query, top_k=top_k, where=where, variants=variants, trace=trace, **(filters or {})
-        )
+        retriever = self.retriever(include_restricted=include_restricted)
+        results = retriever.search(query, top_k=top_k, where=where, variants=variants, trace=trace, **(filters or {}))
+        self._note_vectors(retriever, trace)
+        return results
+
+    def vectors_note(self, shown: int) -> tuple[int, str, str] | None:
+        """(chunks with a vector, state, note) when some of the `shown` chunks a search may see
+        have no vector and are ranked by BM25 only; None when every one has (or there is no
+        embedding backend, or the vectors are in a vector store). state: "none" (no vectors file:
+        a BM25-only store), "embedding" (a run holds `embed_marker`'s marker) or the note itself
+        (X of N; `ragspine embed` fills the rest)."""
+        if self.embedding_backend is None:
+            return None
+        dense = self.dense
+        if dense is None:  # a BM25-only store: no vectors file, none made by a search
+            return 0, "none", vector_note(0, shown, in_progress=False)
+        coverage = dense.coverage()
+        if coverage.missing <= 0 or not isinstance(dense.vectors, ChunkVectors):
+            return None
+        in_progress = embedding_in_progress(dense.vectors.path)
+        note = vector_note(coverage.with_vector, coverage.active - coverage.lexical_only, in_progress=in_progress)
+        return coverage.with_vector, "embedding" if in_progress else note, note
+
+    def _note_vectors(self, retriever: HybridRetriever, trace: Trace | None) -> None:
+        """Say so when some chunks a search may see have no vector (`vectors_note`): in the
+        trace's channels step every time; in the log once per process per store state (no
+        vectors file, embedding in progress: INFO; X of N, `ragspine embed` fills the rest:
+        WARNING), never on every search of a long-lived server."""
+        shown = len(retriever.index.active_positions())  # what the caller may see
+        found = self.vectors_note(shown)
+        if found is None:
+            return
+        with_vector, state, note = found
+        if trace is not None:
+            for step in trace.of("channels"):
+                entry = step.decisions.setdefault("dense", {})
+                entry.setdefault("vectors", {"with_vector": with_vector, "active": shown})
+                entry["note"] = note
+        where = str(self.store.db_path)
+        with _NOTED_LOCK:
+            if _NOTED.get(where) == state:
+                return
+            _NOTED[where] = state
+        log.log(logging.INFO if state in ("none", "embedding") else logging.WARNING, "%s (%s)", note, where)
 
     def rerank_step(self) -> RerankStep | None:
         """The rerank stage: the reranker, else the listwise judge, else None (fused order)."""
@@ -294,6 +384,7 @@ class NarrativeIndex:
         """The ranker over the store's current active chunks (its index brought up to date),
         RESTRICTED ones masked out unless `include_restricted`."""
         with self._lock:
+            self._dense_if_present()
             snapshot = self.lexical_index.snapshot()
             vectors_version = self._vectors_version()
             if snapshot is not self._snapshot or vectors_version != self._attached_vectors:
@@ -323,13 +414,14 @@ class NarrativeIndex:
         return HybridRetriever.over_snapshot(
             snapshot,
             StoreChunks(self.store, snapshot, self._row_cache),
-            embedding_backend=self.embedding_backend,
+            # no vectors file (a BM25-only store): lexical only, no vectors made in memory either
+            embedding_backend=self.embedding_backend if self._absent is None else None,
             query_rewriter=self.query_rewriter,
             k1=self.k1,
             b=self.b,
             analyzer=self.analyzer,
             fusion=self.fusion,
-            channels=self.channels,
+            channels=self.channels if self._absent is None else "hybrid",
             dense=self.dense,
             include_restricted=include_restricted,
             extra_channels=self.extra_channels,

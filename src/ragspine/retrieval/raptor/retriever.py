@@ -67,7 +67,7 @@ class RaptorRetriever(NarrativeIndexRetriever):
     ) -> None:
         if mode not in RAPTOR_MODES:
             raise ValueError(f"RAPTOR mode {mode!r} is not one of {', '.join(RAPTOR_MODES)}")
-        if base.index.dense is None:
+        if base.index.open_vectors() is None:  # the tree clusters chunk vectors: the file is made if absent
             raise ValueError(
                 "RAPTOR clusters chunk vectors: give the retriever an embedding backend "
                 "(RAGSPINE_EMBEDDING, or build_narrative_retriever(embedding_backend=...))"

@@ -9,9 +9,11 @@ Invariants:
   at ingest or lazily, and never per query. Only the query is embedded: all of a query's
   variants in one backend call (`DenseView.embed_queries`), each distinct text once.
 - Positions without a vector are embedded lazily when the snapshot changes, if there are at most
-  `lazy_limit` of them (logged at INFO). More than that is an explicit, logged fallback (WARNING
-  with the count and the command that embeds them): those chunks are ranked by BM25 only until
-  embedded. `coverage()` reports how many active positions have a vector.
+  `lazy_limit` of them (logged at INFO). More than that is an explicit fallback: those chunks are
+  ranked by BM25 only until embedded; `coverage()` reports how many active positions have a
+  vector, and the owner says so once (`NarrativeIndex.vectors_note`: in progress, or what to
+  run). A store with no vectors file gets no channel at all from its `NarrativeIndex` until a
+  write makes the file: a search never creates one.
 - `view_over` (a retriever over a fixed list of chunks) instead embeds, per query, only the
   positions that query's filter allows and that have no vector yet, whatever their number;
   vectors are kept by chunk_id, so no chunk is embedded twice.

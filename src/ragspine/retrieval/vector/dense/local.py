@@ -429,7 +429,7 @@ class LocalVectors:
         found = select_missing(self.vectors, self.backend, placed, chunk_of=itemgetter(1), known_missing=True)
         for position, _ in found.lexical_only:
             rows[position] = _LEXICAL_ONLY
-        todo = lazy_batch(found.sendable, limit, self.vectors)
+        todo = lazy_batch(found.sendable, limit)
         if not todo:
             return
         log.info("embedding %d chunks that have no vector yet (%s)", len(todo), self.vectors.model_id)

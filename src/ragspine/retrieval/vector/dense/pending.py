@@ -23,7 +23,6 @@ Invariants:
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -37,14 +36,10 @@ from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.retrieval.store.protocol import ChunkStoreProtocol, StoredChunk
 from ragspine.retrieval.vector.arrays import as_matrix, unit_rows
 from ragspine.retrieval.vector.dense.progress import embed_progress
-from ragspine.retrieval.vector.dense.ranking import CHANNEL_LOGGER
 from ragspine.retrieval.vector.embeddings.support import EmbeddingBackendError, can_embed, model_id_of
 from ragspine.retrieval.vector.errors import VectorModelMismatch
 from ragspine.retrieval.vector.stores.inprocess import ChunkVectorStore
 from ragspine.retrieval.vector.stores.sqlite import ChunkVectors
-
-# the dense channel's logger: the lazy paths' fallback warning has always been logged under it
-log = logging.getLogger(CHANNEL_LOGGER)
 
 TEXT_LANGUAGE = "text_language"  # metadata key: detect_language of the chunk's own text
 
@@ -152,10 +147,11 @@ def embed_missing(
     return sum(len(b.chunks) for b in embed_into(vectors, backend, missing.sendable, index_text=index_text))
 
 
-def lazy_batch(todo: list[tuple[int, Any]], limit: int | None, where: object) -> list[tuple[int, Any]]:
+def lazy_batch(todo: list[tuple[int, Any]], limit: int | None) -> list[tuple[int, Any]]:
     """Which of `todo` ((position, chunk) without a vector) to embed now: none when more than
-    `limit` of the chunks a caller may see are missing (the logged fallback: BM25 for them until
-    `ragspine embed`), else all of those plus RESTRICTED ones within what is left of `limit`.
+    `limit` of the chunks a caller may see are missing (the fallback: BM25 for them until
+    `ragspine embed`; the search says so once, `NarrativeIndex._note_vectors`, not here on every
+    attach), else all of those plus RESTRICTED ones within what is left of `limit`.
     RESTRICTED chunks never count against the limit, so they never decide what visible chunks
     get (None: no limit)."""
     shown = [item for item in todo if not is_restricted(item[1].sensitivity)]
@@ -163,10 +159,6 @@ def lazy_batch(todo: list[tuple[int, Any]], limit: int | None, where: object) ->
     if limit is None:
         return shown + hidden
     if len(shown) > limit:
-        log.warning(
-            "%d chunks have no vector in %s: they are ranked by BM25 only until embedded; "
-            "run `ragspine embed` to embed them", len(shown), where,
-        )  # fmt: skip
         return []
     return shown + hidden[: limit - len(shown)]
 

@@ -103,7 +103,7 @@ class StoreVectors:
         todo = [p for p, i in zip(positions.tolist(), ids, strict=True) if i in absent]
         missing = select_missing(self.vectors, self.backend, source.chunks_at(todo), known_missing=True)
         self._lexical_only.update(c.chunk_id for c in missing.lexical_only)
-        batch = [c for _, c in lazy_batch([(0, c) for c in missing.sendable], limit, self.vectors)]
+        batch = [c for _, c in lazy_batch([(0, c) for c in missing.sendable], limit)]
         for stored in embed_into(self.vectors, self.backend, batch, index_text=self.index_text):
             self._present.update(c.chunk_id for c in stored.chunks)
 

@@ -64,6 +64,13 @@ _IN_BATCH = 900  # ids per IN (...) query: below SQLite's oldest bound-parameter
 LOAD_PART = 8192  # records per read when loading every vector (bounds the transient copies)
 
 
+def vectors_path(store: ChunkStoreProtocol, tag: str = "") -> str | None:
+    """Where `ChunkVectors.beside` keeps `store`'s vectors: `<db_path><tag>.vectors.sqlite`; None
+    for a ":memory:" store (in memory)."""
+    db = str(store.db_path)
+    return None if db == ":memory:" else db + tag + VECTORS_SUFFIX
+
+
 def record_checksums(rows: np.ndarray) -> np.ndarray:
     """A 32-bit checksum per float32 row (int64 array): Σ word·w mod 2³², with w odd and
     different per column, so a flipped bit, a changed or zeroed word, or two swapped words change
@@ -128,8 +135,7 @@ class ChunkVectors(Closeable):
     def beside(cls, store: ChunkStoreProtocol, *, model_id: str, dim: int | None = None, tag: str = "") -> ChunkVectors:
         """The vectors of `store`: `<db_path><tag>.vectors.sqlite` (`tag`: an index text's,
         `index_text_tag`); in memory for a ":memory:" store."""
-        db = str(store.db_path)
-        return cls(None if db == ":memory:" else db + tag + VECTORS_SUFFIX, model_id=model_id, dim=dim)
+        return cls(vectors_path(store, tag), model_id=model_id, dim=dim)
 
     # -- writes (the VectorStore seam) ----------------------------------------------------------
     def upsert(self, ids: Sequence[str], vectors: Vectors, metadata: VectorMetadata = None) -> None:

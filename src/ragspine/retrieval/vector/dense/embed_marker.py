@@ -1,0 +1,79 @@
+"""Whether an embed run is writing a vectors file now: `<vectors>.embedding`, locked while it runs.
+
+Invariants: a bulk embed (`NarrativeIndex.embed_pending`: `ragspine embed`, the embedding pass
+of `ragspine ingest`, `Workspace.embed_pending`) holds an exclusive `flock` on the marker beside
+the vectors file for as long as it runs and removes the marker when it ends. A search only asks
+(`embedding_in_progress`): a marker left by a killed run is not locked, so it never reads as a
+run in progress. Where `flock` is missing (Windows) nothing is marked and no run reads as in
+progress. The marker never changes what is embedded or ranked: it only chooses the words a
+search uses for the chunks that have no vector yet (`vector_note`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+MARKER_SUFFIX = ".embedding"  # beside the vectors file: `<db>.vectors.sqlite.embedding`
+
+
+@contextlib.contextmanager
+def embedding_run(vectors_path: str | None) -> Iterator[None]:
+    """Mark `vectors_path` as being embedded into for the duration of the block (nothing for an
+    in-memory vectors store, None or ":memory:")."""
+    if fcntl is None or vectors_path is None or vectors_path == ":memory:":
+        yield
+        return
+    marker = vectors_path + MARKER_SUFFIX
+    with open(marker, "a+b") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # another run holds it: that run's marker stays
+            yield
+            return
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(marker)
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def embedding_in_progress(vectors_path: str | None) -> bool:
+    """Whether a run holds the marker of `vectors_path` now (a leftover, unlocked marker: no)."""
+    if fcntl is None or vectors_path is None or vectors_path == ":memory:":
+        return False
+    try:
+        handle = open(vectors_path + MARKER_SUFFIX, "rb")
+    except OSError:
+        return False
+    with handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        return False
+
+
+def vector_note(with_vector: int, active: int, *, in_progress: bool) -> str:
+    """The words a search logs and traces for chunks without a vector (ranked by BM25 only).
+
+    >>> vector_note(0, 12, in_progress=False)
+    'no vectors for this store: ranked by BM25 only; `ragspine embed` adds them'
+    >>> vector_note(40, 200, in_progress=True)
+    'embedding in progress: 40 of 200 chunks have vectors'
+    >>> vector_note(40, 200, in_progress=False)
+    '40 of 200 chunks have vectors; `ragspine embed` fills the rest'
+    """
+    if in_progress:
+        return f"embedding in progress: {with_vector} of {active} chunks have vectors"
+    if with_vector == 0:
+        return "no vectors for this store: ranked by BM25 only; `ragspine embed` adds them"
+    return f"{with_vector} of {active} chunks have vectors; `ragspine embed` fills the rest"
