@@ -1,6 +1,6 @@
 """Retrieval over a RAPTOR tree: leaves (detail), nodes (themes), or both (the collapsed tree).
 
-    retriever = make_raptor_retriever(base, mode="collapsed")   # base: a NarrativeIndexRetriever with a dense channel
+    retriever = make_raptor_retriever(base, mode="collapsed")   # base: a NarrativeIndexRetriever with an embedding backend
     retriever.build()                                          # or `ragspine raptor build`
     snippets = retriever.retrieve("what themes recur in the 2024 reports?")
 
@@ -21,8 +21,12 @@ Invariants:
 - a node's `lineage.tree_data_version` is `visible_version()`: a digest of the tree's leaves (chunk
   ids, which carry their text's digest, of chunks that were not RESTRICTED), never the store's
   write counter, which counts RESTRICTED writes too (issue 34 #6);
-- nodes are ranked by the cosine of the query vector with the node vectors (the vector the
-  dense channel just computed for the same query, when there is one: embedded once); `collapsed`
+- only `build()` (a write) makes the store's vectors file; constructing the retriever or
+  searching never does, so a BM25-only store stays so (its leaves are BM25's, no node is served
+  until a tree is built);
+- nodes are ranked by the cosine of the query vector (the index's embedding backend) with the
+  node vectors (the vector the dense channel just computed for the same query, when there is
+  one: embedded once); `collapsed`
   fuses the leaf and node rankings by RRF, ties by (-score, id).
 """
 
@@ -67,7 +71,7 @@ class RaptorRetriever(NarrativeIndexRetriever):
     ) -> None:
         if mode not in RAPTOR_MODES:
             raise ValueError(f"RAPTOR mode {mode!r} is not one of {', '.join(RAPTOR_MODES)}")
-        if base.index.open_vectors() is None:  # the tree clusters chunk vectors: the file is made if absent
+        if base.index.embedding_backend is None:  # the tree clusters chunk vectors
             raise ValueError(
                 "RAPTOR clusters chunk vectors: give the retriever an embedding backend "
                 "(RAGSPINE_EMBEDDING, or build_narrative_retriever(embedding_backend=...))"
@@ -83,9 +87,10 @@ class RaptorRetriever(NarrativeIndexRetriever):
         self._visible: tuple[int | None, str] | None = None
 
     def build(self, *, full: bool = False) -> BuildReport:
-        """Update the tree to the store's current data_version (incrementally unless `full`)."""
-        dense = self.index.dense
-        assert dense is not None
+        """Update the tree to the store's current data_version (incrementally unless `full`). A
+        write: the vectors file is made here if absent (a search never makes it)."""
+        dense = self.index.open_vectors()
+        assert dense is not None  # __init__ refused an index without an embedding backend
         report = build_tree(self.index.store, dense.vectors.get, self.tree, self.summarizer, self.config,
                             model_id=dense.vectors.model_id or "", full=full)  # fmt: skip
         self._matrix = None
@@ -182,11 +187,11 @@ class RaptorRetriever(NarrativeIndexRetriever):
         _, nodes, matrix = self._node_matrix()
         if not nodes:
             return []
-        dense = self.index.dense
-        assert dense is not None
-        q = recent_query_vector(dense.backend, query)
+        backend = self.index.embedding_backend  # not the dense channel: a BM25-only store has none
+        assert backend is not None  # __init__ refused an index without one
+        q = recent_query_vector(backend, query)
         if q is None:
-            q = unit_rows(as_matrix(embed_queries(dense.backend, [query]), what="query vector"))[0]
+            q = unit_rows(as_matrix(embed_queries(backend, [query]), what="query vector"))[0]
         centres = {int(k): np.asarray(v) for k, v in self.tree.meta.get("centres", {}).items()}
         scores = matrix @ centre(q, query, centres)
         return [(nodes[i], float(scores[i])) for i in _top(scores, top_k)]
