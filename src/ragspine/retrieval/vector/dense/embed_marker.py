@@ -1,12 +1,16 @@
 """Whether an embed run is writing a vectors file now: `<vectors>.embedding`, locked while it runs.
 
 Invariants: a bulk embed (`NarrativeIndex.embed_pending`: `ragspine embed`, the embedding pass
-of `ragspine ingest`, `Workspace.embed_pending`) holds an exclusive `flock` on the marker beside
-the vectors file for as long as it runs and removes the marker when it ends. A search only asks
-(`embedding_in_progress`): a marker left by a killed run is not locked, so it never reads as a
-run in progress. Where `flock` is missing (Windows) nothing is marked and no run reads as in
-progress. The marker never changes what is embedded or ranked: it only chooses the words a
-search uses for the chunks that have no vector yet (`vector_note`).
+of `ragspine ingest`, `Workspace.embed_pending`) holds a shared `flock` on the marker beside the
+vectors file for as long as it runs (taken blocking: runs overlap, and a search's check only
+delays a run's start by the check's microseconds, so no run goes unmarked). A search asks
+(`embedding_in_progress`) by trying an exclusive lock without waiting: it fails while any run
+holds the marker. A run removes the marker at its end only if it can then take the exclusive lock
+without waiting (no other run holds it), and only the file it locked (a marker replaced since it
+was opened is opened again before the run starts). A marker left by a killed run is not locked,
+so it never reads as a run in progress. Where `flock` is missing (Windows) nothing is marked and
+no run reads as in progress. The marker never changes what is embedded or ranked: it only
+chooses the words a search uses for the chunks that have no vector yet (`vector_note`).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
+from typing import BinaryIO
 
 try:
     import fcntl
@@ -31,18 +36,50 @@ def embedding_run(vectors_path: str | None) -> Iterator[None]:
         yield
         return
     marker = vectors_path + MARKER_SUFFIX
-    with open(marker, "a+b") as handle:
+    handle = _locked(marker)
+    try:
+        yield
+    finally:
+        _release(handle, marker)
+
+
+def _locked(marker: str) -> BinaryIO:
+    """The marker opened (made if absent) with a shared lock held, on the file that is at
+    `marker` now: a file another run's end removed while this one waited is opened again."""
+    assert fcntl is not None
+    while True:
+        handle = open(marker, "a+b")
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_SH)  # blocking: a check holds it microseconds
+            if _same_file(handle, marker):
+                return handle
+        except BaseException:
+            handle.close()
+            raise
+        handle.close()  # unlinked or replaced since it was opened: lock the one there now
+
+
+def _release(handle: BinaryIO, marker: str) -> None:
+    """End a run: remove the marker if no other run holds it (the exclusive lock, not waited
+    for, is the proof), then unlock; another run's marker stays."""
+    assert fcntl is not None
+    with handle:
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:  # another run holds it: that run's marker stays
-            yield
-            return
-        try:
-            yield
-        finally:
+        except OSError:
+            return  # another run (or a search's check, for microseconds) holds it: it stays
+        if _same_file(handle, marker):
             with contextlib.suppress(OSError):
                 os.unlink(marker)
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _same_file(handle: BinaryIO, path: str) -> bool:
+    """Whether `handle` is still the file at `path` (not unlinked, not replaced)."""
+    try:
+        return os.fstat(handle.fileno()).st_ino == os.stat(path).st_ino
+    except OSError:
+        return False
 
 
 def embedding_in_progress(vectors_path: str | None) -> bool:
@@ -55,9 +92,9 @@ def embedding_in_progress(vectors_path: str | None) -> bool:
         return False
     with handle:
         try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            return True
+            return True  # a run holds its shared lock
         fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
         return False
 
