@@ -529,7 +529,7 @@ class Workspace(Closeable):
         self.store.close()
         if dense is not None:
             dense.vectors.close()
-            close_backend(dense.backend)
+        close_backend(self.retriever.index.embedding_backend)  # a BM25-only store has a backend, no channel
         _close(self.provider)
         _close(self.retriever.index.reranker)  # a rerank server's connection pool
 

@@ -113,8 +113,8 @@ class NarrativeIndexRetriever:
             if postprocessor is None or isinstance(postprocessor, PostprocessorChain)
             else PostprocessorChain([postprocessor])
         )
-        if self.postprocessor is not None and index.dense is not None:
-            self.postprocessor.use_vectors(index.dense.vectors.get)  # MMR's similarity
+        if self.postprocessor is not None and index.embedding_backend is not None:
+            self.postprocessor.use_vectors(index.vector_lookup)  # MMR's similarity: the vectors there at each call
 
     def retrieve(
         self,

@@ -36,6 +36,8 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Unpack
 
+import numpy as np
+
 from ragspine.retrieval.chunking.chunking import (
     DEFAULT_CHUNK_CHARS,
     DEFAULT_OVERLAP_CHARS,
@@ -187,6 +189,15 @@ class NarrativeIndex:
                     self._open_dense(None, self._absent[2])
                     self._retrievers.clear()
         return self.dense
+
+    def vector_lookup(self, chunk_ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The stored vectors of `chunk_ids` (`VectorLookup`: rows, present mask), resolved at
+        each call: none present while the store has no vectors file open (a BM25-only store),
+        the channel's once an embed made it. MMR's similarity; it never makes the file."""
+        dense = self.dense
+        if dense is None:
+            return np.zeros((len(chunk_ids), 0), dtype=np.float32), np.zeros(len(chunk_ids), dtype=bool)
+        return dense.vectors.get(chunk_ids)
 
     def _dense_if_present(self) -> None:
         """A search over a store whose vectors file was absent: open it once it exists (an embed
