@@ -212,7 +212,7 @@ def test_mmr_in_the_retriever_fetches_a_wider_pool_and_brings_other_documents() 
         _ingest(retriever)
         _ingest(plain)
         mmr = retriever.postprocessor.members[0]  # type: ignore[union-attr]
-        assert mmr.vectors == retriever.index.dense.vectors.get  # type: ignore[union-attr]
+        assert mmr.vectors == retriever.index.vector_lookup  # resolved at each call (review 5 finding 5)
         query = "revenue fell export orders Europe"
         without = [s["doc_id"] for s in plain.retrieve(query, top_k=2)]
         with_mmr = [s["doc_id"] for s in retriever.retrieve(query, top_k=2)]
