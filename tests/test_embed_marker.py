@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+import ragspine
 from ragspine.retrieval.vector.dense.embed_marker import MARKER_SUFFIX, embedding_in_progress, embedding_run
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="flock: POSIX only")
@@ -113,7 +114,9 @@ def test_a_killed_runs_marker_reads_as_no_run(tmp_path: Path) -> None:
         "    print('in', flush=True)\n"
         "    time.sleep(60)\n"
     )
-    child = subprocess.Popen([sys.executable, "-c", code, vectors], stdout=subprocess.PIPE, text=True)
+    src = str(Path(ragspine.__file__).resolve().parent.parent)  # the ragspine this test imports
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")]))}
+    child = subprocess.Popen([sys.executable, "-c", code, vectors], stdout=subprocess.PIPE, text=True, env=env)
     try:
         assert child.stdout is not None and child.stdout.readline() == "in\n"
         assert embedding_in_progress(vectors)
