@@ -370,8 +370,9 @@ class NarrativeIndex:
         if note is _UNSET or (note is not None and note.stale()):
             generation = self._generation
             note = self._work_out_note(include_restricted)
-            if generation == self._generation:  # else the state moved meanwhile: work it out again next time
-                self._notes[include_restricted] = note
+            with self._lock:
+                if generation == self._generation:  # else the state moved meanwhile: worked out again next time
+                    self._notes[include_restricted] = note
         return note
 
     def _work_out_note(self, include_restricted: bool) -> VectorsNote | None:
@@ -408,7 +409,8 @@ class NarrativeIndex:
             if _NOTED.get(key) == note.state:
                 return
             _NOTED[key] = note.state
-        log.log(logging.INFO if note.state in ("none", "embedding") else logging.WARNING, "%s (%s)", note.text, self.store.db_path)
+        level = logging.INFO if note.state in ("none", "embedding") else logging.WARNING
+        log.log(level, "%s (%s)", note.text, self.store.db_path)
 
     def rerank_step(self) -> RerankStep | None:
         """The rerank stage: the reranker, else the listwise judge, else None (fused order)."""
