@@ -179,3 +179,135 @@ def test_a_search_while_an_embed_run_writes_says_embedding_in_progress(
         slow.go_on.set()
         job.join(30)
     assert done and not list(tmp_path.glob("*.embedding"))  # the run removed its marker
+
+
+def _public_embedded_restricted_not(db: Path) -> None:
+    """100 public chunks, all with a vector, and 100 RESTRICTED ones without (more than the lazy
+    limit, so a search embeds none of them)."""
+    with ChunkStore(str(db)) as store:
+        store.init_schema()
+        index = NarrativeIndex(store)  # BM25-only ingest
+        for i in range(DOCS):
+            meta = DocumentMeta(doc_id=f"d{i:03d}", sensitivity="RESTRICTED" if i % 2 else "INTERNAL")
+            index.ingest(f"Unit {i} reported a harbour crane outage in week {i}.", meta)
+        backend = DeterministicEmbeddingBackend()
+        public = [c for c in store.iter_chunks() if c.sensitivity != "RESTRICTED"]
+        with ChunkVectors.beside(store, model_id=backend.model_id) as vectors:
+            assert embed_missing(vectors, backend, public) == DOCS // 2
+
+
+def test_restricted_chunks_never_change_what_a_caller_without_access_is_told(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    db = tmp_path / "s.db"
+    _public_embedded_restricted_not(db)
+    with ChunkStore(str(db)) as store:
+        index = NarrativeIndex(store, embedding_backend=DeterministicEmbeddingBackend())
+        assert index.dense is not None
+        index.dense.lazy_limit = 0  # a search embeds none of them (as a remote backend never would)
+        try:
+            with caplog.at_level(logging.INFO, logger="ragspine.retrieval.pipeline.narrative_index"):
+                for _ in range(2):
+                    trace = Trace()
+                    assert index.rank("harbour crane outage unit 38", top_k=5, trace=trace)
+                    # every chunk this caller may see has its vector: no note, and counts of its own chunks
+                    assert _dense_step(trace)["vectors"] == {"with_vector": 100, "active": 100}
+                    assert "note" not in _dense_step(trace)
+                assert index.vectors_note() is None
+            assert caplog.records == []  # nothing logged, no WARNING
+            with caplog.at_level(logging.INFO, logger="ragspine.retrieval.pipeline.narrative_index"):
+                trace = Trace()
+                index.rank("harbour crane outage unit 37", top_k=5, include_restricted=True, trace=trace)
+            # with RESTRICTED access (an admin): the RESTRICTED chunks count, as docs/dense.md says
+            rest = "100 of 200 chunks have vectors; `ragspine embed` fills the rest"
+            assert _dense_step(trace)["note"] == rest
+            assert [(r.levelno, r.getMessage()) for r in caplog.records] == [(logging.WARNING, f"{rest} ({db})")]
+            note = index.vectors_note(include_restricted=True)
+            assert note is not None and (note.with_vector, note.active) == (100, 200)
+        finally:
+            index.close()
+
+
+def test_the_note_is_worked_out_once_per_state_not_per_search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragspine.retrieval.pipeline import narrative_index
+
+    asked: list[str | None] = []
+    running = [True]
+
+    def marker(path: str | None) -> bool:
+        asked.append(path)
+        return running[0]
+
+    monkeypatch.setattr(narrative_index, "embedding_in_progress", marker)
+    db = tmp_path / "s.db"
+    _partly_embedded(db, 20)
+    with ChunkStore(str(db)) as store:
+        index = NarrativeIndex(store, embedding_backend=DeterministicEmbeddingBackend())
+        try:
+            monkeypatch.setattr(narrative_index, "_MARKER_RECHECK_S", 60.0, raising=False)  # a slow machine asks no more
+            notes = []
+            for _ in range(6):
+                trace = Trace()
+                index.rank("harbour crane outage unit 37", top_k=5, trace=trace)
+                notes.append(_dense_step(trace)["note"])
+                if len(notes) == 2:  # the first search attached over no coverage, the second over the vectors' version
+                    asked.clear()
+            assert notes == ["embedding in progress: 20 of 200 chunks have vectors"] * 6
+            assert asked == []  # the marker is asked once per attach state, not on every search
+            running[0] = False  # the run was stopped: within _MARKER_RECHECK_S the note says so
+            monkeypatch.setattr(narrative_index, "_MARKER_RECHECK_S", 0.0)
+            trace = Trace()
+            index.rank("harbour crane outage unit 37", top_k=5, trace=trace)
+            assert _dense_step(trace)["note"] == "20 of 200 chunks have vectors; `ragspine embed` fills the rest"
+        finally:
+            index.close()
+    asked.clear()
+    full = tmp_path / "full.db"
+    _partly_embedded(full, DOCS)
+    with ChunkStore(str(full)) as store:
+        index = NarrativeIndex(store, embedding_backend=DeterministicEmbeddingBackend())
+        try:
+            for _ in range(3):
+                index.rank("harbour crane outage unit 37", top_k=5)
+            assert asked == [] and index.vectors_note() is None  # every chunk has a vector: nothing asked
+        finally:
+            index.close()
+
+
+def test_the_log_is_kept_once_per_vectors_file_not_per_store(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from ragspine.retrieval.chunking.contextual import ContextHeader
+
+    db = tmp_path / "s.db"
+    with ChunkStore(str(db)) as store:
+        store.init_schema()
+        NarrativeIndex(store).ingest("Unit 1 reported a harbour crane outage.", DocumentMeta(doc_id="d1"))
+        with caplog.at_level(logging.INFO, logger="ragspine.retrieval.pipeline.narrative_index"):
+            for index_text in (None, ContextHeader()):  # two index texts: two vectors files, each told once
+                index = NarrativeIndex(store, embedding_backend=DeterministicEmbeddingBackend(), index_text=index_text)
+                try:
+                    index.rank("harbour crane", top_k=1)
+                    index.rank("harbour crane", top_k=1)
+                finally:
+                    index.close()
+    assert [r.getMessage() for r in caplog.records] == [f"{NO_VECTORS} ({db})"] * 2
+
+
+def test_config_show_counts_as_a_search_does_and_reports_a_damaged_store_in_one_line(tmp_path: Path) -> None:
+    from ragspine.config_show import is_remote_backend, vector_coverage, vector_lines
+
+    db = tmp_path / "s.db"
+    _public_embedded_restricted_not(db)
+    # a local backend embeds RESTRICTED chunks too: they are what `ragspine embed` fills
+    assert [(v["with_vector"], v["active"]) for v in vector_coverage(str(db))] == [(100, 200)]  # type: ignore[index]
+    # a remote one never embeds them: not counted, so the line does not send the user to `ragspine embed`
+    assert is_remote_backend("openai") and not is_remote_backend("deterministic") and not is_remote_backend("auto")
+    remote = vector_coverage(str(db), remote=True)
+    assert [(v["with_vector"], v["active"]) for v in remote] == [(100, 100)]  # type: ignore[index]
+    assert "fills the rest" not in " ".join(vector_lines(remote))
+    damaged = tmp_path / "bad.db"
+    damaged.write_bytes(b"not a database at all " * 100)
+    result = CliRunner().invoke(main, ["config", "show", "--db", str(damaged)], env={"RAGSPINE_EMBEDDING": "deterministic"})
+    assert result.exit_code == 0 and result.exception is None, result.output
+    assert f"  {damaged}: unreadable (file is not a database); run `ragspine check`" in result.stdout.splitlines()

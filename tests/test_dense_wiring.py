@@ -190,7 +190,9 @@ def test_fusion_settings_reach_the_index(dense: None, tmp_path: Path, monkeypatc
 def test_workspaces_share_a_local_backend_and_close_their_vectors(dense: None, tmp_path: Path) -> None:
     with ragspine.open(tmp_path / "a") as a, ragspine.open(tmp_path / "b") as b:
         # a new store has no vectors file until its first write embeds (a search never makes one)
-        assert a.retriever.index.open_vectors() is not None and b.retriever.index.open_vectors() is not None
+        assert a.search("export orders") == [] and a.retriever.index.dense is None
+        a.ingest_text("Export orders rose in March.", doc_id="a1")
+        b.ingest_text("Export orders fell in April.", doc_id="b1")
         assert a.retriever.index.dense is not None and b.retriever.index.dense is not None
         assert a.retriever.index.dense.backend is b.retriever.index.dense.backend
         vectors = a.retriever.index.dense.vectors

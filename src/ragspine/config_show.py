@@ -17,10 +17,12 @@ from typing import Any
 
 import click
 
+from ragspine.retrieval.sensitivity import RESTRICTED_SENSITIVITY
 from ragspine.retrieval.store.sql_base import TABLE
+from ragspine.retrieval.vector.dense.ranking import DenseCoverage
 from ragspine.retrieval.vector.dense.embed_marker import embedding_in_progress, vector_note
 from ragspine.settings.config import ResolvedSettings, describe
-from ragspine.store_files import classify, files_beside
+from ragspine.store_files import classify, files_beside, vectors_model_id
 
 NO_STORE = "no store yet"
 
@@ -30,32 +32,58 @@ def _reader(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(str(path))
 
 
-def vector_coverage(db: str) -> list[dict[str, Any]] | str:
+def vector_coverage(db: str, *, remote: bool = False) -> list[dict[str, Any]] | str:
     """Per vectors file beside the SQLite store `db`: its path, model, how many active chunks
-    have a vector in it, and whether an embed run is writing it (`embed_marker`); NO_STORE when
-    `db` is not a store file (":memory:", PostgreSQL, or not made yet). Reads only."""
+    have a vector in it and how many could (`DenseCoverage.seen_by`, as a search with RESTRICTED
+    access counts them: with a `remote` backend, RESTRICTED chunks are never embedded, so not
+    counted), and whether an embed run is writing it (`embed_marker`); NO_STORE when `db` is not
+    a store file (":memory:", PostgreSQL, or not made yet). A store or vectors file that cannot
+    be read is one entry with its `problem` (`ragspine check` says more). Reads only."""
     store = Path(db)
     if db == ":memory:" or "://" in db or not store.is_file():
         return NO_STORE
-    with closing(_reader(store)) as conn:
-        active = int(conn.execute(f"SELECT COUNT(*) FROM {TABLE} WHERE active = 1").fetchone()[0])
+    try:
+        with closing(_reader(store)) as conn:
+            active = int(conn.execute(f"SELECT COUNT(*) FROM {TABLE} WHERE active = 1").fetchone()[0])
+    except sqlite3.DatabaseError as exc:
+        return [{"path": str(store), "problem": str(exc)}]
     found: list[dict[str, Any]] = []
     for path in (p for p in files_beside(store) if classify(store, p) == "vectors"):
-        conn = _reader(path)
         try:
-            conn.execute("ATTACH DATABASE ? AS store", (str(store),))
-            model = conn.execute("SELECT value FROM chunk_vector_meta WHERE key = 'model_id'").fetchone()
-            with_vector = conn.execute(
-                f"SELECT COUNT(*) FROM chunk_vector WHERE chunk_id IN (SELECT chunk_id FROM store.{TABLE} WHERE active = 1)"
-            ).fetchone()[0]
+            model = vectors_model_id(path)
+            with_vector, never = _counts(store, path, remote)
         except sqlite3.DatabaseError as exc:  # `ragspine check` says more
             found.append({"path": str(path), "problem": str(exc)})
             continue
-        finally:
-            conn.close()
-        found.append({"path": str(path), "model": model[0] if model else None, "with_vector": int(with_vector),
-                      "active": active, "in_progress": embedding_in_progress(str(path))})  # fmt: skip
+        with_vector, could = DenseCoverage(active, with_vector, never).seen_by(True)
+        found.append({"path": str(path), "model": model, "with_vector": with_vector, "active": could,
+                      "in_progress": embedding_in_progress(str(path))})  # fmt: skip
     return found or [{"path": None, "with_vector": 0, "active": active, "in_progress": False}]
+
+
+def _counts(store: Path, path: Path, remote: bool) -> tuple[int, int]:
+    """(active chunks with a vector in `path`, active RESTRICTED chunks without one that a
+    `remote` backend never embeds: 0 for a local one)."""
+    with closing(_reader(path)) as conn:
+        conn.execute("ATTACH DATABASE ? AS store", (str(store),))
+        active = f"SELECT chunk_id FROM store.{TABLE} WHERE active = 1"
+        with_vector = conn.execute(f"SELECT COUNT(*) FROM chunk_vector WHERE chunk_id IN ({active})").fetchone()[0]
+        never = 0
+        if remote:
+            never = conn.execute(
+                f"SELECT COUNT(*) FROM store.{TABLE} WHERE active = 1 AND sensitivity = ? "
+                "AND chunk_id NOT IN (SELECT chunk_id FROM chunk_vector)", (RESTRICTED_SENSITIVITY,),
+            ).fetchone()[0]  # fmt: skip
+    return int(with_vector), int(never)
+
+
+def is_remote_backend(name: str) -> bool:
+    """Whether the embedding backend RAGSPINE_EMBEDDING names sends texts off this machine
+    (its class's `is_remote`), without building it."""
+    from ragspine.retrieval.vector.embeddings.factory import EMBEDDING_BACKENDS
+
+    entry = EMBEDDING_BACKENDS.get(name)
+    return bool(entry is not None and getattr(entry.options_of, "is_remote", False))
 
 
 def vector_lines(coverage: list[dict[str, Any]] | str) -> list[str]:
@@ -83,7 +111,7 @@ def print_config(resolved: ResolvedSettings, as_json: bool) -> None:
 
     rows = describe(resolved)
     channels = describe_channels(resolved.settings)
-    coverage = vector_coverage(str(resolved.settings.db))
+    coverage = vector_coverage(str(resolved.settings.db), remote=is_remote_backend(str(resolved.settings.embedding)))
     if as_json:
         settings = {name: {"value": value, "source": source} for name, value, source in rows}
         click.echo(json.dumps({"settings": settings, "effective": channels, "vectors": coverage}, ensure_ascii=False, indent=2))

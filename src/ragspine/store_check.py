@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ragspine.settings.config import Settings
-from ragspine.store_files import classify, files_beside
+from ragspine.store_files import classify, files_beside, vectors_model_id
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ def _vectors(path: Path, work: _Work) -> tuple[str, str]:
     if moved is not None:
         work.embed.append(path)
         return "repaired", f"SQLite cannot read it: moved aside to {moved}"
-    model = _vectors_model(path)
+    model = vectors_model_id(path)
     if model is None:  # opening it with a made-up model id would write that id into the file
         return "damaged", "it records no embedding model: re-embed with `ragspine embed --reembed`"
     with ChunkVectors(path, model_id=model) as vectors:
@@ -138,15 +138,6 @@ def _vectors(path: Path, work: _Work) -> tuple[str, str]:
         work.embed.append(path)
         return "repaired", f"{deleted} of {count} records failed their checksum: deleted"
     return "ok", f"SQLite quick_check ok; {count} records, each matches its checksum (model {model})"
-
-
-def _vectors_model(path: Path) -> str | None:
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        row = conn.execute("SELECT value FROM chunk_vector_meta WHERE key = 'model_id'").fetchone()
-    finally:
-        conn.close()
-    return str(row[0]) if row else None
 
 
 def _vectors_of(path: Path, suffix: str) -> Path:
@@ -164,7 +155,7 @@ def _matrix(path: Path, work: _Work) -> tuple[str, str]:
         cached.read_rows.close()
         if not vectors_file.is_file():
             problem = "its vectors file is gone"
-        elif _vectors_model(vectors_file) is None:  # the vectors file's own line says what to do
+        elif vectors_model_id(vectors_file) is None:  # the vectors file's own line says what to do
             return "note", "not compared: its vectors file records no embedding model (see that line)"
         else:
             with ChunkVectors(vectors_file, model_id=cached.key.model_id) as vectors:

@@ -11,6 +11,7 @@ make, and the table in docs/operations.md equal.
 from __future__ import annotations
 
 import re
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,3 +87,14 @@ def remove_sqlite_files(path: str) -> list[str]:
             continue
         removed.append(name)
     return removed
+
+
+def vectors_model_id(path: Path) -> str | None:
+    """The model id a vectors file names (None: it names none), read only (`mode=ro`: nothing
+    is written or created); sqlite3.DatabaseError when the file is not a readable vectors file."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        row = conn.execute("SELECT value FROM chunk_vector_meta WHERE key = 'model_id'").fetchone()
+    finally:
+        conn.close()
+    return str(row[0]) if row else None

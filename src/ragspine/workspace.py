@@ -64,7 +64,7 @@ from ragspine.retrieval.pipeline.snippets import SearchResults
 from ragspine.retrieval.pipeline.trace import Trace
 from ragspine.retrieval.relevance import above
 from ragspine.retrieval.sensitivity import is_restricted
-from ragspine.retrieval.vector.dense.channel import vector_key
+from ragspine.retrieval.vector.dense.channel import DenseCoverage, vector_key
 from ragspine.retrieval.vector.dense.chunk_vectors import BatchEmbedder, EmbedReport
 from ragspine.retrieval.vector.errors import VectorStoreError
 from ragspine.store_record import vector_store_of
@@ -463,18 +463,15 @@ class Workspace(Closeable):
             return {"documents": documents, "chunks": chunks, "index": index, "channels": {}}
         documents, chunks = self.store.counts()
         index["data_version"] = self.store.data_version()
-        dense = self.retriever.index.dense
-        noted = self.retriever.index.vectors_note(chunks)  # chunks without a vector: what to do
-        if dense is None and noted is not None:  # a BM25-only store: no vectors file until `ragspine embed`
-            index["embedding_model"] = vector_key(self.retriever.index.embedding_backend)
-            index["dense"] = {"stored_vectors": 0, "active": chunks, "with_vector": 0, "lexical_only": 0,
-                              "missing": chunks, "damaged": 0, "problem": None, "healthy": True, "note": noted[2]}  # fmt: skip
-        if dense is not None:
-            coverage = dense.coverage()
-            index["embedding_model"] = dense.vectors.model_id
+        narrative = self.retriever.index
+        dense = narrative.dense
+        noted = narrative.vectors_note(include_restricted=True)  # chunks without a vector: what to do
+        if dense is not None or noted is not None:  # no vectors file (BM25-only store): none stored yet
+            coverage = dense.coverage() if dense is not None else DenseCoverage(noted.active if noted else 0, 0, 0)
+            index["embedding_model"] = dense.vectors.model_id if dense is not None else vector_key(narrative.embedding_backend)
             index["embedding_device"] = embedding_device(getattr(dense, "backend", None))
             try:
-                stored: int | None = dense.vectors.count()
+                stored: int | None = dense.vectors.count() if dense is not None else 0
             except (sqlite3.DatabaseError, VectorStoreError):  # a damaged file: reported, not raised
                 stored = None
             index["dense"] = {
@@ -487,7 +484,7 @@ class Workspace(Closeable):
                 "damaged": coverage.damaged,
                 "problem": coverage.problem,
                 "healthy": coverage.problem is None and coverage.damaged == 0 and stored is not None,
-                "note": noted[2] if noted is not None else None,
+                "note": noted.text if noted is not None else None,
             }
         index["vector_store"] = vector_store_of(self.settings)  # kind, location (masked), collection
         visual = getattr(self.retriever, "visual", None)  # the page index (RAGSPINE_VISUAL_EMBEDDER)

@@ -99,7 +99,13 @@ def test_missing_vectors_are_filled_lazily_or_reported(db_path: Path, caplog: py
         fallback.ingest("Freight costs rose sharply.", DocumentMeta("freight"))
         with caplog.at_level(logging.WARNING, logger="ragspine.retrieval.pipeline.narrative_index"):
             results = fallback.retrieve("freight costs", top_k=6)
-        assert "5 of 6 chunks have vectors; `ragspine embed` fills the rest" in caplog.text
+        # a caller without RESTRICTED access is told about the chunks it may see: the memo is not counted
+        assert "4 of 5 chunks have vectors; `ragspine embed` fills the rest" in caplog.text
+        assert "of 6" not in caplog.text
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="ragspine.retrieval.pipeline.narrative_index"):
+            fallback.retrieve("freight costs", top_k=6, include_restricted=True)
+        assert "5 of 6 chunks have vectors; `ragspine embed` fills the rest" in caplog.text  # with access: all
         assert results[0].chunk.doc_id == "freight" and results[0].vector_score is None
         report = fallback.embed_pending(progress=False)
         assert report is not None and report.embedded == 1 and report.present == 5

@@ -33,7 +33,9 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Unpack
 
 import numpy as np
@@ -79,8 +81,31 @@ from ragspine.retrieval.vector.stores.inprocess import ChunkVectorStore
 log = logging.getLogger(__name__)
 
 _ROW_CACHE_MAX = 20_000  # stored rows kept in memory per NarrativeIndex
-_NOTED: dict[str, str] = {}  # per store path, the vector state last logged by `_note_vectors` (once per process)
+# per (vectors file, else store path; with RESTRICTED access), the vector state last logged by
+# `_note_vectors`: once per process and state
+_NOTED: dict[tuple[str, bool], str] = {}
 _NOTED_LOCK = threading.Lock()
+_MARKER_RECHECK_S = 1.0  # at most this stale: "embedding in progress" after a run stopped (or before one wrote)
+
+
+@dataclass(frozen=True)
+class VectorsNote:
+    """What a search tells one kind of caller about the chunks it may see that have no vector
+    (`NarrativeIndex.vectors_note`). state: "none" (no vectors file: a BM25-only store),
+    "embedding" (a run holds `embed_marker`'s marker), else `text` (X of N; what fills the rest)."""
+
+    with_vector: int
+    active: int
+    state: str
+    text: str
+    checked: float | None = None  # when the embed marker was asked (`time.monotonic`); None: not asked
+
+    def stale(self) -> bool:
+        """Whether the marker answer is older than `_MARKER_RECHECK_S` (asked again then)."""
+        return self.checked is not None and time.monotonic() - self.checked > _MARKER_RECHECK_S
+
+
+_UNSET = VectorsNote(0, 0, "", "")  # `_notes` has no entry for this state yet
 
 
 class NarrativeIndex:
@@ -146,10 +171,14 @@ class NarrativeIndex:
         self._row_cache: dict[int, Chunk] = {}
         self.dense: DenseChannel | None = None
         self._absent: tuple[str, str, Any] | None = None  # (path, model_id, ann) until a write makes the file
-        self._noted: str | None = None  # the vector note last logged (`_note_vectors`)
+        # per include_restricted, the note of the current attach state (`vectors_note`); the
+        # generation moves whenever that state does, so a note worked out meanwhile is not kept
+        self._notes: dict[bool, VectorsNote | None] = {}
+        self._generation = 0
+        path = vectors_path(store, index_text_tag(index_text))
+        self._note_key = path or str(getattr(store, "db_path", ""))  # whose state `_NOTED` keeps
         if embedding_backend is not None:
             key = vector_key(embedding_backend)
-            path = vectors_path(store, index_text_tag(index_text))
             if vectors is None and key is not None and path is not None and not os.path.exists(path):
                 self._absent = (path, key, ann)  # BM25-only store: a search never creates the file
             else:
@@ -187,7 +216,7 @@ class NarrativeIndex:
             with self._lock:
                 if self._absent is not None:
                     self._open_dense(None, self._absent[2])
-                    self._retrievers.clear()
+                    self._forget()
         return self.dense
 
     def vector_lookup(self, chunk_ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -205,7 +234,13 @@ class NarrativeIndex:
         Called under `_lock`."""
         if self._absent is not None and os.path.exists(self._absent[0]):
             self._open_dense(None, self._absent[2])
-            self._retrievers.clear()
+            self._forget()
+
+    def _forget(self) -> None:
+        """Drop the retrievers and notes of the current state (called under `_lock`)."""
+        self._retrievers.clear()
+        self._notes.clear()
+        self._generation += 1
 
     def ingest(self, text: str, meta: DocumentMeta, valid_as_of: str = "") -> int:
         """Chunk `text` (with the index's chunker) and make it the active version of `meta.doc_id`; return chunks written.
@@ -257,7 +292,7 @@ class NarrativeIndex:
             )
         if isinstance(vectors, ChunkVectors) and dense.ann_config.applies(vectors.count()):
             with self._lock:
-                self._retrievers.clear()
+                self._forget()
             self.retriever()  # reads the new vectors: the ANN index is built or updated (and saved) now, not by a search
         return report
 
@@ -330,48 +365,63 @@ class NarrativeIndex:
         with `filters` the exact matches on the five metadata fields."""
         retriever = self.retriever(include_restricted=include_restricted)
         results = retriever.search(query, top_k=top_k, where=where, variants=variants, trace=trace, **(filters or {}))
-        self._note_vectors(retriever, trace)
+        self._note_vectors(include_restricted, trace)
         return results
 
-    def vectors_note(self, shown: int) -> tuple[int, str, str] | None:
-        """(chunks with a vector, state, note) when some of the `shown` chunks a search may see
-        have no vector and are ranked by BM25 only; None when every one has (or there is no
-        embedding backend, or the vectors are in a vector store). state: "none" (no vectors file:
-        a BM25-only store), "embedding" (a run holds `embed_marker`'s marker) or the note itself
-        (X of N; `ragspine embed` fills the rest)."""
+    def vectors_note(self, include_restricted: bool = False) -> VectorsNote | None:
+        """What a search tells a caller (with RESTRICTED access or not) about the chunks it may
+        see that have no vector, ranked by BM25 only; None when every one has (or there is no
+        embedding backend, or the vectors are in a vector store). Worked out once per attach
+        state (`DenseCoverage.seen_by`: RESTRICTED chunks never change what a caller without
+        access is told), so a search pays a dictionary lookup; the embed marker is asked only
+        while some chunks lack a vector, at most once per `_MARKER_RECHECK_S`."""
         if self.embedding_backend is None:
             return None
+        note = self._notes.get(include_restricted, _UNSET)
+        if note is _UNSET or (note is not None and note.stale()):
+            generation = self._generation
+            note = self._work_out_note(include_restricted)
+            with self._lock:
+                if generation == self._generation:  # else the state moved meanwhile: worked out again next time
+                    self._notes[include_restricted] = note
+        return note
+
+    def _work_out_note(self, include_restricted: bool) -> VectorsNote | None:
         dense = self.dense
         if dense is None:  # a BM25-only store: no vectors file, none made by a search
-            return 0, "none", vector_note(0, shown, in_progress=False)
-        coverage = dense.coverage()
-        if coverage.missing <= 0 or not isinstance(dense.vectors, ChunkVectors):
+            shown = self.retriever(include_restricted=include_restricted).index.active_counts()[1]
+            return VectorsNote(0, shown, "none", vector_note(0, shown, in_progress=False))
+        if not isinstance(dense.vectors, ChunkVectors):
+            return None
+        with_vector, active = dense.coverage().seen_by(include_restricted)
+        if with_vector >= active:
             return None
         in_progress = embedding_in_progress(dense.vectors.path)
-        note = vector_note(coverage.with_vector, coverage.active - coverage.lexical_only, in_progress=in_progress)
-        return coverage.with_vector, "embedding" if in_progress else note, note
+        text = vector_note(with_vector, active, in_progress=in_progress)
+        return VectorsNote(with_vector, active, "embedding" if in_progress else text, text, time.monotonic())
 
-    def _note_vectors(self, retriever: HybridRetriever, trace: Trace | None) -> None:
+    def _note_vectors(self, include_restricted: bool, trace: Trace | None) -> None:
         """Say so when some chunks a search may see have no vector (`vectors_note`): in the
-        trace's channels step every time; in the log once per process per store state (no
-        vectors file, embedding in progress: INFO; X of N, `ragspine embed` fills the rest:
-        WARNING), never on every search of a long-lived server."""
-        shown = len(retriever.index.active_positions())  # what the caller may see
-        found = self.vectors_note(shown)
-        if found is None:
+        trace's channels step every time; in the log once per process per vectors file, kind
+        of caller and state (no vectors file, embedding in progress: INFO; X of N, `ragspine
+        embed` fills the rest: WARNING), never on every search of a long-lived server."""
+        note = self.vectors_note(include_restricted)
+        if note is None:
             return
-        with_vector, state, note = found
         if trace is not None:
             for step in trace.of("channels"):
                 entry = step.decisions.setdefault("dense", {})
-                entry.setdefault("vectors", {"with_vector": with_vector, "active": shown})
-                entry["note"] = note
-        where = str(self.store.db_path)
+                entry.setdefault("vectors", {"with_vector": note.with_vector, "active": note.active})
+                entry["note"] = note.text
+        key = (self._note_key, include_restricted)
+        if _NOTED.get(key) == note.state:
+            return
         with _NOTED_LOCK:
-            if _NOTED.get(where) == state:
+            if _NOTED.get(key) == note.state:
                 return
-            _NOTED[where] = state
-        log.log(logging.INFO if state in ("none", "embedding") else logging.WARNING, "%s (%s)", note, where)
+            _NOTED[key] = note.state
+        level = logging.INFO if note.state in ("none", "embedding") else logging.WARNING
+        log.log(level, "%s (%s)", note.text, self.store.db_path)
 
     def rerank_step(self) -> RerankStep | None:
         """The rerank stage: the reranker, else the listwise judge, else None (fused order)."""
@@ -399,11 +449,13 @@ class NarrativeIndex:
             snapshot = self.lexical_index.snapshot()
             vectors_version = self._vectors_version()
             if snapshot is not self._snapshot or vectors_version != self._attached_vectors:
-                self._retrievers.clear()
+                self._forget()
                 self._snapshot = snapshot
             retriever = self._retrievers.get(include_restricted)
             if retriever is None:
                 self._attached_vectors = vectors_version
+                self._notes.clear()  # the attach below moves the dense coverage
+                self._generation += 1
                 retriever = self._retrievers[include_restricted] = self._over(snapshot, include_restricted)
             return retriever
 

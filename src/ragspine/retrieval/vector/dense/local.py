@@ -121,14 +121,16 @@ class LocalVectors:
         if len(missing) and readable:
             self._fill(source, missing, rows, limit=limit)
         on = rows[active]
+        shown = snapshot.visible().active_positions()  # RESTRICTED never shapes the centring
+        on_shown = rows[shown]
         self._coverage = DenseCoverage(
             int(len(active)), int(np.count_nonzero(on >= 0)), int(np.count_nonzero(on == _LEXICAL_ONLY)),
             len(self.vectors.damaged_ids()), self._open_problem or self._problem,
+            visible=(int(np.count_nonzero(on_shown >= 0)), int(len(shown))),
         )  # fmt: skip
-        shown = snapshot.visible().active_positions()  # RESTRICTED never shapes the centring
-        centring = self._cached_centring(rows[shown], groups[shown], rows, groups)
+        centring = self._cached_centring(on_shown, groups[shown], rows, groups)
         self._save_alignment(snapshot, centring)
-        return self._view(snapshot, rows, groups, centring.centres, centring.inverse_norms, rows[shown])
+        return self._view(snapshot, rows, groups, centring.centres, centring.inverse_norms, on_shown)
 
     def view_over(self, snapshot: IndexSnapshot, source: ChunkSource, allowed: np.ndarray) -> DenseView:
         """Embed only the `allowed` positions that have no vector yet, with no limit; centring,

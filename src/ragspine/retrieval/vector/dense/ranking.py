@@ -37,10 +37,28 @@ class DenseCoverage:
     lexical_only: int  # RESTRICTED chunks a remote backend may not see
     damaged: int = 0  # stored records that failed their checksum (ranked by BM25 until re-embedded)
     problem: str | None = None  # why the vectors could not be read at all (BM25 only), if so
+    # (with a vector, active) among the chunks a caller without RESTRICTED access may see
+    # (`IndexSnapshot.visible`); None: the same as the whole (no RESTRICTED chunk is told apart)
+    visible: tuple[int, int] | None = None
 
     @property
     def missing(self) -> int:
         return self.active - self.with_vector - self.lexical_only
+
+    def seen_by(self, include_restricted: bool) -> tuple[int, int]:
+        """(chunks with a vector, chunks that could have one) among those a caller may see: with
+        RESTRICTED access every active chunk but the RESTRICTED ones a remote backend never
+        embeds; without, only the chunks that are not RESTRICTED, so a RESTRICTED chunk never
+        changes what such a caller is told.
+
+        >>> DenseCoverage(200, 164, 0, visible=(100, 100)).seen_by(False)
+        (100, 100)
+        >>> DenseCoverage(200, 100, 100).seen_by(True)
+        (100, 100)
+        """
+        if include_restricted or self.visible is None:
+            return self.with_vector, self.active - self.lexical_only
+        return self.visible
 
 
 class DenseRanking(Protocol):
