@@ -208,8 +208,8 @@ class NarrativeIndex:
 
     def open_vectors(self) -> DenseChannel | None:
         """The dense channel a write embeds into (None without a backend): the vectors file is made
-        now if it was absent. A search never calls it (a BM25-only store stays so); RAPTOR's
-        `build`, which clusters chunk vectors, does."""
+        now if it was absent. A search never calls it, nor does RAPTOR's `build` (it refuses
+        without vectors), so a BM25-only store stays so until an ingest or embed writes vectors."""
         if self.embedding_backend is None:
             return None
         if self._absent is not None:
