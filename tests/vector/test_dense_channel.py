@@ -262,3 +262,15 @@ def test_languages_are_stored_with_the_vectors_and_read_back_at_start(tmp_path: 
         again = DenseChannel(backend, vectors).attach(snapshot, source)  # type: ignore[arg-type]
         assert again.groups.tolist() == [zh, zh, en]  # type: ignore[attr-defined]
         assert sorted(set(source.asked)) == [1], "only the record without a stored language is read"
+
+
+def test_coverage_without_visible_counts_tells_a_caller_without_access_nothing() -> None:
+    """A coverage whose non-RESTRICTED counts were not taken (a vector store's view, a channel
+    before its first attach) fails closed: a caller without RESTRICTED access is told (0, 0),
+    never counts that include RESTRICTED chunks; with access the whole is told."""
+    from ragspine.retrieval.vector.dense.ranking import DenseCoverage
+
+    whole = DenseCoverage(active=10, with_vector=4, lexical_only=0)  # 6 RESTRICTED chunks among the 10, say
+    assert whole.seen_by(False) == (0, 0)  # nothing said: no note
+    assert whole.seen_by(True) == (4, 10)
+    assert DenseCoverage(10, 4, 0, visible=(3, 4)).seen_by(False) == (3, 4)
