@@ -454,9 +454,11 @@ class NarrativeIndex:
             retriever = self._retrievers.get(include_restricted)
             if retriever is None:
                 self._attached_vectors = vectors_version
-                self._notes.clear()  # the attach below moves the dense coverage
-                self._generation += 1
                 retriever = self._retrievers[include_restricted] = self._over(snapshot, include_restricted)
+                # the attach moved the dense coverage: a note worked out meanwhile (from the old
+                # one, its generation read before this point) is not kept
+                self._notes.clear()
+                self._generation += 1
             return retriever
 
     def _vectors_version(self) -> int | None:
