@@ -389,7 +389,9 @@ class NarrativeIndex:
     def _work_out_note(self, include_restricted: bool) -> VectorsNote | None:
         dense = self.dense
         if dense is None:  # a BM25-only store: no vectors file, none made by a search
-            shown = self.retriever(include_restricted=include_restricted).index.active_counts()[1]
+            with self._lock:  # counted from the snapshot: no retriever is made (nor its attach)
+                snapshot = self.lexical_index.snapshot()
+            shown = (snapshot if include_restricted else snapshot.visible()).active_counts()[1]
             return VectorsNote(0, shown, "none", vector_note(0, shown, in_progress=False))
         if not isinstance(dense.vectors, ChunkVectors):
             return None
