@@ -318,3 +318,21 @@ def test_a_note_worked_out_during_an_attach_is_not_kept_for_the_new_state(db_pat
         search.join(10)
         note = index.vectors_note()
         assert note is not None and (note.with_vector, note.active) == (3, 4)
+
+
+def test_each_in_memory_store_logs_its_own_vectors_note(caplog: pytest.LogCaptureFixture) -> None:
+    """Two ":memory:" stores are two states: the second one's note is logged too (the log key
+    is per index for an in-memory store, not the shared ":memory:" name)."""
+    logged = []
+    for _ in range(2):
+        with ChunkStore(":memory:") as store:
+            store.init_schema()
+            _ingest(NarrativeIndex(store))  # no vectors
+            index = NarrativeIndex(store, embedding_backend=Recording())
+            assert index.dense is not None
+            index.dense.lazy_limit = 0  # nothing embedded by the search: no vectors
+            caplog.clear()
+            with caplog.at_level(logging.WARNING, logger="ragspine.retrieval.pipeline.narrative_index"):
+                index.retrieve("revenue", top_k=2)
+            logged.append("no vectors for this store" in caplog.text)
+    assert logged == [True, True]

@@ -176,7 +176,8 @@ class NarrativeIndex:
         self._notes: dict[bool, VectorsNote | None] = {}
         self._generation = 0
         path = vectors_path(store, index_text_tag(index_text))
-        self._note_key = path or str(getattr(store, "db_path", ""))  # whose state `_NOTED` keeps
+        # whose state `_NOTED` keeps: the vectors file, or for a ":memory:" store (no file) this index
+        self._note_key = path or f"{store.db_path}#{id(self)}"
         if embedding_backend is not None:
             key = vector_key(embedding_backend)
             if vectors is None and key is not None and path is not None and not os.path.exists(path):
