@@ -71,7 +71,12 @@ def test_a_search_over_a_bm25_only_store_writes_nothing_and_says_how_to_embed(
         trace = Trace()
         assert ws.search("harbour crane outage", trace=trace)
         assert _dense_step(trace) == {"vectors": {"with_vector": 0, "active": 5}, "note": NO_VECTORS}
+        narrative = ws.retriever.index
+        generation, searched = narrative._generation, narrative._notes.get(False)
         stats = ws.stats()
+        # counted from the snapshot: no RESTRICTED-inclusive retriever made, the search's note kept
+        assert True not in narrative._retrievers and narrative._generation == generation
+        assert searched is not None and narrative._notes.get(False) is searched
     assert stats["index"]["retrieval"] == "hybrid" and stats["index"]["embedding_model"] is not None
     assert stats["index"]["dense"]["stored_vectors"] == 0 and stats["index"]["dense"]["with_vector"] == 0
     assert stats["index"]["dense"]["note"] == NO_VECTORS

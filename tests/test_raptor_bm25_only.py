@@ -1,8 +1,8 @@
 """RAPTOR on a BM25-only store (issue 37 item 2, review 5 finding 1): building a RAPTOR retriever
 and searching with RAGSPINE_RAPTOR=on make no vectors file and embed no chunk; the leaves are
-BM25's and the lineage says no tree is built (the empty tree file is opened, as before); only
-`ragspine raptor build` (a write) makes the vectors file, and after `ragspine embed` the nodes
-are served. Real CLI (click's runner), real Workspace, real SQLite files; the deterministic
+BM25's and the lineage says no tree is built (the empty tree file is opened, as before); `ragspine raptor build`
+refuses there ("no vectors: run `ragspine embed` first") and writes nothing; after `ragspine
+embed` it builds and the nodes are served. Real CLI (click's runner), real Workspace, real SQLite files; the deterministic
 backend (hashed tokens) stands in for e5."""
 
 from __future__ import annotations
@@ -51,11 +51,14 @@ def test_a_raptor_search_over_a_bm25_only_store_writes_nothing(tmp_path: Path) -
         assert ws.retriever.index.dense is None
     assert _listing(db) == before
 
-    built = _cli("raptor", "build", "--db", str(db), env=ENV)  # a write: it opens (makes) the vectors file
-    assert "0 leaves (3 without a vector)" in built  # it clusters vectors; `ragspine embed` makes them
-    assert any(name.endswith(".vectors.sqlite") for name in _listing(db))
+    refused = CliRunner().invoke(main, ["raptor", "build", "--db", str(db)], env=ENV)  # no vectors to cluster
+    assert refused.exit_code == 1 and "no vectors: run `ragspine embed` first" in refused.output
+    assert _listing(db) == before  # the build made no vectors file either
+    with ragspine.open(db, embedding="deterministic", raptor="on") as ws:
+        assert ws.retriever.status()["built"] is False  # no empty tree marked current
     _cli("embed", "--db", str(db), env=ENV)
-    _cli("raptor", "build", "--db", str(db), env=ENV)
+    built = _cli("raptor", "build", "--db", str(db), env=ENV)
+    assert "3 leaves (0 without a vector)" in built
     nodes = {**ENV, "RAGSPINE_RAPTOR_MODE": "nodes"}
     out = json.loads(_cli("search", "harbour crane outage", "--db", str(db), "--json", env=nodes))
     assert out["snippets"] and all(s["is_synthesis"] for s in out["snippets"])  # ranked with the query vector

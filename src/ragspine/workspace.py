@@ -467,7 +467,7 @@ class Workspace(Closeable):
         dense = narrative.dense
         noted = narrative.vectors_note(include_restricted=True)  # chunks without a vector: what to do
         if dense is not None or noted is not None:  # no vectors file (BM25-only store): none stored yet
-            coverage = dense.coverage() if dense is not None else DenseCoverage(noted.active if noted else 0, 0, 0)
+            coverage = dense.coverage() if dense is not None else DenseCoverage(noted.active, 0, 0)  # type: ignore[union-attr]  # dense is None: noted is not
             index["embedding_model"] = dense.vectors.model_id if dense is not None else vector_key(narrative.embedding_backend)
             index["embedding_device"] = embedding_device(getattr(dense, "backend", None))
             try:

@@ -262,3 +262,77 @@ def test_languages_are_stored_with_the_vectors_and_read_back_at_start(tmp_path: 
         again = DenseChannel(backend, vectors).attach(snapshot, source)  # type: ignore[arg-type]
         assert again.groups.tolist() == [zh, zh, en]  # type: ignore[attr-defined]
         assert sorted(set(source.asked)) == [1], "only the record without a stored language is read"
+
+
+def test_coverage_without_visible_counts_tells_a_caller_without_access_nothing() -> None:
+    """A coverage whose non-RESTRICTED counts were not taken (a vector store's view, a channel
+    before its first attach) fails closed: a caller without RESTRICTED access is told (0, 0),
+    never counts that include RESTRICTED chunks; with access the whole is told."""
+    from ragspine.retrieval.vector.dense.ranking import DenseCoverage
+
+    whole = DenseCoverage(active=10, with_vector=4, lexical_only=0)  # 6 RESTRICTED chunks among the 10, say
+    assert whole.seen_by(False) == (0, 0)  # nothing said: no note
+    assert whole.seen_by(True) == (4, 10)
+    assert DenseCoverage(10, 4, 0, visible=(3, 4)).seen_by(False) == (3, 4)
+
+
+def test_a_note_worked_out_during_an_attach_is_not_kept_for_the_new_state(db_path: Path) -> None:
+    """A search that works out its note from the coverage an attach is replacing (it read the
+    generation once `retriever()` had begun) must not keep that note for the new state: the
+    generation moves when the attach is done. Made deterministic with events around `_over`."""
+    import threading
+
+    with ChunkStore(db_path) as store:
+        store.init_schema()
+        _ingest(NarrativeIndex(store, embedding_backend=Recording()))  # every chunk embedded
+        index = NarrativeIndex(store, embedding_backend=Recording())
+        assert index.dense is not None
+        index.dense.lazy_limit = 0
+        index.embed_on_write = False
+        index.retrieve("revenue", top_k=2)  # attached: 3 of 3 visible chunks have vectors, no note
+        # another writer, no vector: 3 of 4 once this index attaches again
+        NarrativeIndex(store).ingest("Freight costs rose sharply.", DocumentMeta("freight"))
+        in_attach, computed, go = threading.Event(), threading.Event(), threading.Event()
+        over, work_out = index._over, index._work_out_note
+
+        def slow_over(*args: object, **kwargs: object) -> HybridRetriever:
+            in_attach.set()
+            assert go.wait(10)
+            return over(*args, **kwargs)  # type: ignore[arg-type]
+
+        def noting(include_restricted: bool) -> object:
+            note = work_out(include_restricted)  # from the coverage being replaced
+            computed.set()
+            return note
+
+        index._over = slow_over  # type: ignore[method-assign]
+        index._work_out_note = noting  # type: ignore[method-assign]
+        attach = threading.Thread(target=index.retriever)
+        attach.start()
+        assert in_attach.wait(10)
+        search = threading.Thread(target=index.vectors_note)
+        search.start()
+        assert computed.wait(10)
+        go.set()
+        attach.join(10)
+        search.join(10)
+        note = index.vectors_note()
+        assert note is not None and (note.with_vector, note.active) == (3, 4)
+
+
+def test_each_in_memory_store_logs_its_own_vectors_note(caplog: pytest.LogCaptureFixture) -> None:
+    """Two ":memory:" stores are two states: the second one's note is logged too (the log key
+    is per index for an in-memory store, not the shared ":memory:" name)."""
+    logged = []
+    for _ in range(2):
+        with ChunkStore(":memory:") as store:
+            store.init_schema()
+            _ingest(NarrativeIndex(store))  # no vectors
+            index = NarrativeIndex(store, embedding_backend=Recording())
+            assert index.dense is not None
+            index.dense.lazy_limit = 0  # nothing embedded by the search: no vectors
+            caplog.clear()
+            with caplog.at_level(logging.WARNING, logger="ragspine.retrieval.pipeline.narrative_index"):
+                index.retrieve("revenue", top_k=2)
+            logged.append("no vectors for this store" in caplog.text)
+    assert logged == [True, True]

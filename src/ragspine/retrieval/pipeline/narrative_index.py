@@ -176,7 +176,8 @@ class NarrativeIndex:
         self._notes: dict[bool, VectorsNote | None] = {}
         self._generation = 0
         path = vectors_path(store, index_text_tag(index_text))
-        self._note_key = path or str(getattr(store, "db_path", ""))  # whose state `_NOTED` keeps
+        # whose state `_NOTED` keeps: the vectors file, or for a ":memory:" store (no file) this index
+        self._note_key = path or f"{store.db_path}#{id(self)}"
         if embedding_backend is not None:
             key = vector_key(embedding_backend)
             if vectors is None and key is not None and path is not None and not os.path.exists(path):
@@ -208,8 +209,8 @@ class NarrativeIndex:
 
     def open_vectors(self) -> DenseChannel | None:
         """The dense channel a write embeds into (None without a backend): the vectors file is made
-        now if it was absent. A search never calls it (a BM25-only store stays so); RAPTOR's
-        `build`, which clusters chunk vectors, does."""
+        now if it was absent. A search never calls it, nor does RAPTOR's `build` (it refuses
+        without vectors), so a BM25-only store stays so until an ingest or embed writes vectors."""
         if self.embedding_backend is None:
             return None
         if self._absent is not None:
@@ -389,7 +390,9 @@ class NarrativeIndex:
     def _work_out_note(self, include_restricted: bool) -> VectorsNote | None:
         dense = self.dense
         if dense is None:  # a BM25-only store: no vectors file, none made by a search
-            shown = self.retriever(include_restricted=include_restricted).index.active_counts()[1]
+            with self._lock:  # counted from the snapshot: no retriever is made (nor its attach)
+                snapshot = self.lexical_index.snapshot()
+            shown = (snapshot if include_restricted else snapshot.visible()).active_counts()[1]
             return VectorsNote(0, shown, "none", vector_note(0, shown, in_progress=False))
         if not isinstance(dense.vectors, ChunkVectors):
             return None
@@ -454,9 +457,11 @@ class NarrativeIndex:
             retriever = self._retrievers.get(include_restricted)
             if retriever is None:
                 self._attached_vectors = vectors_version
-                self._notes.clear()  # the attach below moves the dense coverage
-                self._generation += 1
                 retriever = self._retrievers[include_restricted] = self._over(snapshot, include_restricted)
+                # the attach moved the dense coverage: a note worked out meanwhile (from the old
+                # one, its generation read before this point) is not kept
+                self._notes.clear()
+                self._generation += 1
             return retriever
 
     def _vectors_version(self) -> int | None:

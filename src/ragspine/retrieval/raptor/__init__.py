@@ -14,11 +14,11 @@ tree is stored beside the chunks: a file beside a SQLite store, tables in a Post
 """
 
 from ragspine.retrieval.raptor.build import BuildReport, RaptorConfig, build_tree
-from ragspine.retrieval.raptor.retriever import RAPTOR_MODES, RaptorRetriever, make_raptor_retriever
+from ragspine.retrieval.raptor.retriever import RAPTOR_MODES, NoVectors, RaptorRetriever, make_raptor_retriever
 from ragspine.retrieval.raptor.summary import ExtractiveSummarizer, LLMSummarizer
 from ragspine.retrieval.raptor.tree import RaptorTree
 
 __all__ = [
-    "RAPTOR_MODES", "BuildReport", "ExtractiveSummarizer", "LLMSummarizer", "RaptorConfig",
+    "RAPTOR_MODES", "BuildReport", "ExtractiveSummarizer", "LLMSummarizer", "NoVectors", "RaptorConfig",
     "RaptorRetriever", "RaptorTree", "build_tree", "make_raptor_retriever",
 ]  # fmt: skip

@@ -21,9 +21,9 @@ Invariants:
 - a node's `lineage.tree_data_version` is `visible_version()`: a digest of the tree's leaves (chunk
   ids, which carry their text's digest, of chunks that were not RESTRICTED), never the store's
   write counter, which counts RESTRICTED writes too (issue 34 #6);
-- only `build()` (a write) makes the store's vectors file; constructing the retriever or
-  searching never does, so a BM25-only store stays so (its leaves are BM25's, no node is served
-  until a tree is built);
+- nothing here makes the store's vectors file: constructing the retriever, searching and
+  `build()` never do, so a BM25-only store stays so (its leaves are BM25's; `build()` refuses with
+  `NoVectors` until `ragspine embed` made the vectors, so no node is served before);
 - nodes are ranked by the cosine of the query vector (the index's embedding backend) with the
   node vectors (the vector the dense channel just computed for the same query, when there is
   one: embedded once); `collapsed`
@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from ragspine.agent.agent import LLMProvider
+from ragspine.errors import RagspineError
 from ragspine.retrieval.fusion.rrf import DEFAULT_RRF_K, rrf_fuse
 from ragspine.retrieval.model import Chunk
 from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever, SnippetRun
@@ -55,6 +56,11 @@ from ragspine.retrieval.vector.embeddings.support import embed_queries
 RAPTOR_MODES = ("leaves", "nodes", "collapsed")
 _LABEL_ORDER = ("PUBLIC", "INTERNAL", "CONFIDENTIAL")
 _LOG = logging.getLogger(__name__)
+
+
+class NoVectors(RagspineError, ValueError):
+    """A RAPTOR build over a store without chunk vectors (a BM25-only store): `ragspine embed`
+    makes them; the build makes none."""
 
 
 class RaptorRetriever(NarrativeIndexRetriever):
@@ -87,11 +93,14 @@ class RaptorRetriever(NarrativeIndexRetriever):
         self._visible: tuple[int | None, str] | None = None
 
     def build(self, *, full: bool = False) -> BuildReport:
-        """Update the tree to the store's current data_version (incrementally unless `full`). A
-        write: the vectors file is made here if absent (a search never makes it)."""
-        dense = self.index.open_vectors()
-        assert dense is not None  # __init__ refused an index without an embedding backend
-        report = build_tree(self.index.store, dense.vectors.get, self.tree, self.summarizer, self.config,
+        """Update the tree to the store's current data_version (incrementally unless `full`).
+        It reads the stored vectors and makes none: over a BM25-only store (no vectors file) it
+        raises `NoVectors` and writes nothing, the tree left as it was."""
+        self.index.retriever()  # attaches a vectors file another process (`ragspine embed`) made since
+        dense = self.index.dense
+        if dense is None:
+            raise NoVectors("no vectors: run `ragspine embed` first")
+        report = build_tree(self.index.store, self.index.vector_lookup, self.tree, self.summarizer, self.config,
                             model_id=dense.vectors.model_id or "", full=full)  # fmt: skip
         self._matrix = None
         return report

@@ -38,7 +38,8 @@ class DenseCoverage:
     damaged: int = 0  # stored records that failed their checksum (ranked by BM25 until re-embedded)
     problem: str | None = None  # why the vectors could not be read at all (BM25 only), if so
     # (with a vector, active) among the chunks a caller without RESTRICTED access may see
-    # (`IndexSnapshot.visible`); None: the same as the whole (no RESTRICTED chunk is told apart)
+    # (`IndexSnapshot.visible`); None: not counted (a vector store's view, or before the first
+    # attach), so such a caller is told nothing (`seen_by`: fails closed)
     visible: tuple[int, int] | None = None
 
     @property
@@ -49,16 +50,19 @@ class DenseCoverage:
         """(chunks with a vector, chunks that could have one) among those a caller may see: with
         RESTRICTED access every active chunk but the RESTRICTED ones a remote backend never
         embeds; without, only the chunks that are not RESTRICTED, so a RESTRICTED chunk never
-        changes what such a caller is told.
+        changes what such a caller is told. Without `visible` counted, such a caller gets (0, 0):
+        nothing is said, rather than counts that include RESTRICTED chunks.
 
         >>> DenseCoverage(200, 164, 0, visible=(100, 100)).seen_by(False)
         (100, 100)
         >>> DenseCoverage(200, 100, 100).seen_by(True)
         (100, 100)
+        >>> DenseCoverage(200, 100, 0).seen_by(False)
+        (0, 0)
         """
-        if include_restricted or self.visible is None:
+        if include_restricted:
             return self.with_vector, self.active - self.lexical_only
-        return self.visible
+        return self.visible if self.visible is not None else (0, 0)
 
 
 class DenseRanking(Protocol):
