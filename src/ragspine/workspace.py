@@ -466,8 +466,8 @@ class Workspace(Closeable):
         narrative = self.retriever.index
         dense = narrative.dense
         noted = narrative.vectors_note(include_restricted=True)  # chunks without a vector: what to do
-        if dense is not None or noted is not None:  # no vectors file (BM25-only store): none stored yet
-            coverage = dense.coverage() if dense is not None else DenseCoverage(noted.active, 0, 0)  # type: ignore[union-attr]  # dense is None: noted is not
+        coverage = dense.coverage() if dense is not None else DenseCoverage(noted.active, 0, 0) if noted is not None else None
+        if coverage is not None:  # None: no model; a BM25-only store (no vectors file) has none stored yet
             index["embedding_model"] = dense.vectors.model_id if dense is not None else vector_key(narrative.embedding_backend)
             index["embedding_device"] = embedding_device(getattr(dense, "backend", None))
             try:
