@@ -221,10 +221,9 @@ class IndexSnapshot:
         if self.n_positions + postings <= EXHAUSTIVE_MAX:
             # with no filter, what is allowed is the active mask itself
             mask = self.active if not filters and where is None else None
-            found = top_exhaustive(terms, k, norms, allow, self.n_positions, cache, mask)  # type: ignore[arg-type]
+            positions, scores = top_exhaustive(terms, k, norms, allow, self.n_positions, cache, mask)  # type: ignore[arg-type]
         else:
-            found = top_candidates(terms, k, norms, allow, self.n_positions, cache.remember)  # type: ignore[arg-type]
-        positions, scores = found
+            positions, scores = top_candidates(terms, k, norms, allow, self.n_positions, cache.remember)  # type: ignore[arg-type]
         return best_k(positions, scores, k, self.chunk_id)
 
     def scores(
@@ -322,6 +321,7 @@ class IndexSnapshot:
         (identity, not equal contents: that array never changes, so what was worked out from
         it may be kept)."""
         return positions is self._unfiltered
+
     def active_counts(self) -> tuple[int, int]:
         """(documents, chunks) among the active positions (of `visible()`: those a caller may
         see), from the doc_id codes held for filters; worked out once per snapshot."""
