@@ -90,8 +90,6 @@ def describe_visual(settings: Settings) -> str:
 def describe_devices(settings: Settings, embedding: str | None = None) -> str:
     """Where each model slot that is on runs, in one line, e.g. `embedding cpu, reranker cpu
     (why not the GPU)`. `embedding`: the resolved embedding backend (None: the dense channel is off)."""
-    planned = planned_onnx_device(settings.device)
-    onnx = planned.device if planned.device != "none" else "unavailable"
     torch = settings.device if settings.device != "auto" else "cpu"  # sentence-transformers' default
     e5, e5_why = _e5_runtime(settings) if embedding in E5_EMBEDDINGS else ("", "")
     slots = [
@@ -100,8 +98,11 @@ def describe_devices(settings: Settings, embedding: str | None = None) -> str:
         ("reranker", _runtime(settings.reranker, on_onnx=_reranker_on_onnx(settings), off=("none", "auto"))),
         ("visual", _visual_runtime(settings)),
     ]
+    # ONNX Runtime is asked (imported) only when a slot runs on it
+    planned = planned_onnx_device(settings.device) if any(runtime == "onnx" for _, runtime in slots) else None
+    onnx = "" if planned is None else planned.device if planned.device != "none" else "unavailable"
     shown = [(slot, onnx if runtime == "onnx" else runtime) for slot, runtime in slots if runtime]
-    whys = [planned.why] if planned.why and any(runtime == "onnx" for _, runtime in slots) else []
+    whys = [planned.why] if planned is not None and planned.why else []
     whys += [e5_why] if e5_why and e5_why not in whys else []
     why = f" ({'; '.join(whys)})" if whys else ""
     return ", ".join(f"{slot} {device}" for slot, device in shown) + why if shown else "no local model"

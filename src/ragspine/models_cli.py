@@ -165,13 +165,12 @@ def _parity(snapshot: Path, name: str) -> str:
     """The int8 parity check of a snapshot holding an int8 graph and the float one beside it, run
     again (`ragspine.models.parity`): "" when there is no such pair or nothing to run it with."""
     from ragspine.models.parity import PARITY_MIN_COSINE, checked_int8
-    from ragspine.models.resolve import INT8_GRAPHS, float_beside
+    from ragspine.models.resolve import int8_pair
 
-    files = sorted(str(p.relative_to(snapshot)) for p in snapshot.rglob("*.onnx"))
-    graph = next((g for g in INT8_GRAPHS if g in files), None)
-    fp32 = float_beside(files, graph) if graph else None
-    if graph is None or fp32 is None or not (snapshot / "tokenizer.json").is_file():
+    pair = int8_pair(snapshot)
+    if pair is None or not (snapshot / "tokenizer.json").is_file():
         return ""
+    graph, fp32 = pair
     try:
         parity = checked_int8(snapshot.parent.parent, snapshot / graph, snapshot / fp32, snapshot / "tokenizer.json",
                               name=name, again=True)  # fmt: skip

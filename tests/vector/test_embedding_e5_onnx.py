@@ -180,6 +180,9 @@ def test_the_weights_digest_is_remembered_and_redone_when_the_file_changes(
 def test_auto_falls_back_to_numpy_loudly_without_onnxruntime(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
+    from ragspine.retrieval.vector.embeddings import e5_where
+
+    e5_where._numpy_fallback.cache_clear()  # logged once per process: this test's process may have logged it
     real = e5_module.importlib.util.find_spec
     monkeypatch.setattr(
         e5_module.importlib.util, "find_spec", lambda name, *a: None if name == "onnxruntime" else real(name, *a)
@@ -188,6 +191,10 @@ def test_auto_falls_back_to_numpy_loudly_without_onnxruntime(
         assert e5_module.resolve_engine("auto") == "numpy"
     assert "numpy engine" in caplog.text and "onnxruntime not installed" in caplog.text
     assert "embed-e5-onnx" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger=e5_module.__name__):
+        assert e5_module.resolve_engine("auto") == "numpy"  # `config show`, `/stats` resolve it again
+    assert "numpy engine" not in caplog.text  # said once per process
 
 
 def test_auto_picks_onnx_when_installed() -> None:

@@ -103,16 +103,24 @@ def float_beside(files: list[str], graph: str) -> str | None:
     return next((name for name in FLOAT_GRAPHS if name in files), None)
 
 
+def int8_pair(folder: Path, graph: str | None = None) -> tuple[str, str] | None:
+    """(int8 graph, float graph beside it) in a model `folder`, relative to it: `graph`, else the
+    first of `INT8_GRAPHS` there; None when there is no such pair (what the parity check compares)."""
+    files = sorted(str(p.relative_to(folder)) for p in folder.rglob("*.onnx"))
+    graph = graph if graph is not None else next((g for g in INT8_GRAPHS if g in files), None)
+    fp32 = float_beside(files, graph) if graph is not None else None
+    return (graph, fp32) if graph is not None and fp32 is not None else None
+
+
 def with_parity(model: ResolvedModel) -> ResolvedModel:
     """A hub model whose int8 graph has a float graph beside it: the int8 graph when it passes
     the parity check (`ragspine.models.parity`), else the float graph (logged)."""
     if model.onnx is None:
         return model
-    files = sorted(str(p.relative_to(model.folder)) for p in model.folder.rglob("*.onnx"))
-    graph = str(model.onnx.relative_to(model.folder))
-    fp32 = float_beside(files, graph)
-    if fp32 is None:
+    pair = int8_pair(model.folder, str(model.onnx.relative_to(model.folder)))
+    if pair is None:
         return model
+    fp32 = pair[1]
     repo = model.folder.parent.parent  # models--ORG--NAME/snapshots/COMMIT
     try:
         ok = checked_int8(repo, model.onnx, model.folder / fp32, model.tokenizer, name=model.name).ok

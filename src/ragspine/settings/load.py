@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragspine.models.hub import hub_spelling
 from ragspine.secret import MASK, redact_text
 from ragspine.settings.checks import check_combinations
 from ragspine.settings.declare import Setting
@@ -98,10 +99,10 @@ def _take_hub_model(values: dict[str, Any], sources: dict[str, str]) -> None:
     """RAGSPINE_EMBEDDING=hub:ORG/NAME[@REV] (kept whole by its parser, `embedding_name`) is the
     `hub` backend with RAGSPINE_EMBEDDING_MODEL=ORG/NAME[@REV]; a different
     RAGSPINE_EMBEDDING_MODEL given beside it is refused."""
-    spelled = str(values.get("embedding") or "")
-    if not spelled.startswith("hub:"):
+    model = hub_spelling(str(values.get("embedding") or ""))
+    if model is None:
         return
-    model, source = spelled[4:], sources.get("RAGSPINE_EMBEDDING", "default")
+    source = sources.get("RAGSPINE_EMBEDDING", "default")
     values["embedding"] = "hub"
     given = values.get("embedding_model")
     if given is not None and given != model:

@@ -10,6 +10,7 @@ normalised (`check_device`) before anything compares it. Nothing here builds a m
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import logging
 from collections.abc import Sequence
@@ -31,11 +32,18 @@ def resolve_engine(engine: str) -> str:
     missing = [m for m in ("onnx", "onnxruntime") if importlib.util.find_spec(m) is None]
     if not missing:
         return "onnx"
+    _numpy_fallback(", ".join(missing))
+    return "numpy"
+
+
+@functools.cache
+def _numpy_fallback(missing: str) -> None:
+    """Log once per process that auto runs the numpy engine (`config show` and `/stats` resolve
+    the engine too: a polled service would repeat it)."""
     log.warning(
         "e5: engine auto runs the numpy engine (%s not installed; the faster int8 ONNX engine "
-        "needs pip install 'ragspine[embed-e5-onnx]')", ", ".join(missing),
+        "needs pip install 'ragspine[embed-e5-onnx]')", missing,
     )  # fmt: skip
-    return "numpy"
 
 
 def e5_device(engine: str, device: str, available: Sequence[str]) -> OnnxDevice:
