@@ -269,7 +269,7 @@ def _temporary(path: Path, _: _Work) -> tuple[str, str]:
 def _marker(path: Path, _: _Work) -> tuple[str, str]:
     from ragspine.retrieval.vector.dense.embed_marker import MARKER_SUFFIX, embedding_in_progress
 
-    if embedding_in_progress(str(path)[: -len(MARKER_SUFFIX)]):
+    if embedding_in_progress(str(_vectors_of(path, MARKER_SUFFIX))):
         return "ok", "an embed run is writing the vectors file now"
     return "note", "left by an embed run that was stopped; safe to delete"
 

@@ -92,7 +92,7 @@ def remove_sqlite_files(path: str) -> list[str]:
 def vectors_model_id(path: Path) -> str | None:
     """The model id a vectors file names (None: it names none), read only (`mode=ro`: nothing
     is written or created); sqlite3.DatabaseError when the file is not a readable vectors file."""
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
     try:
         row = conn.execute("SELECT value FROM chunk_vector_meta WHERE key = 'model_id'").fetchone()
     finally:

@@ -421,8 +421,7 @@ class Workspace(Closeable):
         needs (None: RAGSPINE_MIN_SCORE); relevance never increases down the list, so this is
         the one place every surface's results are cut."""
         self.check_mode(mode)
-        request = SearchRequest(query, where=where, top_k=top_k, filter_fallback=filter_fallback, min_score=min_score)
-        floor = self.settings.min_score if request.min_score is None else request.min_score
+        request, floor = self._request(query, where, top_k, filter_fallback, min_score)
         if trace is None and self.settings.otel == "on":
             trace = Trace()  # RAGSPINE_OTEL: recorded only to be exported
         run = self.retriever.retrieve_run(request.query, filters=request.where, top_k=request.top_k, trace=trace,
@@ -442,11 +441,17 @@ class Workspace(Closeable):
         `SearchRequest`), and `min_score` (None: RAGSPINE_MIN_SCORE) cuts the sources as it cuts
         search's snippets; the answer's `filters_dropped` says when its sources were found
         without the filters."""
-        request = SearchRequest(question, where=where, top_k=top_k, filter_fallback=filter_fallback,
-                                min_score=min_score)  # fmt: skip
-        floor = self.settings.min_score if request.min_score is None else request.min_score
+        request, floor = self._request(question, where, top_k, filter_fallback, min_score)
         return ask(self.retriever, request.query, provider=self.provider, filters=request.where, top_k=request.top_k,
                    filter_fallback=request.filter_fallback, min_score=floor)  # fmt: skip
+
+    def _request(
+        self, query: str, where: Any, top_k: int, filter_fallback: str | None, min_score: float | None
+    ) -> tuple[SearchRequest, float]:
+        """The checked request (`SearchRequest`) and the relevance floor it gets: its own
+        `min_score`, else RAGSPINE_MIN_SCORE (search and ask alike)."""
+        request = SearchRequest(query, where=where, top_k=top_k, filter_fallback=filter_fallback, min_score=min_score)
+        return request, self.settings.min_score if request.min_score is None else request.min_score
 
     def stats(self, *, internals: bool = True) -> dict[str, Any]:
         """The operator's view with `internals` (the CLI, Python, an admin key): the active

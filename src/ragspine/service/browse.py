@@ -69,13 +69,13 @@ def facet_counts(rows: list[Any]) -> dict[str, Any]:
         documents.add(row.doc_id)
         values = {name: getattr(row, name) for name in FACET_FIELDS}
         metadata = row.metadata or {}
-        values.update({k: metadata[k] for k in offered_metadata(metadata)})
+        values.update(metadata)
         for name, value in values.items():
             if isinstance(value, (str, int, float)) and not isinstance(value, bool) and str(value) != "":
                 seen[name].add((row.doc_id, str(value)))
     facets: dict[str, list[dict[str, Any]]] = {}
     truncated = []
-    for name in [*FACET_FIELDS, *sorted(set(seen) - set(FACET_FIELDS))]:
+    for name in [*FACET_FIELDS, *offered_metadata(set(seen) - set(FACET_FIELDS))]:  # system keys never offered
         counts = Counter(value for _, value in seen.get(name, ()))
         ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
         if len(ranked) > MAX_FACET_VALUES:

