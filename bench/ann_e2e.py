@@ -111,14 +111,16 @@ def before(encoder: Any) -> Iterator[None]:
 
 def _workspace(store: ChunkStore, backend: E5ThenDraw, config: AnnConfig) -> Any:
     """`Workspace` over `store` with the default settings' query side and `backend`."""
-    from ragspine.assembly import make_analyzer, make_channels_for, make_fusion, make_query_plan_for
+    from ragspine.assembly import (make_analyzer, make_channels_for, make_fusion, make_query_plan_for,
+                                   make_query_rewriter_for)  # fmt: skip
     from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever
     from ragspine.settings.config import load_settings
     from ragspine.workspace import Workspace
 
     settings = load_settings({}, flags={"RAGSPINE_DB": str(store.db_path)})
     index = NarrativeIndex(store, embedding_backend=backend, ann=config, fusion=make_fusion(settings),
-                           analyzer=make_analyzer(settings.analyzer), extra_channels=make_channels_for(settings))  # fmt: skip
+                           analyzer=make_analyzer(settings.analyzer), extra_channels=make_channels_for(settings),
+                           query_rewriter=make_query_rewriter_for(settings))  # the glossary's variants, as ragspine search  # fmt: skip
     index.refresh()
     retriever = NarrativeIndexRetriever(index, plan=make_query_plan_for(settings, None),
                                         retry_without_filters=settings.filter_fallback == "retry")  # fmt: skip

@@ -10,7 +10,7 @@ the ratio, and how many pages read the same (whitespace ignored). `--ingest` als
 BM25-only `ingest_paths` of the folder into a fresh SQLite store with each extractor;
 `--before REF` times instead git revision REF's `ingest_paths` (`bench.before`: its package
 imported beside this one, same process), today's with pypdfium2, and today's with the lexical
-index built at ingest too, as `ragspine ingest` does. The ingests run `--rounds` times, the sides' order reversed every other
+index built at ingest too (the step `ragspine ingest` adds; all sides BM25-only `ingest_paths` with its default chunker). The ingests run `--rounds` times, the sides' order reversed every other
 round, best time kept; files/s and pages/s are of the whole folder. After the timing, every
 chunk each side stored is checked against the text that side's loader gives for its file
 (`ragspine.testing.citations.citation_failure`: text equals the cited slice, page range exact);
@@ -174,7 +174,9 @@ def _extractor(name: str) -> Iterator[None]:
 
 def today(extractor: str, index: bool = False) -> Side:
     """This checkout's `ingest_paths` with `extractor`; `index`: the lexical index built at ingest
-    too, as `ragspine ingest` does (`lexical_analyzer`)."""
+    too (`lexical_analyzer`), the step `ragspine ingest` adds. Every side is `ingest_paths` with
+    its own default chunker and no embedding: a BM25-only ingest, not the CLI's settings
+    (RAGSPINE_CHUNKER, RAGSPINE_EMBEDDING)."""
     from ragspine.ingest.loaders import load_document
     from ragspine.ingest.mojibake import repair_mojibake
     from ragspine.ingest.pipeline import ingest_paths
@@ -189,7 +191,7 @@ def today(extractor: str, index: bool = False) -> Side:
         with _extractor(extractor):
             return repair_mojibake(load_document(path, data))[0]  # the text prepare() chunks
 
-    name = f"today, {extractor}" + (" + lexical index (as ragspine ingest)" if index else "")
+    name = f"today, {extractor}" + (" + lexical index built at ingest" if index else "")
     return Side(name, ingest, load, ChunkStore)
 
 
@@ -250,7 +252,7 @@ def check_citations(side: Side, db: str, folder: Path) -> tuple[int, list[str]]:
 def print_ingest(folder: Path, grouped: list[tuple[str, Path]], pages: int, args: argparse.Namespace, work: Path) -> None:
     """Time the sides' ingests (interleaved), then check every stored chunk's citation."""
     sides = [today("pypdfium2"), today("pypdf")]
-    if args.before:  # before and after: today's default extractor, then as `ragspine ingest` runs
+    if args.before:  # before and after: today's default extractor, then with the index step `ragspine ingest` adds
         sides = [before(args.before, work), today("pypdfium2"), today("pypdfium2", index=True)]
     warm = [next(p for g, p in grouped if g == group) for group in dict.fromkeys(g for g, _ in grouped)]
     timed = time_ingest(folder, warm, work, sides, args.rounds)
